@@ -1,0 +1,57 @@
+// Package bridge is the stdio front end: it forwards MCP between its
+// stdin/stdout and the daemon's socket, and holds no tool logic.
+package bridge
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+// Options configures a bridge.
+type Options struct {
+	Layout paths.Layout
+	Groups []string
+	// Exe is the hive binary to start a daemon with, if none answers.
+	Exe string
+	// StartWait bounds the wait for a started daemon. If zero, 2 s.
+	StartWait time.Duration
+	Stdin     io.Reader
+	Stdout    io.Writer
+}
+
+// Run connects (starting the daemon if needed) and forwards until stdin
+// ends or the daemon closes the connection. The bridge's working directory
+// and environment become the session's.
+func Run(o Options) error {
+	if o.StartWait == 0 {
+		o.StartWait = 2 * time.Second
+	}
+	if err := client.Ensure(o.Layout, o.Exe, o.StartWait); err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("working directory: %w", err)
+	}
+	c, _, err := client.Open(o.Layout, proto.Request{Cmd: proto.CmdMCP, Cwd: cwd, Env: os.Environ(), Groups: o.Groups})
+	if err != nil {
+		return fmt.Errorf("open mcp session: %w", err)
+	}
+	defer c.Close()
+	up := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(c, o.Stdin)
+		c.CloseWrite() // the client is done: the daemon ends the session
+		up <- err
+	}()
+	// Daemon → client until the daemon closes. The stdin goroutine may
+	// stay blocked in a read of stdin; the process exits right after.
+	_, err = io.Copy(o.Stdout, c)
+	return err
+}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hivetools/hive/internal/daemon"
+)
+
+func init() {
+	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES]", run: runDaemon})
+}
+
+func runDaemon(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("daemon", e)
+	httpAddr := fs.String("http", "", "serve streamable HTTP MCP at /mcp on this loopback address")
+	token := fs.String("http-token-file", "", "require this file's bearer token on HTTP")
+	maxRunning := fs.Int("max-running", 64, "jobs running at once; the rest wait pending")
+	grace := fs.Duration("grace", 10*time.Second, "time between SIGINT and SIGKILL when a job is stopped")
+	fileCap := fs.Int64("file-cap", 1<<30, "cap of each job output file in bytes (past it bytes are counted as dropped)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *maxRunning < 1 {
+		return fmt.Errorf("%w: --max-running %d: must be >= 1", ErrUsage, *maxRunning)
+	}
+	if *grace <= 0 {
+		return fmt.Errorf("%w: --grace %v: must be > 0", ErrUsage, *grace)
+	}
+	if *fileCap <= 0 {
+		return fmt.Errorf("%w: --file-cap %d: must be > 0", ErrUsage, *fileCap)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(e.Stderr, nil))
+	return daemon.Run(ctx, daemon.Config{
+		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
+		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
+	})
+}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+func init() {
+	register(command{name: "kill", usage: "kill ID [--force] [--json]   stop a job (SIGINT to its group; --force: SIGKILL)", run: runKill})
+}
+
+func runKill(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("kill", e)
+	force := fs.Bool("force", false, "SIGKILL at once")
+	asJSON := fs.Bool("json", false, "JSON output")
+	if err := parse(fs, interspersed(fs, args)); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: hive kill ID [--force]", ErrUsage)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdKill, ID: fs.Arg(0), Force: *force})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.Stdout).Encode(map[string]any{"job": resp.Job, "already_ended": resp.AlreadyEnded})
+	}
+	switch {
+	case resp.AlreadyEnded:
+		fmt.Fprintf(e.Stdout, "job %s had already ended (%s)\n", resp.Job.ID, resp.Job.State)
+	case resp.Job.State == "killed":
+		fmt.Fprintf(e.Stdout, "job %s cancelled before it started\n", resp.Job.ID)
+	case *force:
+		fmt.Fprintf(e.Stdout, "SIGKILL sent to job %s\n", resp.Job.ID)
+	default:
+		fmt.Fprintf(e.Stdout, "SIGINT sent to job %s (SIGKILL follows after the grace period)\n", resp.Job.ID)
+	}
+	return nil
+}

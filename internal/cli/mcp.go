@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"context"
+	"strings"
+
+	"github.com/hivetools/hive/internal/bridge"
+	"github.com/hivetools/hive/internal/tools"
+)
+
+func init() {
+	register(command{name: "mcp", usage: "mcp [--groups g1,g2]   MCP over stdio (starts the daemon if needed)", run: runMCP})
+}
+
+func runMCP(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("mcp", e)
+	groups := fs.String("groups", "", "tool groups: "+strings.Join(tools.AllGroups, ",")+" (default all)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var gs []string
+	if *groups != "" {
+		gs = strings.Split(*groups, ",")
+		if _, err := tools.ParseGroups(gs); err != nil {
+			return err
+		}
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	return bridge.Run(bridge.Options{Layout: l, Groups: gs, Exe: e.Exe, Stdin: e.Stdin, Stdout: e.Stdout})
+}

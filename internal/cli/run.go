@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+func init() {
+	register(command{name: "run", usage: "run [--name N] [--timeout S] [--json] -- CMD...   start a job, print its id", run: runRun})
+}
+
+func runRun(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("run", e)
+	name := fs.String("name", "", "job name ([a-z0-9-]{1,63}), used as its id")
+	timeout := fs.Float64("timeout", 0, "stop the job after this many seconds (timed_out)")
+	asJSON := fs.Bool("json", false, "JSON output")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: hive run [--name N] [--timeout S] -- CMD...", ErrUsage)
+	}
+	if *timeout < 0 {
+		return fmt.Errorf("%w: --timeout %v: must be >= 0", ErrUsage, *timeout)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	if err := client.Ensure(l, e.Exe, 2*time.Second); err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdRun, Argv: fs.Args(), Name: *name,
+		TimeoutSecs: *timeout, Cwd: cwd, Env: os.Environ()})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(e.Stdout).Encode(resp.Job)
+	}
+	fmt.Fprintln(e.Stdout, resp.Job.ID)
+	return nil
+}

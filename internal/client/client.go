@@ -1,0 +1,148 @@
+// Package client talks to a hive daemon over its unix socket. The CLI and
+// the stdio bridge use it; neither holds any job logic.
+package client
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+// ErrNoDaemon means nothing answered on the socket.
+var ErrNoDaemon = errors.New("no hive daemon is running")
+
+// Conn is one request's connection to the daemon.
+type Conn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// Read reads what follows the response line (MCP or log bytes).
+func (c *Conn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite half-closes the connection.
+func (c *Conn) CloseWrite() error {
+	if uc, ok := c.Conn.(*net.UnixConn); ok {
+		return uc.CloseWrite()
+	}
+	return nil
+}
+
+// Dial connects to the daemon of the state directory.
+func Dial(l paths.Layout) (net.Conn, error) {
+	c, err := net.DialTimeout("unix", l.Socket(), 2*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("%w (socket %s): %v", ErrNoDaemon, l.Socket(), err)
+	}
+	return c, nil
+}
+
+// Open sends req on a new connection and reads the response. On a
+// response that is not OK it closes the connection and returns the
+// daemon's error.
+func Open(l paths.Layout, req proto.Request) (*Conn, proto.Response, error) {
+	nc, err := Dial(l)
+	if err != nil {
+		return nil, proto.Response{}, err
+	}
+	c := &Conn{Conn: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	b, _ := json.Marshal(req)
+	if _, err := nc.Write(append(b, '\n')); err != nil {
+		nc.Close()
+		return nil, proto.Response{}, fmt.Errorf("send %s request: %w", req.Cmd, err)
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		nc.Close()
+		return nil, proto.Response{}, fmt.Errorf("read %s response: %w", req.Cmd, err)
+	}
+	var resp proto.Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		nc.Close()
+		return nil, proto.Response{}, fmt.Errorf("decode %s response: %w", req.Cmd, err)
+	}
+	if !resp.OK {
+		nc.Close()
+		return nil, resp, errors.New(resp.Error)
+	}
+	return c, resp, nil
+}
+
+// Call sends one request and returns the response.
+func Call(l paths.Layout, req proto.Request) (proto.Response, error) {
+	c, resp, err := Open(l, req)
+	if err != nil {
+		return resp, err
+	}
+	c.Close()
+	return resp, nil
+}
+
+// Ensure returns once a daemon answers on the socket, starting one if none
+// does: `exe daemon --state-dir DIR` detached in its own session, with its
+// output going to the state dir's daemon.log. It waits up to wait.
+func Ensure(l paths.Layout, exe string, wait time.Duration) error {
+	if _, err := Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return fmt.Errorf("create state dir %q: %w", l.Dir, err)
+	}
+	logf, err := os.OpenFile(l.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("open daemon log %q: %w", l.Log(), err)
+	}
+	defer logf.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close()
+	cmd := exec.Command(exe, "daemon", "--state-dir", l.Dir)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
+	cmd.SysProcAttr = detached()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	// The daemon is detached: this goroutine only reaps it if it dies
+	// early (another daemon won the race, or it failed to start).
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(wait)
+	for {
+		if _, err := Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			// Lost a start race to another daemon? Then it answers soon.
+			if _, cerr := Call(l, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("daemon exited (%v); see %s", err, l.Log())
+			}
+			exited <- err
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon did not answer on %s within %v; see %s", l.Socket(), wait, l.Log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Copy copies the rest of the connection to w.
+func (c *Conn) Copy(w io.Writer) error {
+	_, err := io.Copy(w, c.r)
+	return err
+}

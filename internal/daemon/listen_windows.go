@@ -1,0 +1,29 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+)
+
+// lockFile creates path exclusively; a stale file from a crashed daemon
+// is replaced when its socket no longer answers (checked by the caller).
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %q: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %q: %w", path, err)
+	}
+	return ln, nil
+}

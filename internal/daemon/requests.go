@@ -1,0 +1,204 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+// handle answers a one-shot request.
+func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
+	fail := func(err error) proto.Response { return proto.Response{Error: err.Error()} }
+	switch req.Cmd {
+	case proto.CmdVersion:
+		return proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}
+	case proto.CmdPs:
+		var states []job.State
+		if !req.All {
+			states = []job.State{job.Pending, job.Running}
+		}
+		infos, err := d.jobs.List(ctx, 200, states...)
+		if err != nil {
+			return fail(err)
+		}
+		resp := proto.Response{OK: true, Jobs: []proto.Job{}}
+		for _, in := range infos {
+			resp.Jobs = append(resp.Jobs, wireJob(in))
+		}
+		return resp
+	case proto.CmdRun:
+		if len(req.Argv) == 0 {
+			return fail(errors.New("argv: must not be empty"))
+		}
+		if req.TimeoutSecs < 0 {
+			return fail(fmt.Errorf("timeout_secs %v: must be >= 0", req.TimeoutSecs))
+		}
+		spec := job.Spec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
+			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second))}
+		if len(req.Argv) == 1 {
+			spec.Cmd = req.Argv[0] // one argument: a bash command line
+		}
+		j, err := d.jobs.Start(spec)
+		if err != nil {
+			return fail(err)
+		}
+		w := wireJob(j.Info())
+		return proto.Response{OK: true, Job: &w}
+	case proto.CmdKill:
+		in, err := d.jobs.Kill(req.ID, req.Force)
+		if errors.Is(err, job.ErrEnded) {
+			w := wireJob(in)
+			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
+		}
+		if err != nil {
+			return fail(err)
+		}
+		w := wireJob(in)
+		return proto.Response{OK: true, Job: &w}
+	case proto.CmdStatus:
+		in, err := d.jobs.Lookup(ctx, req.ID)
+		if err != nil {
+			return fail(err)
+		}
+		w := wireJob(in)
+		return proto.Response{OK: true, Job: &w}
+	case proto.CmdTodo:
+		t, err := d.inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, TodoID: t.ID}
+	case "":
+		return fail(errors.New("cmd: must not be empty"))
+	}
+	return fail(fmt.Errorf("cmd %q: unknown command", req.Cmd))
+}
+
+// serveLogs writes a job's output from req.Offset; with Follow it keeps
+// writing until the job ends.
+func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
+	in, err := d.jobs.Lookup(ctx, req.ID)
+	if err != nil {
+		writeResp(c, proto.Response{Error: err.Error()})
+		return
+	}
+	w := wireJob(in)
+	if writeResp(c, proto.Response{OK: true, Job: &w}) != nil {
+		return
+	}
+	var s *output.Stream
+	if j, err := d.jobs.Get(in.ID); err == nil {
+		if req.Follow {
+			select {
+			case <-j.Started():
+			case <-ctx.Done():
+				return
+			}
+		}
+		s = j.Stdout()
+		if req.Stderr {
+			s = j.Stderr()
+		}
+	}
+	if s == nil { // an ended job of an earlier daemon, or one that failed to start
+		path := in.StdoutPath
+		if req.Stderr {
+			path = in.StderrPath
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		f.Seek(req.Offset, 0)
+		f.WriteTo(c)
+		return
+	}
+	// Notice the client going away while we wait.
+	gone := make(chan struct{})
+	go func() {
+		var b [1]byte
+		c.Read(b[:])
+		close(gone)
+	}()
+	off := req.Offset
+	for {
+		changed := s.Changed()
+		ch, err := s.Read(off, 256<<10)
+		if err != nil {
+			return
+		}
+		if len(ch.Data) > 0 {
+			if _, err := c.Write(ch.Data); err != nil {
+				return
+			}
+			off = ch.Next
+			continue
+		}
+		if ch.EOF || !req.Follow {
+			return
+		}
+		select {
+		case <-changed:
+		case <-gone:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func wireJob(in job.Info) proto.Job {
+	return proto.Job{
+		ID: in.ID, Name: in.Name, Cmd: in.Cmd, Cwd: in.Cwd, Source: in.Source, State: string(in.State),
+		ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error, Pid: in.Pid, Created: in.Created,
+		Started: in.Started, Ended: in.Ended, DurationMs: in.Duration().Milliseconds(),
+		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath, StdoutBytes: in.StdoutBytes,
+		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped,
+		Leftover: in.Leftover,
+	}
+}
+
+// shellJoin quotes argv into one bash command line.
+func shellJoin(argv []string) string {
+	s := ""
+	for i, a := range argv {
+		if i > 0 {
+			s += " "
+		}
+		s += shellQuote(a)
+	}
+	return s
+}
+
+func shellQuote(a string) string {
+	if a == "" {
+		return "''"
+	}
+	safe := true
+	for _, r := range a {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '+' || r == '@') {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return a
+	}
+	out := "'"
+	for _, r := range a {
+		if r == '\'' {
+			out += `'\''`
+		} else {
+			out += string(r)
+		}
+	}
+	return out + "'"
+}

@@ -1,0 +1,238 @@
+// Package job is hive's one supervisor: it starts, watches, stops and records
+// every process hive runs. The background-task tools, the terminal tools and
+// the operator CLI are all views of the jobs kept here.
+//
+// A job runs in its own process group. Stopping a job sends SIGINT (or
+// SIGKILL with force) to the whole group and escalates to SIGKILL after a
+// grace period. When the group leader exits the job ends; anything left in
+// its group is terminated and counted. Exactly one goroutine waits on each
+// child; everybody else waits on the job's Done channel.
+package job
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/hivetools/hive/internal/output"
+)
+
+// State is a job's lifecycle state.
+type State string
+
+// The states. pending → running → done | timed_out | killed | interrupted | failed.
+const (
+	Pending     State = "pending"
+	Running     State = "running"
+	Done        State = "done"
+	TimedOut    State = "timed_out"
+	Killed      State = "killed"
+	Interrupted State = "interrupted" // the daemon died or shut down under it
+	Failed      State = "failed"      // could not start; Info.Error says why
+)
+
+// Terminal reports whether s is a final state.
+func (s State) Terminal() bool {
+	switch s {
+	case Done, TimedOut, Killed, Interrupted, Failed:
+		return true
+	}
+	return false
+}
+
+// ValidState reports whether s names a state.
+func ValidState(s string) bool {
+	switch State(s) {
+	case Pending, Running, Done, TimedOut, Killed, Interrupted, Failed:
+		return true
+	}
+	return false
+}
+
+// Errors returned by the Manager.
+var (
+	ErrNotFound = errors.New("no such job")
+	ErrEnded    = errors.New("job already ended")
+	ErrNameBusy = errors.New("name in use by a pending or running job")
+	ErrClosed   = errors.New("job manager closed")
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
+
+// ValidName reports whether name is a valid job name: [a-z0-9-]{1,63}.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
+// Spec describes a job to start.
+type Spec struct {
+	// Cmd is the command as the caller wrote it. With Argv empty it runs as
+	// `bash -c Cmd`.
+	Cmd string
+	// Argv, if non-empty, is executed as it is (Argv[0] looked up in PATH).
+	Argv []string
+	// ShellKind records the interpreter: "bash", "direct", "powershell", "cmd".
+	// If empty it is "bash" for Cmd and "direct" for Argv.
+	ShellKind string
+	// Dir is the working directory. If empty, the daemon's.
+	Dir string
+	// Env is the whole environment. If nil, the daemon's.
+	Env []string
+	// Stdin is fed to the process; nil means /dev/null.
+	Stdin []byte
+	// Timeout stops the job (as timed_out) after this long; zero means none.
+	Timeout time.Duration
+	// Name, if set, is the job's id. It must match [a-z0-9-]{1,63} and not
+	// belong to a pending or running job.
+	Name string
+	// Source says which surface started the job ("run", "terminal", "cli").
+	Source string
+	// Attached means a caller is waiting inline for the result: no loose
+	// end is raised until Detach is called. Unattached jobs are detached
+	// from the start.
+	Attached bool
+}
+
+// Info is a snapshot of a job.
+type Info struct {
+	ID            string
+	Name          string
+	Cmd           string
+	Argv          []string
+	ShellKind     string
+	Cwd           string
+	Source        string
+	State         State
+	ExitCode      *int // set once the process exited
+	Signal        *int // the signal that ended the process, if any
+	Error         string
+	Timeout       time.Duration
+	Created       time.Time
+	Started       time.Time
+	Ended         time.Time
+	Pid           int
+	PidStart      uint64
+	StdoutPath    string
+	StderrPath    string
+	StdoutBytes   int64
+	StderrBytes   int64
+	StdoutDropped int64
+	StderrDropped int64
+	Leftover      int // processes still in the group when the leader exited (then terminated)
+}
+
+// Duration is the run time so far (running) or in all (ended).
+func (i Info) Duration() time.Duration {
+	switch {
+	case i.Started.IsZero():
+		return 0
+	case i.Ended.IsZero():
+		return time.Since(i.Started)
+	default:
+		return i.Ended.Sub(i.Started)
+	}
+}
+
+// Job is a job started by this daemon. Its methods are safe for concurrent use.
+type Job struct {
+	m *Manager
+
+	mu       sync.Mutex
+	info     Info
+	spec     Spec
+	detached bool
+	reason   State // requested end state (killed, timed_out, interrupted); "" = none
+	graceT   *time.Timer
+	timeoutT *time.Timer
+	pgid     int
+
+	stdout, stderr *output.Stream
+	done           chan struct{}
+	started        chan struct{} // closed once the streams exist or the job ended
+	startedOnce    sync.Once
+}
+
+func (j *Job) markStarted() { j.startedOnce.Do(func() { close(j.started) }) }
+
+// Started is closed once the job's output streams exist (it started or
+// failed to start) or the job ended without starting.
+func (j *Job) Started() <-chan struct{} { return j.started }
+
+// ID is the job's id.
+func (j *Job) ID() string { return j.info.ID }
+
+// Info returns a snapshot, with live byte counts for a running job.
+func (j *Job) Info() Info {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.snapshotLocked()
+}
+
+func (j *Job) snapshotLocked() Info {
+	in := j.info
+	if !in.State.Terminal() {
+		if j.stdout != nil {
+			st := j.stdout.Stats()
+			in.StdoutBytes, in.StdoutDropped = st.Total, st.Dropped
+		}
+		if j.stderr != nil {
+			st := j.stderr.Stats()
+			in.StderrBytes, in.StderrDropped = st.Total, st.Dropped
+		}
+	}
+	return in
+}
+
+// Done is closed when the job reaches a terminal state.
+func (j *Job) Done() <-chan struct{} { return j.done }
+
+// Wait waits until the job ends or ctx is done, and returns the latest
+// snapshot and whether the job has ended.
+func (j *Job) Wait(ctx context.Context) (Info, bool) {
+	select {
+	case <-j.done:
+		return j.Info(), true
+	case <-ctx.Done():
+		in := j.Info()
+		return in, in.State.Terminal()
+	}
+}
+
+// Stdout and Stderr are the job's output streams (nil for a job that failed
+// before its streams were created).
+func (j *Job) Stdout() *output.Stream {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stdout
+}
+
+// Stderr is the job's standard error stream.
+func (j *Job) Stderr() *output.Stream {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stderr
+}
+
+// Detach hands an attached job over to the loose-end machinery: from now
+// on its progress is reported through OnChange. It returns false, and
+// changes nothing, if the job has already ended: the caller then has the
+// result and should deliver it inline.
+func (j *Job) Detach() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.info.State.Terminal() {
+		return false
+	}
+	if !j.detached {
+		j.detached = true
+		j.m.notifyLocked(j)
+	}
+	return true
+}
+
+// Detached reports whether the job reports through loose ends.
+func (j *Job) Detached() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.detached
+}

@@ -1,0 +1,468 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hivetools/hive/internal/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+type harness struct {
+	t    *testing.T
+	dir  string
+	st   *store.Store
+	m    *Manager
+	mu   sync.Mutex
+	seen []Info
+}
+
+func newHarness(t *testing.T, o Options) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir()}
+	st, err := store.Open(filepath.Join(h.dir, "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.st = st
+	o.Dir = filepath.Join(h.dir, "bash-tasks")
+	o.Store = st
+	o.OnChange = func(in Info) {
+		h.mu.Lock()
+		h.seen = append(h.seen, in)
+		h.mu.Unlock()
+	}
+	m, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = m
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m.Close(ctx)
+		st.Close()
+	})
+	return h
+}
+
+func (h *harness) start(spec Spec) *Job {
+	h.t.Helper()
+	j, err := h.m.Start(spec)
+	if err != nil {
+		h.t.Fatalf("start %q: %v", spec.Cmd, err)
+	}
+	return j
+}
+
+func (h *harness) wait(j *Job) Info {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	in, ended := j.Wait(ctx)
+	if !ended {
+		h.t.Fatalf("job %s (%q) did not end: %+v", in.ID, in.Cmd, in)
+	}
+	return in
+}
+
+func readAll(t *testing.T, j *Job, stderr bool) string {
+	t.Helper()
+	s := j.Stdout()
+	if stderr {
+		s = j.Stderr()
+	}
+	var b strings.Builder
+	off := int64(0)
+	for {
+		c, err := s.Read(off, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(c.Data)
+		off = c.Next
+		if len(c.Data) == 0 {
+			return b.String()
+		}
+	}
+}
+
+// alive reports whether pid is a live, non-zombie process.
+func alive(pid int) bool {
+	st, ok := readStat(pid)
+	return ok && st.state != 'Z' && st.state != 'X'
+}
+
+func TestExitCodesAndOutput(t *testing.T) {
+	h := newHarness(t, Options{})
+	tests := []struct {
+		cmd            string
+		state          State
+		code           int
+		sig            int
+		stdout, stderr string
+	}{
+		{"echo hi; echo oops >&2; exit 3", Done, 3, 0, "hi\n", "oops\n"},
+		{"true", Done, 0, 0, "", ""},
+		{"kill -TERM $$", Done, 143, 15, "", ""},
+		{"kill -KILL $$", Done, 137, 9, "", ""},
+		{"printf 'a\\0b'", Done, 0, 0, "a\x00b", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cmd, func(t *testing.T) {
+			j := h.start(Spec{Cmd: tt.cmd})
+			in := h.wait(j)
+			if in.State != tt.state || in.ExitCode == nil || *in.ExitCode != tt.code {
+				t.Fatalf("state %s exit %v, want %s %d (err %q)", in.State, in.ExitCode, tt.state, tt.code, in.Error)
+			}
+			if tt.sig != 0 && (in.Signal == nil || *in.Signal != tt.sig) {
+				t.Errorf("signal %v, want %d", in.Signal, tt.sig)
+			}
+			if got := readAll(t, j, false); got != tt.stdout {
+				t.Errorf("stdout %q, want %q", got, tt.stdout)
+			}
+			if got := readAll(t, j, true); got != tt.stderr {
+				t.Errorf("stderr %q, want %q", got, tt.stderr)
+			}
+			b, _ := os.ReadFile(in.StdoutPath)
+			if string(b) != tt.stdout {
+				t.Errorf("stdout file %q, want %q", b, tt.stdout)
+			}
+			if in.StdoutBytes != int64(len(tt.stdout)) {
+				t.Errorf("stdout bytes %d, want %d", in.StdoutBytes, len(tt.stdout))
+			}
+		})
+	}
+}
+
+func TestDirectArgvEnvStdinCwd(t *testing.T) {
+	h := newHarness(t, Options{})
+	dir := t.TempDir()
+	j := h.start(Spec{Argv: []string{"sh", "-c", "pwd; echo $FOO; cat"}, Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "FOO=bar"}, Stdin: []byte("from-stdin")})
+	in := h.wait(j)
+	want := dir + "\nbar\nfrom-stdin"
+	if got := readAll(t, j, false); got != want || in.ShellKind != "direct" {
+		t.Fatalf("got %q kind %s, want %q direct", got, in.ShellKind, want)
+	}
+}
+
+func TestFailedStart(t *testing.T) {
+	h := newHarness(t, Options{})
+	tests := []Spec{
+		{Argv: []string{"no-such-program-hive"}},
+		{Cmd: "true", Dir: "/no/such/dir"},
+	}
+	for _, spec := range tests {
+		j := h.start(spec)
+		in := h.wait(j)
+		if in.State != Failed || in.Error == "" || in.ExitCode != nil {
+			t.Errorf("%+v: state %s err %q exit %v, want failed with error", spec, in.State, in.Error, in.ExitCode)
+		}
+	}
+}
+
+func TestBadSpec(t *testing.T) {
+	h := newHarness(t, Options{})
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{}, "cmd"},
+		{Spec{Cmd: "true", Name: "Bad_Name"}, "name"},
+		{Spec{Cmd: "true", Name: strings.Repeat("a", 64)}, "name"},
+		{Spec{Cmd: "true", Timeout: -time.Second}, "timeout"},
+	}
+	for _, tt := range tests {
+		if _, err := h.m.Start(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: err %v, want one naming %q", tt.spec, err, tt.want)
+		}
+	}
+}
+
+// A grandchild that keeps stdout open must not hold the job: the job ends
+// when the leader exits and the grandchild is terminated.
+func TestGrandchildHoldingStdout(t *testing.T) {
+	h := newHarness(t, Options{})
+	j := h.start(Spec{Cmd: `sh -c 'sleep 3600 & echo PID=$!'`})
+	in := h.wait(j)
+	out := readAll(t, j, false)
+	m := regexp.MustCompile(`PID=(\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no PID in %q", out)
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if in.State != Done || *in.ExitCode != 0 {
+		t.Fatalf("state %s exit %v", in.State, in.ExitCode)
+	}
+	if in.Leftover != 1 {
+		t.Errorf("leftover %d, want 1", in.Leftover)
+	}
+	if alive(pid) {
+		t.Errorf("grandchild %d still alive", pid)
+	}
+	if in.Duration() > 5*time.Second {
+		t.Errorf("took %v: the grandchild held the job", in.Duration())
+	}
+}
+
+// A process that escaped the group (setsid) and holds stdout cannot delay
+// completion beyond the drain window.
+func TestEscapedWriterDoesNotHang(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	h := newHarness(t, Options{})
+	j := h.start(Spec{Cmd: `setsid sleep 30 & echo started`})
+	in := h.wait(j)
+	if in.State != Done {
+		t.Fatalf("state %s", in.State)
+	}
+	exec.Command("pkill", "-f", "^sleep 30$").Run()
+}
+
+// A 3-level tree whose deepest process ignores SIGINT and SIGTERM is fully
+// gone after kill.
+func TestKillTree(t *testing.T) {
+	h := newHarness(t, Options{Grace: 300 * time.Millisecond})
+	dir := t.TempDir()
+	script := fmt.Sprintf(`bash -c 'bash -c "trap \"\" INT TERM; sleep 3600 & echo \$! > %[1]s/c; wait" & echo $! > %[1]s/b; wait' & echo $! > %[1]s/a; wait`, dir)
+	j := h.start(Spec{Cmd: script})
+	var pids []int
+	deadline := time.Now().Add(10 * time.Second)
+	for _, f := range []string{"a", "b", "c"} {
+		for {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+				pids = append(pids, p)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tree did not start")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if _, err := h.m.Kill(j.ID(), false); err != nil {
+		t.Fatal(err)
+	}
+	in := h.wait(j)
+	if in.State != Killed {
+		t.Errorf("state %s, want killed", in.State)
+	}
+	for _, p := range append(pids, in.Pid) {
+		if alive(p) {
+			t.Errorf("pid %d survived kill", p)
+		}
+	}
+	if _, err := h.m.Kill(j.ID(), false); !errors.Is(err, ErrEnded) {
+		t.Errorf("second kill: %v, want ErrEnded", err)
+	}
+}
+
+func TestForceKillAndTimeout(t *testing.T) {
+	h := newHarness(t, Options{Grace: time.Hour})
+	j := h.start(Spec{Cmd: `trap '' INT; sleep 3600`})
+	time.Sleep(100 * time.Millisecond)
+	h.m.Kill(j.ID(), true)
+	if in := h.wait(j); in.State != Killed || *in.ExitCode != 137 {
+		t.Errorf("force: state %s exit %v, want killed 137", in.State, in.ExitCode)
+	}
+	h2 := newHarness(t, Options{Grace: 200 * time.Millisecond})
+	j = h2.start(Spec{Cmd: `sleep 3600`, Timeout: 200 * time.Millisecond})
+	if in := h2.wait(j); in.State != TimedOut || *in.ExitCode != 130 {
+		t.Errorf("timeout: state %s exit %v, want timed_out 130", in.State, in.ExitCode)
+	}
+}
+
+func TestPendingFIFOAndCancel(t *testing.T) {
+	h := newHarness(t, Options{MaxRunning: 1})
+	first := h.start(Spec{Cmd: "sleep 0.3"})
+	second := h.start(Spec{Cmd: "echo second"})
+	third := h.start(Spec{Cmd: "echo third"})
+	if s := second.Info().State; s != Pending {
+		t.Fatalf("second is %s, want pending", s)
+	}
+	in, err := h.m.Kill(third.ID(), false)
+	if err != nil || in.State != Killed {
+		t.Fatalf("cancel pending: %v %s", err, in.State)
+	}
+	h.wait(first)
+	in2 := h.wait(second)
+	if in2.State != Done || !in2.Started.After(first.Info().Ended.Add(-time.Millisecond)) {
+		t.Errorf("second %s started %v, first ended %v", in2.State, in2.Started, first.Info().Ended)
+	}
+	if in3 := third.Info(); in3.Pid != 0 || in3.State != Killed {
+		t.Errorf("cancelled job ran: %+v", in3)
+	}
+}
+
+func TestNames(t *testing.T) {
+	h := newHarness(t, Options{})
+	j := h.start(Spec{Cmd: "sleep 0.3", Name: "build"})
+	if j.ID() != "build" {
+		t.Fatalf("id %q, want the name", j.ID())
+	}
+	if _, err := h.m.Start(Spec{Cmd: "true", Name: "build"}); !errors.Is(err, ErrNameBusy) {
+		t.Fatalf("busy name: %v", err)
+	}
+	h.wait(j)
+	j2 := h.start(Spec{Cmd: "echo again", Name: "build"})
+	if in := h.wait(j2); in.State != Done || readAll(t, j2, false) != "again\n" {
+		t.Fatalf("reuse: %+v", in)
+	}
+	if id := h.start(Spec{Cmd: "true"}).ID(); !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(id) {
+		t.Errorf("generated id %q is not short hex", id)
+	}
+}
+
+func TestFileCapDropped(t *testing.T) {
+	h := newHarness(t, Options{FileCap: 1000, RingSize: 4096})
+	j := h.start(Spec{Cmd: "head -c 10000 /dev/zero"})
+	in := h.wait(j)
+	if in.StdoutBytes != 10000 || in.StdoutDropped != 9000 {
+		t.Fatalf("bytes %d dropped %d, want 10000 9000", in.StdoutBytes, in.StdoutDropped)
+	}
+	if fi, _ := os.Stat(in.StdoutPath); fi.Size() != 1000 {
+		t.Errorf("file size %d, want 1000", fi.Size())
+	}
+}
+
+func Test200ConcurrentJobs(t *testing.T) {
+	h := newHarness(t, Options{})
+	var jobs []*Job
+	for i := 0; i < 200; i++ {
+		jobs = append(jobs, h.start(Spec{Cmd: fmt.Sprintf("head -c 1000000 /dev/urandom; exit %d", i%7)}))
+	}
+	for i, j := range jobs {
+		in := h.wait(j)
+		if in.State != Done || *in.ExitCode != i%7 || in.StdoutBytes != 1000000 {
+			t.Fatalf("job %d: %s exit %v bytes %d", i, in.State, in.ExitCode, in.StdoutBytes)
+		}
+		if fi, err := os.Stat(in.StdoutPath); err != nil || fi.Size() != 1000000 {
+			t.Fatalf("job %d file: %v %v", i, fi, err)
+		}
+	}
+}
+
+func TestOnChangeDetach(t *testing.T) {
+	h := newHarness(t, Options{})
+	j := h.start(Spec{Cmd: "sleep 0.2", Attached: true})
+	if !j.Detach() {
+		t.Fatal("detach of a running job said it ended")
+	}
+	h.wait(j)
+	quick := h.start(Spec{Cmd: "true", Attached: true})
+	h.wait(quick)
+	if quick.Detach() {
+		t.Fatal("detach of an ended job succeeded")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var states []State
+	for _, in := range h.seen {
+		if in.ID == quick.ID() {
+			t.Errorf("attached job %s was reported: %+v", quick.ID(), in)
+		}
+		if in.ID == j.ID() {
+			states = append(states, in.State)
+		}
+	}
+	if len(states) > 0 && states[0] == Pending { // detached before the supervisor started it
+		states = states[1:]
+	}
+	if len(states) != 2 || states[0] != Running || states[1] != Done {
+		t.Errorf("reported states %v, want [running done]", states)
+	}
+}
+
+// A record left running by a dead daemon becomes interrupted and its
+// process group is terminated.
+func TestRecoverInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := exec.Command("sleep", "3600")
+	orphan.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan struct{})
+	go func() { orphan.Wait(); close(reaped) }()
+	pid := orphan.Process.Pid
+	done := 0
+	st.PutJob(context.Background(), store.Job{ID: "left", Cmd: "sleep 3600", State: "running", Pid: pid,
+		PidStart: procStartTime(pid), Created: time.Now(), Started: time.Now()})
+	st.PutJob(context.Background(), store.Job{ID: "old", Cmd: "true", State: "done", ExitCode: &done, Created: time.Now()})
+	// A record whose pid now belongs to another process must not touch it.
+	st.PutJob(context.Background(), store.Job{ID: "reused", Cmd: "x", State: "running", Pid: os.Getpid(),
+		PidStart: 1, Created: time.Now()})
+	var seen []Info
+	m, err := New(Options{Dir: filepath.Join(dir, "out"), Store: st, LeftoverGrace: time.Second,
+		OnChange: func(in Info) { seen = append(seen, in) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	defer m.Close(context.Background())
+	select {
+	case <-reaped:
+	case <-time.After(10 * time.Second):
+		orphan.Process.Kill()
+		t.Fatal("orphan process not terminated")
+	}
+	for _, id := range []string{"left", "reused"} {
+		in, err := m.Lookup(context.Background(), id)
+		if err != nil || in.State != Interrupted {
+			t.Errorf("%s: %v %s, want interrupted", id, err, in.State)
+		}
+	}
+	if in, _ := m.Lookup(context.Background(), "old"); in.State != Done {
+		t.Errorf("finished record changed: %s", in.State)
+	}
+	if len(seen) != 2 {
+		t.Errorf("OnChange saw %d jobs, want 2", len(seen))
+	}
+}
+
+func TestFDsReturnToBaseline(t *testing.T) {
+	before := countFDs(t)
+	h := newHarness(t, Options{})
+	for i := 0; i < 20; i++ {
+		h.wait(h.start(Spec{Cmd: "echo x; echo y >&2"}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.m.Close(ctx)
+	h.st.Close()
+	if after := countFDs(t); after > before {
+		t.Errorf("open fds %d after, %d before", after, before)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	return len(ents)
+}

@@ -1,0 +1,445 @@
+package job
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hivetools/hive/internal/store"
+)
+
+// Options configures a Manager.
+type Options struct {
+	// Dir receives each job's output files, <id>.out and <id>.err. Required.
+	Dir string
+	// Store keeps job records. Required.
+	Store *store.Store
+	// MaxRunning bounds concurrently running jobs; the rest wait pending in
+	// FIFO order. If zero, 64.
+	MaxRunning int
+	// Grace is how long a stopped job's group has after SIGINT before
+	// SIGKILL. If zero, 10 s.
+	Grace time.Duration
+	// LeftoverGrace is how long processes left in a group after its leader
+	// exited have between SIGTERM and SIGKILL. If zero, 2 s.
+	LeftoverGrace time.Duration
+	// FileCap caps each stream file; past it bytes are counted as dropped.
+	// If zero, 1 GiB; negative means no cap.
+	FileCap int64
+	// RingSize is the per-stream in-memory window. If zero, 4 MiB.
+	RingSize int
+	// OnChange, if set, is called on every state change of a detached job
+	// and when a job is detached, with the job's lock held: it must be
+	// quick and must not call back into the Manager or the Job.
+	OnChange func(Info)
+	// Logger, if nil, discards.
+	Logger *slog.Logger
+	// Shell is the argv prefix that runs Spec.Cmd. If nil, [bash -c].
+	Shell []string
+}
+
+// Manager owns every job of one daemon. Its methods are safe for
+// concurrent use.
+type Manager struct {
+	o      Options
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the manager starts
+
+	mu      sync.Mutex
+	jobs    map[string]*Job // jobs started by this daemon, by id
+	order   []string        // ids in start order, for trimming
+	queue   []*Job          // pending, FIFO
+	running int
+	closed  bool
+}
+
+// maxEndedInMemory is how many ended jobs keep their Job in memory; older
+// ones are answered from the store.
+const maxEndedInMemory = 512
+
+// New opens a Manager. Jobs that the store records as pending or running
+// were left by a daemon that died: they become interrupted, and a process
+// group that is still alive (and whose leader's start time matches the
+// record, so a reused pid is never touched) is terminated.
+func New(o Options) (*Manager, error) {
+	if o.Dir == "" || o.Store == nil {
+		return nil, errors.New("job manager: Dir and Store are required")
+	}
+	if o.MaxRunning <= 0 {
+		o.MaxRunning = 64
+	}
+	if o.Grace <= 0 {
+		o.Grace = 10 * time.Second
+	}
+	if o.LeftoverGrace <= 0 {
+		o.LeftoverGrace = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Shell == nil {
+		bash, err := exec.LookPath("bash")
+		if err != nil {
+			bash = "/bin/bash"
+		}
+		o.Shell = []string{bash, "-c"}
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create output dir %q: %w", o.Dir, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}}
+	if err := m.recover(); err != nil {
+		cancel()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Manager) recover() error {
+	ctx := context.Background()
+	left, err := m.o.Store.ListJobs(ctx, 0, string(Pending), string(Running))
+	if err != nil {
+		return fmt.Errorf("recover jobs: %w", err)
+	}
+	for _, rec := range left {
+		in := fromRecord(rec)
+		if in.State == Running && in.Pid > 0 {
+			if n := terminateOrphanGroup(in.Pid, in.PidStart, m.o.LeftoverGrace); n > 0 {
+				in.Leftover = n
+				m.o.Logger.Info("terminated processes of interrupted job", "job", in.ID, "count", n)
+			}
+		}
+		in.State = Interrupted
+		in.Error = "the daemon stopped while the job was " + string(fromRecord(rec).State)
+		if in.Ended.IsZero() {
+			in.Ended = time.Now()
+		}
+		for _, s := range []struct {
+			path           string
+			bytes, dropped *int64
+		}{{in.StdoutPath, &in.StdoutBytes, &in.StdoutDropped}, {in.StderrPath, &in.StderrBytes, &in.StderrDropped}} {
+			if fi, err := os.Stat(s.path); err == nil && fi.Size() > *s.bytes {
+				*s.bytes = fi.Size()
+			}
+		}
+		if err := m.o.Store.PutJob(ctx, toRecord(in)); err != nil {
+			return fmt.Errorf("recover job %s: %w", in.ID, err)
+		}
+		if m.o.OnChange != nil {
+			m.o.OnChange(in)
+		}
+	}
+	return nil
+}
+
+// Start creates a job. It starts at once, or waits pending when
+// MaxRunning jobs are running. A command that cannot be started gives a
+// job in state failed, not an error; errors are for bad specs.
+func (m *Manager) Start(spec Spec) (*Job, error) {
+	if spec.Cmd == "" && len(spec.Argv) == 0 {
+		return nil, errors.New("cmd: must not be empty")
+	}
+	if spec.Timeout < 0 {
+		return nil, fmt.Errorf("timeout %v: must be >= 0", spec.Timeout)
+	}
+	if spec.Name != "" && !ValidName(spec.Name) {
+		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", spec.Name)
+	}
+	if spec.ShellKind == "" {
+		spec.ShellKind = "bash"
+		if len(spec.Argv) > 0 {
+			spec.ShellKind = "direct"
+		}
+	}
+	if spec.Cmd == "" {
+		spec.Cmd = joinArgv(spec.Argv)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrClosed
+	}
+	id := spec.Name
+	if id != "" {
+		if old, ok := m.jobs[id]; ok && !old.Info().State.Terminal() {
+			return nil, fmt.Errorf("name %q: %w (reusable once job %s has ended)", id, ErrNameBusy, id)
+		}
+	} else {
+		for {
+			id = newID()
+			if _, ok := m.jobs[id]; ok {
+				continue
+			}
+			if _, err := m.o.Store.GetJob(context.Background(), id); err == nil {
+				continue
+			}
+			break
+		}
+	}
+	j := &Job{m: m, spec: spec, detached: !spec.Attached, done: make(chan struct{}), started: make(chan struct{})}
+	j.info = Info{
+		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,
+		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(),
+		StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
+	}
+	if old, ok := m.jobs[id]; ok {
+		old.release()
+		m.removeOrder(id)
+	}
+	m.jobs[id] = j
+	m.order = append(m.order, id)
+	m.trimLocked()
+	j.mu.Lock()
+	m.persistLocked(j)
+	m.notifyLocked(j)
+	j.mu.Unlock()
+	if m.running < m.o.MaxRunning {
+		m.launchLocked(j)
+	} else {
+		m.queue = append(m.queue, j)
+	}
+	return j, nil
+}
+
+func (m *Manager) removeOrder(id string) {
+	for i, o := range m.order {
+		if o == id {
+			m.order = append(m.order[:i], m.order[i+1:]...)
+			return
+		}
+	}
+}
+
+// trimLocked forgets the oldest ended jobs past maxEndedInMemory.
+func (m *Manager) trimLocked() {
+	if len(m.order) <= maxEndedInMemory+m.o.MaxRunning {
+		return
+	}
+	keep := m.order[:0]
+	excess := len(m.order) - maxEndedInMemory
+	for _, id := range m.order {
+		j := m.jobs[id]
+		if excess > 0 && j.Info().State.Terminal() {
+			delete(m.jobs, id)
+			excess--
+			continue
+		}
+		keep = append(keep, id)
+	}
+	m.order = keep
+}
+
+// launchLocked starts j's supervisor. m.mu is held.
+func (m *Manager) launchLocked(j *Job) {
+	m.running++
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		j.supervise()
+		m.mu.Lock()
+		m.running--
+		m.dispatchLocked()
+		m.mu.Unlock()
+	}()
+}
+
+func (m *Manager) dispatchLocked() {
+	for !m.closed && m.running < m.o.MaxRunning && len(m.queue) > 0 {
+		j := m.queue[0]
+		m.queue = m.queue[1:]
+		m.launchLocked(j)
+	}
+}
+
+// Get returns a job started by this daemon and still held in memory.
+func (m *Manager) Get(id string) (*Job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if j, ok := m.jobs[id]; ok {
+		return j, nil
+	}
+	return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+}
+
+// Lookup returns the snapshot of any job: live, or recorded in the store.
+func (m *Manager) Lookup(ctx context.Context, id string) (Info, error) {
+	if j, err := m.Get(id); err == nil {
+		return j.Info(), nil
+	}
+	rec, err := m.o.Store.GetJob(ctx, id)
+	if store.IsNotFound(err) {
+		return Info{}, fmt.Errorf("job %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	return fromRecord(rec), nil
+}
+
+// List returns jobs, newest first, optionally only those in the given
+// states; limit <= 0 means all.
+func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info, error) {
+	ss := make([]string, len(states))
+	for i, s := range states {
+		ss[i] = string(s)
+	}
+	recs, err := m.o.Store.ListJobs(ctx, limit, ss...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(recs))
+	seen := map[string]bool{}
+	for _, r := range recs {
+		in := fromRecord(r)
+		if j, err := m.Get(r.ID); err == nil {
+			in = j.Info() // live counters
+		}
+		seen[in.ID] = true
+		out = append(out, in)
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Created.After(out[b].Created) })
+	return out, nil
+}
+
+// Kill stops a job: a pending one is cancelled before it starts, a running
+// one gets SIGINT to its group (SIGKILL with force) and SIGKILL after the
+// grace period. It does not wait. It returns ErrEnded (with the snapshot)
+// for a job that had already ended.
+func (m *Manager) Kill(id string, force bool) (Info, error) {
+	m.mu.Lock()
+	j, ok := m.jobs[id]
+	if !ok {
+		m.mu.Unlock()
+		in, err := m.Lookup(context.Background(), id)
+		if err != nil {
+			return Info{}, err
+		}
+		return in, ErrEnded // not live in this daemon: it has ended
+	}
+	// A pending job is cancelled under m.mu so the dispatcher cannot start it.
+	for i, q := range m.queue {
+		if q == j {
+			m.queue = append(m.queue[:i], m.queue[i+1:]...)
+			j.mu.Lock()
+			j.reason = Killed
+			j.info.Error = "cancelled before it started"
+			j.finishLocked(Killed)
+			in := j.snapshotLocked()
+			j.mu.Unlock()
+			m.mu.Unlock()
+			return in, nil
+		}
+	}
+	m.mu.Unlock()
+	return j.stop(Killed, force)
+}
+
+// Close stops the manager: pending jobs are cancelled, running jobs are
+// stopped like Kill (SIGINT, grace, SIGKILL) and end as interrupted. It
+// returns when every goroutine the manager started has ended, or ctx is
+// done (then running groups get SIGKILL at once and Close still waits).
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		m.wg.Wait()
+		return nil
+	}
+	m.closed = true
+	queue := m.queue
+	m.queue = nil
+	var live []*Job
+	for _, j := range m.jobs {
+		live = append(live, j)
+	}
+	m.mu.Unlock()
+	for _, j := range queue {
+		j.mu.Lock()
+		j.reason = Interrupted
+		j.info.Error = "the daemon shut down before the job started"
+		j.finishLocked(Interrupted)
+		j.mu.Unlock()
+	}
+	for _, j := range live {
+		j.stop(Interrupted, false)
+	}
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, j := range live {
+			j.stop(Interrupted, true)
+		}
+		<-done
+	}
+	m.cancel()
+	for _, j := range live {
+		j.release()
+	}
+	return nil
+}
+
+// persistLocked writes j's record. j.mu is held.
+func (m *Manager) persistLocked(j *Job) {
+	if err := m.o.Store.PutJob(context.Background(), toRecord(j.snapshotLocked())); err != nil {
+		m.o.Logger.Error("persist job", "job", j.info.ID, "err", err)
+	}
+}
+
+// notifyLocked reports j to OnChange if it is detached. j.mu is held.
+func (m *Manager) notifyLocked(j *Job) {
+	if j.detached && m.o.OnChange != nil {
+		m.o.OnChange(j.snapshotLocked())
+	}
+}
+
+func newID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func joinArgv(argv []string) string {
+	s := ""
+	for i, a := range argv {
+		if i > 0 {
+			s += " "
+		}
+		s += a
+	}
+	return s
+}
+
+func toRecord(in Info) store.Job {
+	return store.Job{
+		ID: in.ID, Name: in.Name, Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Cwd: in.Cwd,
+		Source: in.Source, State: string(in.State), ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error,
+		Timeout: in.Timeout, Created: in.Created, Started: in.Started, Ended: in.Ended, Pid: in.Pid,
+		PidStart: in.PidStart, StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
+		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
+		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
+	}
+}
+
+func fromRecord(r store.Job) Info {
+	return Info{
+		ID: r.ID, Name: r.Name, Cmd: r.Cmd, Argv: r.Argv, ShellKind: r.ShellKind, Cwd: r.Cwd,
+		Source: r.Source, State: State(r.State), ExitCode: r.ExitCode, Signal: r.Signal, Error: r.Error,
+		Timeout: r.Timeout, Created: r.Created, Started: r.Started, Ended: r.Ended, Pid: r.Pid,
+		PidStart: r.PidStart, StdoutPath: r.StdoutPath, StderrPath: r.StderrPath,
+		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, StdoutDropped: r.StdoutDropped,
+		StderrDropped: r.StderrDropped, Leftover: r.Leftover,
+	}
+}

@@ -1,0 +1,64 @@
+package job
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type winSignal int
+
+var (
+	sigInt  winSignal = 2
+	sigKill winSignal = 9
+)
+
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
+}
+
+// signalGroup kills the job's process; Windows has no process-group
+// signals without job objects.
+func signalGroup(pid int, _ winSignal) {
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+}
+
+func exitStatus(ps *os.ProcessState) (int, *int) {
+	if ps == nil {
+		return -1, nil
+	}
+	return ps.ExitCode(), nil
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return os.ErrNotExist
+	}
+	return nil
+}
+
+func candidates(p string) []string {
+	if filepath.Ext(p) != "" {
+		return []string{p}
+	}
+	var out []string
+	for _, ext := range strings.Split(os.Getenv("PATHEXT"), ";") {
+		if ext != "" {
+			out = append(out, p+strings.ToLower(ext))
+		}
+	}
+	return append(out, p+".exe", p)
+}
+
+func procStartTime(pid int) uint64                                    { return 0 }
+func cleanupGroup(pgid int, grace time.Duration) int                  { return 0 }
+func terminateOrphanGroup(pid int, start uint64, g time.Duration) int { return 0 }
+func tunePipe(f *os.File)                                             {}

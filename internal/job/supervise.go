@@ -1,0 +1,336 @@
+package job
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hivetools/hive/internal/output"
+)
+
+// drainQuiet is how long the output readers wait for more bytes after the
+// job's group is gone; a process that escaped the group (setsid) and holds
+// the pipe open then cannot delay completion. drainMax bounds the drain of
+// a writer that keeps writing.
+const (
+	drainQuiet = 200 * time.Millisecond
+	drainMax   = 2 * time.Second
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+// supervise runs the job from start to end. It is the one goroutine that
+// waits on the child.
+func (j *Job) supervise() {
+	m := j.m
+	j.mu.Lock()
+	if j.info.State.Terminal() {
+		j.mu.Unlock()
+		return
+	}
+	if j.reason != "" { // stopped between dispatch and start
+		j.info.Error = "cancelled before it started"
+		j.finishLocked(j.reason)
+		j.mu.Unlock()
+		return
+	}
+	cmd, pipes, err := j.prepareLocked()
+	j.markStarted()
+	if err == nil {
+		err = cmd.Start()
+		pipes.closeChildEnds()
+		if err != nil {
+			err = fmt.Errorf("start: %w", err)
+		}
+	}
+	if err != nil {
+		pipes.closeAll()
+		j.info.Error = err.Error()
+		j.closeStreams()
+		j.finishLocked(Failed)
+		j.mu.Unlock()
+		return
+	}
+	pid := cmd.Process.Pid
+	j.pgid = pid
+	j.info.Pid = pid
+	j.info.PidStart = procStartTime(pid)
+	j.info.State = Running
+	j.info.Started = time.Now()
+	if j.spec.Timeout > 0 {
+		j.timeoutT = time.AfterFunc(j.spec.Timeout, func() { j.stop(TimedOut, false) })
+	}
+	m.persistLocked(j)
+	m.notifyLocked(j)
+	j.mu.Unlock()
+
+	var progress atomic.Bool
+	var rwg sync.WaitGroup
+	rwg.Add(2)
+	go func() { defer rwg.Done(); pump(pipes.outR, j.stdout, &progress) }()
+	go func() { defer rwg.Done(); pump(pipes.errR, j.stderr, &progress) }()
+
+	waitErr := cmd.Wait()
+	code, sig := exitStatus(cmd.ProcessState)
+	leftover := cleanupGroup(pid, m.o.LeftoverGrace)
+	// The group is gone; whatever still holds the pipes escaped it.
+	deadline := time.Now().Add(drainQuiet)
+	pipes.outR.SetReadDeadline(deadline)
+	pipes.errR.SetReadDeadline(deadline)
+	drainDone := make(chan struct{})
+	go func() { rwg.Wait(); close(drainDone) }()
+	hard := time.NewTimer(drainMax)
+	tick := time.NewTicker(drainQuiet / 2)
+drain:
+	for {
+		select {
+		case <-drainDone:
+			break drain
+		case <-hard.C:
+			pipes.outR.SetReadDeadline(time.Now())
+			pipes.errR.SetReadDeadline(time.Now())
+			<-drainDone
+			break drain
+		case <-tick.C:
+			if progress.Swap(false) {
+				d := time.Now().Add(drainQuiet)
+				pipes.outR.SetReadDeadline(d)
+				pipes.errR.SetReadDeadline(d)
+			}
+		}
+	}
+	hard.Stop()
+	tick.Stop()
+	pipes.closeAll()
+
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.closeStreams()
+	if cmd.ProcessState != nil {
+		j.info.ExitCode = &code
+		j.info.Signal = sig
+	} else if waitErr != nil {
+		j.info.Error = waitErr.Error()
+	}
+	j.info.Leftover = leftover
+	end := Done
+	if j.reason != "" {
+		end = j.reason
+	}
+	j.finishLocked(end)
+}
+
+type jobPipes struct {
+	outR, outW, errR, errW *os.File
+}
+
+func (p *jobPipes) closeChildEnds() {
+	if p == nil {
+		return
+	}
+	p.outW.Close()
+	p.errW.Close()
+}
+
+func (p *jobPipes) closeAll() {
+	if p == nil {
+		return
+	}
+	for _, f := range []*os.File{p.outR, p.outW, p.errR, p.errW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// prepareLocked creates the output streams, the pipes and the command.
+func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
+	m := j.m
+	so := &output.Options{RingSize: m.o.RingSize, FileCap: m.o.FileCap}
+	var err error
+	if j.stdout, err = output.Create(j.info.StdoutPath, so); err != nil {
+		return nil, nil, err
+	}
+	if j.stderr, err = output.Create(j.info.StderrPath, so); err != nil {
+		return nil, nil, err
+	}
+	argv := j.spec.Argv
+	if len(argv) == 0 {
+		argv = append(append([]string(nil), m.o.Shell...), j.spec.Cmd)
+	}
+	env := j.spec.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	path, err := lookPath(argv[0], env, j.spec.Dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if j.spec.Dir != "" {
+		if fi, err := os.Stat(j.spec.Dir); err != nil {
+			return nil, nil, fmt.Errorf("cwd %q: %w", j.spec.Dir, err)
+		} else if !fi.IsDir() {
+			return nil, nil, fmt.Errorf("cwd %q: not a directory", j.spec.Dir)
+		}
+	}
+	p := &jobPipes{}
+	if p.outR, p.outW, err = os.Pipe(); err != nil {
+		return nil, nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	if p.errR, p.errW, err = os.Pipe(); err != nil {
+		p.closeAll()
+		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	tunePipe(p.outW)
+	tunePipe(p.errW)
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        argv,
+		Dir:         j.spec.Dir,
+		Env:         env,
+		Stdout:      p.outW,
+		Stderr:      p.errW,
+		SysProcAttr: sysProcAttr(),
+		WaitDelay:   time.Second, // bounds the stdin copy if a grandchild holds stdin
+	}
+	if j.spec.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(j.spec.Stdin)
+	}
+	return cmd, p, nil
+}
+
+// lookPath resolves name against the PATH of env (not the daemon's).
+func lookPath(name string, env []string, dir string) (string, error) {
+	if strings.ContainsRune(name, filepath.Separator) || strings.ContainsRune(name, '/') {
+		p := name
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("exec %q: %w", name, err)
+		}
+		return p, nil
+	}
+	pathEnv := ""
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, "PATH") {
+			pathEnv = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) && dir != "" {
+			d = filepath.Join(dir, d)
+		}
+		for _, cand := range candidates(filepath.Join(d, name)) {
+			if executable(cand) == nil {
+				return cand, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("exec %q: %w", name, exec.ErrNotFound)
+}
+
+func pump(r *os.File, s *output.Stream, progress *atomic.Bool) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			s.Write(buf[:n])
+			progress.Store(true)
+		}
+		if err != nil {
+			// EOF, or the drain deadline set by the supervisor (which
+			// extends it while bytes still flow).
+			return
+		}
+	}
+}
+
+func (j *Job) closeStreams() {
+	if j.stdout != nil {
+		j.stdout.Close()
+		st := j.stdout.Stats()
+		j.info.StdoutBytes, j.info.StdoutDropped = st.Total, st.Dropped
+	}
+	if j.stderr != nil {
+		j.stderr.Close()
+		st := j.stderr.Stats()
+		j.info.StderrBytes, j.info.StderrDropped = st.Total, st.Dropped
+	}
+}
+
+// finishLocked moves the job to its terminal state: once.
+func (j *Job) finishLocked(s State) {
+	if j.info.State.Terminal() {
+		return
+	}
+	j.info.State = s
+	j.info.Ended = time.Now()
+	if j.timeoutT != nil {
+		j.timeoutT.Stop()
+	}
+	if j.graceT != nil {
+		j.graceT.Stop()
+	}
+	j.m.persistLocked(j)
+	j.m.notifyLocked(j)
+	close(j.done)
+	j.markStarted()
+	if j.stdout != nil {
+		j.stdout.Release()
+	}
+	if j.stderr != nil {
+		j.stderr.Release()
+	}
+}
+
+// release frees what an ended job holds.
+func (j *Job) release() {
+	if j.stdout != nil {
+		j.stdout.Release()
+	}
+	if j.stderr != nil {
+		j.stderr.Release()
+	}
+}
+
+// stop signals the job's group; see Manager.Kill.
+func (j *Job) stop(reason State, force bool) (Info, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.info.State.Terminal() {
+		return j.snapshotLocked(), ErrEnded
+	}
+	if j.reason == "" {
+		j.reason = reason
+	}
+	if j.info.State == Pending {
+		return j.snapshotLocked(), nil // supervise sees the reason before starting
+	}
+	if force {
+		signalGroup(j.pgid, sigKill)
+		return j.snapshotLocked(), nil
+	}
+	signalGroup(j.pgid, sigInt)
+	if j.graceT == nil {
+		j.graceT = time.AfterFunc(j.m.o.Grace, func() {
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			if !j.info.State.Terminal() {
+				signalGroup(j.pgid, sigKill)
+			}
+		})
+	}
+	return j.snapshotLocked(), nil
+}

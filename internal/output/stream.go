@@ -1,0 +1,341 @@
+// Package output keeps one output stream of a supervised process: every byte
+// gets an absolute offset, the most recent bytes stay in a fixed-size ring in
+// memory, and the whole stream (up to a cap) goes to a file on disk.
+//
+// Memory is bounded by the ring size whatever the process prints. Bytes past
+// the file cap are counted as dropped; they are still visible through the
+// ring while they are recent.
+package output
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+)
+
+// DefaultRingSize is the number of recent bytes kept in memory per stream.
+const DefaultRingSize = 4 << 20
+
+// DefaultFileCap is the default cap of a stream file.
+const DefaultFileCap int64 = 1 << 30
+
+// Options configures a Stream. A nil *Options means the defaults.
+type Options struct {
+	// RingSize is the number of recent bytes kept in memory.
+	// If zero, DefaultRingSize is used.
+	RingSize int
+	// FileCap is the maximum number of bytes written to the file; bytes past
+	// it are counted as dropped. If zero, DefaultFileCap is used; a negative
+	// value means no cap.
+	FileCap int64
+}
+
+// Stream is one output stream. It is safe for concurrent use: one writer and
+// any number of readers and waiters.
+type Stream struct {
+	path    string
+	fileCap int64
+
+	mu       sync.Mutex
+	size     int    // ring capacity
+	ring     []byte // grows to size; once full, ring[off % size] holds byte at off
+	ringBase int64  // offset of the oldest byte kept in ring (after Release)
+	total    int64  // absolute offset of the next byte
+	inFile   int64  // bytes written to the file
+	dropped  int64  // bytes past the file cap
+	f        *os.File
+	werr     error // first file write error; later bytes are counted dropped
+	closed   bool
+	changed  chan struct{} // closed and replaced on every write and at Close
+	readFile *os.File      // lazily opened for reads older than the ring
+}
+
+// Create creates (truncating) the stream file at path. An empty path keeps
+// the stream in memory only: old bytes that leave the ring are then lost
+// from reads, but never from the count.
+func Create(path string, opts *Options) (*Stream, error) {
+	s := &Stream{path: path, changed: make(chan struct{})}
+	size := DefaultRingSize
+	s.fileCap = DefaultFileCap
+	if opts != nil {
+		if opts.RingSize > 0 {
+			size = opts.RingSize
+		}
+		if opts.FileCap != 0 {
+			s.fileCap = opts.FileCap
+		}
+	}
+	s.size = size
+	if path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("create output file %q: %w", path, err)
+		}
+		s.f = f
+	}
+	return s, nil
+}
+
+// Path is the stream file's path ("" for a memory-only stream).
+func (s *Stream) Path() string { return s.path }
+
+// Write appends p. It never returns an error: a failing file write is
+// remembered (see Err) and the bytes are counted as dropped from the file.
+func (s *Stream) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, ErrClosed
+	}
+	n := int64(len(p))
+	// File first, up to the cap.
+	toFile := n
+	if s.f == nil || s.werr != nil {
+		toFile = 0
+	} else if s.fileCap >= 0 && s.inFile+toFile > s.fileCap {
+		toFile = max(s.fileCap-s.inFile, 0)
+	}
+	if toFile > 0 {
+		w, err := s.f.Write(p[:toFile])
+		s.inFile += int64(w)
+		if err != nil {
+			s.werr = fmt.Errorf("write output file %q: %w", s.path, err)
+			toFile = int64(w)
+		}
+	}
+	if s.f != nil {
+		s.dropped += n - toFile
+	}
+	s.appendRing(p)
+	s.total += n
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (s *Stream) appendRing(p []byte) {
+	size := int64(s.size)
+	if len(s.ring) < s.size {
+		// Still growing: ring holds exactly [ringBase, total).
+		if int64(len(s.ring))+int64(len(p)) <= size {
+			s.ring = append(s.ring, p...)
+			return
+		}
+		// Switch to the circular layout at full size.
+		full := make([]byte, size)
+		for i := range s.ring {
+			full[(s.ringBase+int64(i))%size] = s.ring[i]
+		}
+		s.ring = full
+	}
+	if int64(len(p)) > size {
+		skip := int64(len(p)) - size
+		p = p[skip:]
+		// Pretend the skipped bytes were written: they only advance the offset.
+		start := (s.total + skip) % size
+		n := copy(s.ring[start:], p)
+		copy(s.ring, p[n:])
+		return
+	}
+	start := s.total % size
+	n := copy(s.ring[start:], p)
+	copy(s.ring, p[n:])
+}
+
+// ErrClosed is returned by Write after Close.
+var ErrClosed = errors.New("output stream closed")
+
+// Close marks the end of the stream and closes its file. It wakes every
+// waiter. Reads keep working after Close.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if s.f != nil {
+		if err := s.f.Close(); err != nil && s.werr == nil {
+			s.werr = fmt.Errorf("close output file %q: %w", s.path, err)
+		}
+	}
+	return nil
+}
+
+// releaseKeep is how many of the last bytes Release keeps in memory.
+const releaseKeep = 64 << 10
+
+// Release shrinks the ring of a closed stream to its last 64 KiB and closes
+// the read handle; older bytes are then served from the file. It is a no-op
+// on an open stream.
+func (s *Stream) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		return
+	}
+	if s.readFile != nil {
+		s.readFile.Close()
+		s.readFile = nil
+	}
+	keep := min(int64(releaseKeep), s.total-s.ringStart())
+	start := s.total - keep
+	tail := make([]byte, keep)
+	s.copyRing(tail, start)
+	s.ring, s.ringBase = tail, start
+	s.size = max(len(tail), 1)
+	// A grown ring of exactly size bytes is circular; keep it linear by
+	// making size one larger than what is held.
+	if len(tail) == s.size {
+		s.size++
+	}
+}
+
+// ringStart is the offset of the oldest byte held in the ring.
+func (s *Stream) ringStart() int64 {
+	if len(s.ring) < s.size {
+		return s.ringBase
+	}
+	return max64(s.total-int64(s.size), 0)
+}
+
+// copyRing copies ring bytes starting at offset off into buf.
+// The caller checks that [off, off+len(buf)) is held.
+func (s *Stream) copyRing(buf []byte, off int64) {
+	if len(s.ring) < s.size {
+		copy(buf, s.ring[off-s.ringBase:])
+		return
+	}
+	size := int64(s.size)
+	start := off % size
+	n := copy(buf, s.ring[start:])
+	copy(buf[n:], s.ring)
+}
+
+// Stats is a snapshot of a stream's counters.
+type Stats struct {
+	Total   int64 // bytes written; the next byte's offset
+	InFile  int64 // bytes in the file
+	Dropped int64 // bytes not written to the file (past the cap or after a write error)
+	Closed  bool
+}
+
+// Stats returns the current counters.
+func (s *Stream) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Total: s.total, InFile: s.inFile, Dropped: s.dropped, Closed: s.closed}
+}
+
+// Err reports the first file error, if any.
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.werr
+}
+
+// Changed returns a channel that is closed at the next Write or at Close.
+// Waiters select on it instead of polling.
+func (s *Stream) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Chunk is the answer of Read.
+type Chunk struct {
+	Data []byte
+	// Offset is the offset of Data[0]. It is larger than the asked offset
+	// when the asked bytes are no longer kept (see Skipped).
+	Offset int64
+	// Next is the offset to ask for next.
+	Next int64
+	// Skipped counts asked-for bytes that are no longer kept anywhere.
+	Skipped int64
+	// EOF is true when the stream is closed and Next is its end.
+	EOF bool
+}
+
+// Read returns up to max bytes starting at offset off. Bytes still in the
+// ring come from memory, older bytes from the file; bytes kept in neither are
+// skipped and counted. An offset past the end returns no data with Next at
+// the end.
+func (s *Stream) Read(off int64, max int) (Chunk, error) {
+	if off < 0 {
+		return Chunk{}, fmt.Errorf("offset %d: must be >= 0", off)
+	}
+	if max <= 0 {
+		return Chunk{}, fmt.Errorf("max %d: must be > 0", max)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := Chunk{Offset: off}
+	if off >= s.total {
+		c.Offset, c.Next, c.EOF = s.total, s.total, s.closed
+		return c, nil
+	}
+	ringStart := s.ringStart()
+	if off < ringStart {
+		// Older than the ring: from the file if it has them.
+		if off < s.inFile {
+			end := min(off+int64(max), s.inFile, ringStart)
+			buf := make([]byte, end-off)
+			if err := s.readFileAt(buf, off); err != nil {
+				return Chunk{}, err
+			}
+			c.Data, c.Next = buf, end
+			c.EOF = s.closed && c.Next == s.total
+			return c, nil
+		}
+		c.Skipped = ringStart - off
+		off = ringStart
+		c.Offset = off
+	}
+	end := min(off+int64(max), s.total)
+	buf := make([]byte, end-off)
+	s.copyRing(buf, off)
+	c.Data, c.Next = buf, end
+	c.EOF = s.closed && c.Next == s.total
+	return c, nil
+}
+
+func (s *Stream) readFileAt(buf []byte, off int64) error {
+	if s.readFile == nil {
+		f, err := os.Open(s.path)
+		if err != nil {
+			return fmt.Errorf("open output file %q: %w", s.path, err)
+		}
+		s.readFile = f
+	}
+	if _, err := s.readFile.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read output file %q at %d: %w", s.path, off, err)
+	}
+	return nil
+}
+
+// Tail returns the last n bytes kept in memory (fewer if fewer were written
+// or the ring is smaller).
+func (s *Stream) Tail(n int) []byte {
+	s.mu.Lock()
+	total := s.total
+	s.mu.Unlock()
+	c, err := s.Read(max64(total-int64(n), 0), n)
+	if err != nil {
+		return nil
+	}
+	return c.Data
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Job is one job record. The job engine owns the meaning of its fields;
+// the store only keeps them.
+type Job struct {
+	ID            string
+	Name          string
+	Cmd           string
+	Argv          []string // empty when Cmd runs under a shell
+	ShellKind     string
+	Cwd           string
+	Source        string
+	State         string
+	ExitCode      *int
+	Signal        *int
+	Error         string
+	Timeout       time.Duration
+	Created       time.Time
+	Started       time.Time
+	Ended         time.Time
+	Pid           int
+	PidStart      uint64 // the process's start time as the OS reports it (Linux: clock ticks since boot)
+	StdoutPath    string
+	StderrPath    string
+	StdoutBytes   int64
+	StderrBytes   int64
+	StdoutDropped int64
+	StderrDropped int64
+	Leftover      int // processes left in the group when the leader exited
+}
+
+const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code, signal, error,
+	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
+	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover`
+
+// argvSep joins argv in one column; NUL cannot appear in an argument.
+const argvSep = "\x00"
+
+// PutJob inserts or replaces the record with j.ID.
+func (s *Store) PutJob(ctx context.Context, j Job) error {
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO jobs (`+jobCols+`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
+		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
+		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
+		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover)
+	if err != nil {
+		return fmt.Errorf("put job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// GetJob returns the record with id, or ErrNotFound.
+func (s *Store) GetJob(ctx context.Context, id string) (Job, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
+	if err != nil {
+		return Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if len(jobs) == 0 {
+		return Job{}, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// ListJobs returns records, newest first. With states non-empty only those
+// states; limit <= 0 means no limit.
+func (s *Store) ListJobs(ctx context.Context, limit int, states ...string) ([]Job, error) {
+	q := `SELECT ` + jobCols + ` FROM jobs`
+	var args []any
+	if len(states) > 0 {
+		q += ` WHERE state IN (?` + strings.Repeat(",?", len(states)-1) + `)`
+		for _, st := range states {
+			args = append(args, st)
+		}
+	}
+	q += ` ORDER BY created_at DESC, id`
+	if limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+func scanJobs(rows *sql.Rows) ([]Job, error) {
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		var j Job
+		var argv string
+		var exit, sig sql.NullInt64
+		var timeoutMs, created, started, ended, pidStart int64
+		if err := rows.Scan(&j.ID, &j.Name, &j.Cmd, &argv, &j.ShellKind, &j.Cwd, &j.Source, &j.State,
+			&exit, &sig, &j.Error, &timeoutMs, &created, &started, &ended, &j.Pid, &pidStart,
+			&j.StdoutPath, &j.StderrPath, &j.StdoutBytes, &j.StderrBytes, &j.StdoutDropped, &j.StderrDropped,
+			&j.Leftover); err != nil {
+			return nil, err
+		}
+		if argv != "" {
+			j.Argv = strings.Split(argv, argvSep)
+		}
+		if exit.Valid {
+			v := int(exit.Int64)
+			j.ExitCode = &v
+		}
+		if sig.Valid {
+			v := int(sig.Int64)
+			j.Signal = &v
+		}
+		j.Timeout = time.Duration(timeoutMs) * time.Millisecond
+		j.Created, j.Started, j.Ended = fromMilli(created), fromMilli(started), fromMilli(ended)
+		j.PidStart = uint64(pidStart)
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+func nullInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// IsNotFound reports whether err is ErrNotFound.
+func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,139 @@
+// Package store is hive's embedded database: job records and loose-end todos
+// in one SQLite file (modernc.org/sqlite, pure Go, WAL mode).
+//
+// A Store is safe for concurrent use. Schema changes are versioned
+// migrations applied in order at Open.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// ErrNotFound is returned when a record does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is an open database.
+type Store struct {
+	db *sql.DB
+}
+
+// migrations are applied in order; migrations[i] brings the schema to
+// version i+1. Never edit a released migration: append a new one.
+var migrations = []string{
+	`CREATE TABLE jobs (
+		id TEXT PRIMARY KEY,
+		name TEXT NOT NULL DEFAULT '',
+		cmd TEXT NOT NULL,
+		argv TEXT NOT NULL DEFAULT '',
+		shell_kind TEXT NOT NULL DEFAULT '',
+		cwd TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL DEFAULT '',
+		state TEXT NOT NULL,
+		exit_code INTEGER,
+		signal INTEGER,
+		error TEXT NOT NULL DEFAULT '',
+		timeout_ms INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL,
+		started_at INTEGER NOT NULL DEFAULT 0,
+		ended_at INTEGER NOT NULL DEFAULT 0,
+		pid INTEGER NOT NULL DEFAULT 0,
+		pid_start INTEGER NOT NULL DEFAULT 0,
+		stdout_path TEXT NOT NULL DEFAULT '',
+		stderr_path TEXT NOT NULL DEFAULT '',
+		stdout_bytes INTEGER NOT NULL DEFAULT 0,
+		stderr_bytes INTEGER NOT NULL DEFAULT 0,
+		stdout_dropped INTEGER NOT NULL DEFAULT 0,
+		stderr_dropped INTEGER NOT NULL DEFAULT 0,
+		leftover INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX jobs_state ON jobs(state);
+	CREATE TABLE todos (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		subsystem TEXT NOT NULL,
+		key TEXT NOT NULL,
+		summary TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL,
+		UNIQUE(subsystem, key)
+	);`,
+}
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(path string) (*Store, error) {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open store %q: %w", path, err)
+	}
+	// One writer at a time keeps SQLite's locking simple; reads are quick.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate store %q: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// SchemaVersion reports the applied schema version.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v)
+	return v, err
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this hive (%d): upgrade hive", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, i+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}

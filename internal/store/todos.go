@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Todo is a keyed loose end: one row per (Subsystem, Key).
+type Todo struct {
+	ID        int64
+	Subsystem string
+	Key       string
+	Summary   string
+	Created   time.Time
+	Updated   time.Time
+}
+
+// UpsertTodo creates the todo (subsystem, key) or updates its summary.
+// changed is false when the row existed with the same summary.
+func (s *Store) UpsertTodo(ctx context.Context, subsystem, key, summary string) (t Todo, changed bool, err error) {
+	now := time.Now()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+	}
+	defer tx.Rollback()
+	var id, created int64
+	var old string
+	err = tx.QueryRowContext(ctx, `SELECT id, summary, created_at FROM todos WHERE subsystem = ? AND key = ?`,
+		subsystem, key).Scan(&id, &old, &created)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		res, err := tx.ExecContext(ctx, `INSERT INTO todos (subsystem, key, summary, created_at, updated_at) VALUES (?,?,?,?,?)`,
+			subsystem, key, summary, now.UnixMilli(), now.UnixMilli())
+		if err != nil {
+			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+		}
+		id, _ = res.LastInsertId()
+		created = now.UnixMilli()
+		changed = true
+	case err != nil:
+		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+	case old != summary:
+		if _, err := tx.ExecContext(ctx, `UPDATE todos SET summary = ?, updated_at = ? WHERE id = ?`,
+			summary, now.UnixMilli(), id); err != nil {
+			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+		}
+		changed = true
+	}
+	if err := tx.Commit(); err != nil {
+		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+	}
+	return Todo{ID: id, Subsystem: subsystem, Key: key, Summary: summary, Created: fromMilli(created), Updated: now}, changed, nil
+}
+
+// DeleteTodos deletes the todos with the given ids and returns how many existed.
+func (s *Store) DeleteTodos(ctx context.Context, ids ...int64) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM todos WHERE id IN (?`+strings.Repeat(",?", len(ids)-1)+`)`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete todos: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// DeleteTodoKey deletes the todo (subsystem, key); deleted is false if none existed.
+func (s *Store) DeleteTodoKey(ctx context.Context, subsystem, key string) (deleted bool, err error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM todos WHERE subsystem = ? AND key = ?`, subsystem, key)
+	if err != nil {
+		return false, fmt.Errorf("delete todo %s/%s: %w", subsystem, key, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// ListTodos returns every todo, oldest first.
+func (s *Store) ListTodos(ctx context.Context) ([]Todo, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, subsystem, key, summary, created_at, updated_at FROM todos ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list todos: %w", err)
+	}
+	defer rows.Close()
+	var out []Todo
+	for rows.Next() {
+		var t Todo
+		var c, u int64
+		if err := rows.Scan(&t.ID, &t.Subsystem, &t.Key, &t.Summary, &c, &u); err != nil {
+			return nil, fmt.Errorf("list todos: %w", err)
+		}
+		t.Created, t.Updated = fromMilli(c), fromMilli(u)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,310 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/job"
+)
+
+// TodoSubsystem is the subsystem of the todos jobs raise.
+const TodoSubsystem = "bash"
+
+// maxWait caps wait_seconds of run and status.
+const maxWait = 30
+
+// tailBytes is how much of each stream status shows.
+const tailBytes = 4 << 10
+
+type runIn struct {
+	Cmd         string   `json:"cmd" jsonschema:"bash command"`
+	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"kill after N s (timed_out); omit for none"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait, default 3, max 30; 0 returns at once"`
+	Name        string   `json:"name,omitempty" jsonschema:"id to use instead of a generated one: [a-z0-9-]{1,63}"`
+}
+
+type statusIn struct {
+	ID          string   `json:"id" jsonschema:"task id or name"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to N s (max 30) for the end"`
+}
+
+type killIn struct {
+	ID    string `json:"id" jsonschema:"task id or name"`
+	Force bool   `json:"force,omitempty" jsonschema:"SIGKILL instead of SIGINT"`
+}
+
+// TaskStatus is the structured answer of run, status and kill.
+type TaskStatus struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	ExitCode      *int   `json:"exit_code"`
+	Signal        *int   `json:"signal,omitempty"`
+	Error         string `json:"error,omitempty"`
+	DurationMs    int64  `json:"duration_ms"`
+	StdoutTail    string `json:"stdout_tail,omitempty"`
+	StderrTail    string `json:"stderr_tail,omitempty"`
+	StdoutPath    string `json:"stdout_path,omitempty"`
+	StderrPath    string `json:"stderr_path,omitempty"`
+	StdoutBytes   int64  `json:"stdout_bytes"`
+	StderrBytes   int64  `json:"stderr_bytes"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
+	Leftover      int    `json:"leftover_processes,omitempty"`
+	AlreadyEnded  bool   `json:"already_ended,omitempty"`
+	Note          string `json:"note,omitempty"`
+}
+
+func (h *handlers) addExecution(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "run", Description: "Start a bash command in the background. Returns the result inline if it ends within wait_seconds, else an id; the completion then arrives as a loose end."}, h.run)
+	mcp.AddTool(s, &mcp.Tool{Name: "status", Description: "Status, exit code, duration and last 4 KiB of output of a task."}, h.status)
+	mcp.AddTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its process group (SIGKILL with force). Does not wait."}, h.kill)
+}
+
+// waitArg validates a wait_seconds argument: default def, clamped to
+// maxWait (with a note).
+func waitArg(p *float64, def float64) (time.Duration, string, error) {
+	w := def
+	if p != nil {
+		w = *p
+	}
+	if w < 0 {
+		return 0, "", fmt.Errorf("wait_seconds %v: must be >= 0", w)
+	}
+	note := ""
+	if w > maxWait {
+		note = fmt.Sprintf("wait_seconds %v clamped to %d", w, maxWait)
+		w = maxWait
+	}
+	return time.Duration(w * float64(time.Second)), note, nil
+}
+
+func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, TaskStatus, error) {
+	if strings.TrimSpace(in.Cmd) == "" {
+		return nil, TaskStatus{}, errors.New("cmd: must not be empty")
+	}
+	var timeout time.Duration
+	if in.TimeoutSecs != nil {
+		if *in.TimeoutSecs < 0 {
+			return nil, TaskStatus{}, fmt.Errorf("timeout_secs %v: must be >= 0", *in.TimeoutSecs)
+		}
+		timeout = time.Duration(*in.TimeoutSecs * float64(time.Second))
+	}
+	wait, note, err := waitArg(in.WaitSeconds, 3)
+	if err != nil {
+		return nil, TaskStatus{}, err
+	}
+	j, err := h.d.Jobs.Start(job.Spec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
+		Name: in.Name, Source: "run", Attached: wait > 0})
+	if err != nil {
+		return nil, TaskStatus{}, err
+	}
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_, ended := j.Wait(wctx)
+		cancel()
+		if ended || !j.Detach() {
+			// Delivered inline: no loose end follows.
+			st := h.taskStatus(j.Info())
+			st.Note = note
+			return text(renderStatus(st)), st, nil
+		}
+	}
+	in2 := j.Info()
+	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: in2.StdoutPath, StderrPath: in2.StderrPath, Note: note}
+	msg := "task started: id=" + in2.ID
+	if in2.State == job.Pending {
+		msg += " (pending: the concurrency limit is reached)"
+	}
+	if note != "" {
+		msg += "\n" + note
+	}
+	return text(msg), st, nil
+}
+
+func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in statusIn) (*mcp.CallToolResult, TaskStatus, error) {
+	if in.ID == "" {
+		return nil, TaskStatus{}, errors.New("id: must not be empty")
+	}
+	wait, note, err := waitArg(in.WaitSeconds, 0)
+	if err != nil {
+		return nil, TaskStatus{}, err
+	}
+	info, err := h.d.Jobs.Lookup(ctx, in.ID)
+	if err != nil {
+		return nil, TaskStatus{}, fmt.Errorf("id %q: no such task", in.ID)
+	}
+	if !info.State.Terminal() && wait > 0 {
+		if j, err := h.d.Jobs.Get(in.ID); err == nil {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			info, _ = j.Wait(wctx)
+			cancel()
+		}
+	}
+	if info.State.Terminal() {
+		// The caller has the result now: its completion todo is done.
+		h.d.Inbox.ClearKey(ctx, TodoSubsystem, info.ID)
+	}
+	st := h.taskStatus(info)
+	st.Note = note
+	return text(renderStatus(st)), st, nil
+}
+
+func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, TaskStatus, error) {
+	if in.ID == "" {
+		return nil, TaskStatus{}, errors.New("id: must not be empty")
+	}
+	info, err := h.d.Jobs.Kill(in.ID, in.Force)
+	switch {
+	case errors.Is(err, job.ErrEnded):
+		st := h.taskStatus(info)
+		st.AlreadyEnded = true
+		return text(fmt.Sprintf("task %s had already ended (%s)", info.ID, describeEnd(info))), st, nil
+	case errors.Is(err, job.ErrNotFound):
+		return nil, TaskStatus{}, fmt.Errorf("id %q: no such task", in.ID)
+	case err != nil:
+		return nil, TaskStatus{}, err
+	}
+	sig := "SIGINT"
+	if in.Force {
+		sig = "SIGKILL"
+	}
+	st := TaskStatus{ID: info.ID, Status: string(info.State), StdoutPath: info.StdoutPath, StderrPath: info.StderrPath}
+	if info.State.Terminal() {
+		return text(fmt.Sprintf("task %s cancelled before it started", info.ID)), st, nil
+	}
+	return text(fmt.Sprintf("%s sent to task %s; its end arrives as a loose end", sig, info.ID)), st, nil
+}
+
+// taskStatus builds the full status of a job, with output tails.
+func (h *handlers) taskStatus(in job.Info) TaskStatus {
+	st := TaskStatus{
+		ID: in.ID, Status: string(in.State), ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error,
+		DurationMs: in.Duration().Milliseconds(), StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
+		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
+		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
+	}
+	if j, err := h.d.Jobs.Get(in.ID); err == nil && j.Stdout() != nil {
+		st.StdoutTail = decodeTail(j.Stdout().Tail(tailBytes))
+		st.StderrTail = decodeTail(j.Stderr().Tail(tailBytes))
+	} else {
+		st.StdoutTail = decodeTail(fileTail(in.StdoutPath, tailBytes))
+		st.StderrTail = decodeTail(fileTail(in.StderrPath, tailBytes))
+	}
+	return st
+}
+
+func fileTail(path string, n int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil
+	}
+	off := max(fi.Size()-n, 0)
+	b, _ := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	return b
+}
+
+// decodeTail makes text of a tail: a cut rune at the start is dropped and
+// invalid bytes are replaced.
+func decodeTail(b []byte) string {
+	for i := 0; i < 3 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func describeEnd(in job.Info) string {
+	s := string(in.State)
+	if in.ExitCode != nil {
+		s += fmt.Sprintf(", exit %d", *in.ExitCode)
+	}
+	if in.Error != "" {
+		s += ": " + in.Error
+	}
+	return s
+}
+
+func renderStatus(st TaskStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "task %s: %s", st.ID, st.Status)
+	if st.ExitCode != nil {
+		fmt.Fprintf(&b, ", exit %d", *st.ExitCode)
+	}
+	fmt.Fprintf(&b, ", %s", (time.Duration(st.DurationMs) * time.Millisecond).String())
+	if st.Error != "" {
+		fmt.Fprintf(&b, "\nerror: %s", st.Error)
+	}
+	if st.Leftover > 0 {
+		fmt.Fprintf(&b, "\n%d leftover process(es) in its group were terminated", st.Leftover)
+	}
+	for _, s := range []struct {
+		name, tail, path string
+		bytes, dropped   int64
+	}{{"stdout", st.StdoutTail, st.StdoutPath, st.StdoutBytes, st.StdoutDropped}, {"stderr", st.StderrTail, st.StderrPath, st.StderrBytes, st.StderrDropped}} {
+		if s.bytes == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n--- %s (%d bytes, %s", s.name, s.bytes, s.path)
+		if s.dropped > 0 {
+			fmt.Fprintf(&b, ", %d past the file cap dropped", s.dropped)
+		}
+		if int64(len(s.tail)) < s.bytes {
+			b.WriteString(", last 4 KiB")
+		}
+		b.WriteString(") ---\n")
+		b.WriteString(s.tail)
+	}
+	if st.Note != "" {
+		fmt.Fprintf(&b, "\nnote: %s", st.Note)
+	}
+	return b.String()
+}
+
+// TodoSummary is the loose-end text of a job.
+func TodoSummary(in job.Info) string {
+	switch in.State {
+	case job.Pending:
+		return fmt.Sprintf("task %s pending (queued): %s", in.ID, clip(in.Cmd, 120))
+	case job.Running:
+		return fmt.Sprintf("task %s running: %s", in.ID, clip(in.Cmd, 120))
+	}
+	s := fmt.Sprintf("task %s %s", in.ID, in.State)
+	if in.ExitCode != nil {
+		s += fmt.Sprintf(", exit %d", *in.ExitCode)
+	}
+	if !in.Started.IsZero() {
+		s += fmt.Sprintf(" after %s", in.Duration().Round(time.Millisecond))
+	}
+	s += ": " + clip(in.Cmd, 120)
+	if in.Error != "" {
+		s += " (" + in.Error + ")"
+	}
+	s += fmt.Sprintf("; output %s (%d B), %s (%d B)", in.StdoutPath, in.StdoutBytes, in.StderrPath, in.StderrBytes)
+	if d := in.StdoutDropped + in.StderrDropped; d > 0 {
+		s += fmt.Sprintf("; %d B past the file cap dropped", d)
+	}
+	if in.Leftover > 0 {
+		s += fmt.Sprintf("; %d leftover process(es) terminated", in.Leftover)
+	}
+	return s
+}
+
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,183 @@
+// Package tools is hive's MCP surface: it builds one mcp.Server per
+// client session with the tool groups that session asked for. Every tool
+// is a thin view over the daemon's engines (jobs, inbox, PTYs, search).
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/paths"
+)
+
+// Group names.
+const (
+	GroupExecution = "execution"
+	GroupTerminal  = "terminal"
+	GroupSearch    = "search"
+	GroupInbox     = "inbox"
+	GroupMeta      = "meta"
+)
+
+// AllGroups is the default selection. The "always" tools come with any.
+var AllGroups = []string{GroupExecution, GroupTerminal, GroupSearch, GroupInbox, GroupMeta}
+
+// Deps are the daemon's engines the tools are views of.
+type Deps struct {
+	Jobs    *job.Manager
+	Inbox   *inbox.Inbox
+	Layout  paths.Layout
+	Logger  *slog.Logger
+	Version string
+	// Extra registers more tool groups (terminal, search) on a session's
+	// server. It may be nil.
+	Extra func(s *mcp.Server, sess *Session, groups []string)
+
+	schemas *mcp.SchemaCache
+	once    sync.Once
+}
+
+// Session is what hive knows of one client session.
+type Session struct {
+	Cwd string   // the client's working directory
+	Env []string // the client's environment (nil: the daemon's)
+	ID  string   // a short id for logs
+}
+
+// ParseGroups validates a group list; empty means AllGroups.
+func ParseGroups(groups []string) ([]string, error) {
+	if len(groups) == 0 {
+		return AllGroups, nil
+	}
+	var out []string
+	for _, g := range groups {
+		g = strings.TrimSpace(g)
+		if g == "" {
+			continue
+		}
+		if g == "always" {
+			continue
+		}
+		if !slices.Contains(AllGroups, g) {
+			return nil, fmt.Errorf("groups: unknown group %q (known: %s)", g, strings.Join(AllGroups, ", "))
+		}
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// NewServer builds the MCP server of one session. The returned stop func
+// detaches it from the inbox; call it when the session ends.
+func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), error) {
+	groups, err := ParseGroups(groups)
+	if err != nil {
+		return nil, nil, err
+	}
+	d.once.Do(func() {
+		d.schemas = mcp.NewSchemaCache()
+		if d.Logger == nil {
+			d.Logger = slog.New(slog.DiscardHandler)
+		}
+	})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hive", Version: d.Version}, &mcp.ServerOptions{
+		SchemaCache:        d.schemas,
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities: &mcp.ServerCapabilities{
+			Logging: &mcp.LoggingCapabilities{},
+		},
+	})
+	srv.AddReceivingMiddleware(envelope(d.Logger, sess))
+	h := &handlers{d: d, sess: sess}
+	if slices.Contains(groups, GroupExecution) {
+		h.addExecution(srv)
+	}
+	if slices.Contains(groups, GroupInbox) {
+		h.addInbox(srv)
+	}
+	h.addAlways(srv)
+	if d.Extra != nil {
+		d.Extra(srv, sess, groups)
+	}
+	h.addResources(srv)
+	stop := d.Inbox.Subscribe(func(c inbox.Change) { notifyChange(srv, c) })
+	return srv, stop, nil
+}
+
+// notifyChange pushes a loose-end change to the server's sessions: a
+// resources/updated to subscribers and an info log where a level is set.
+func notifyChange(srv *mcp.Server, c inbox.Change) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: LooseEndsURI})
+	if c.Todo.Subsystem == TodoSubsystem {
+		srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: TaskURIPrefix + c.Todo.Key})
+	}
+	msg := map[string]any{"loose_end": "todo", "id": c.Todo.ID, "subsystem": c.Todo.Subsystem, "key": c.Todo.Key}
+	if c.Removed {
+		msg["cleared"] = true
+	} else {
+		msg["summary"] = c.Todo.Summary
+	}
+	for ss := range srv.Sessions() {
+		ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "hive", Data: msg})
+	}
+}
+
+// envelope logs every tool call before and after: time, session, tool,
+// arguments, duration, outcome.
+func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/call" {
+				return next(ctx, method, req)
+			}
+			var tool string
+			var args json.RawMessage
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				tool, args = p.Name, p.Arguments
+			}
+			if len(args) > 2048 {
+				args = append(json.RawMessage(nil), args[:2048]...)
+			}
+			log.Info("tool call", "session", sess.ID, "tool", tool, "args", string(args))
+			t0 := time.Now()
+			res, err := next(ctx, method, req)
+			outcome := "ok"
+			if err != nil {
+				outcome = "error: " + err.Error()
+			} else if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+				outcome = "tool error"
+				if len(r.Content) > 0 {
+					if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+						outcome = "tool error: " + tc.Text
+					}
+				}
+			}
+			log.Info("tool done", "session", sess.ID, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
+			return res, err
+		}
+	}
+}
+
+type handlers struct {
+	d    *Deps
+	sess *Session
+}
+
+// text makes a result with one text content.
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}

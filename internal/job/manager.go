@@ -166,13 +166,14 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		spec.Cmd = joinArgv(spec.Argv)
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.closed {
+		m.mu.Unlock()
 		return nil, ErrClosed
 	}
 	id := spec.Name
 	if id != "" {
 		if old, ok := m.jobs[id]; ok && !old.Info().State.Terminal() {
+			m.mu.Unlock()
 			return nil, fmt.Errorf("name %q: %w (reusable once job %s has ended)", id, ErrNameBusy, id)
 		}
 	} else {
@@ -200,16 +201,36 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	m.jobs[id] = j
 	m.order = append(m.order, id)
 	m.trimLocked()
-	j.mu.Lock()
-	m.persistLocked(j)
-	m.notifyLocked(j)
-	j.mu.Unlock()
-	if m.running < m.o.MaxRunning {
-		m.launchLocked(j)
-	} else {
+	if m.running >= m.o.MaxRunning {
 		m.queue = append(m.queue, j)
+		j.mu.Lock()
+		m.persistLocked(j)
+		m.notifyLocked(j)
+		j.mu.Unlock()
+		m.mu.Unlock()
+		return j, nil
 	}
+	// Start it now, outside m.mu, so the caller gets a running (or
+	// failed) job with its pid.
+	m.running++
+	m.wg.Add(1)
+	m.mu.Unlock()
+	run := j.begin()
+	go func() {
+		defer m.wg.Done()
+		if run != nil {
+			run()
+		}
+		m.slotFreed()
+	}()
 	return j, nil
+}
+
+func (m *Manager) slotFreed() {
+	m.mu.Lock()
+	m.running--
+	m.dispatchLocked()
+	m.mu.Unlock()
 }
 
 func (m *Manager) removeOrder(id string) {
@@ -240,17 +261,16 @@ func (m *Manager) trimLocked() {
 	m.order = keep
 }
 
-// launchLocked starts j's supervisor. m.mu is held.
+// launchLocked starts a queued job on its own goroutine. m.mu is held.
 func (m *Manager) launchLocked(j *Job) {
 	m.running++
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		j.supervise()
-		m.mu.Lock()
-		m.running--
-		m.dispatchLocked()
-		m.mu.Unlock()
+		if run := j.begin(); run != nil {
+			run()
+		}
+		m.slotFreed()
 	}()
 }
 

@@ -25,20 +25,20 @@ const (
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
-// supervise runs the job from start to end. It is the one goroutine that
-// waits on the child.
-func (j *Job) supervise() {
+// begin starts the job's process. It returns the rest of the job's life
+// (wait, clean up, record), to run on the goroutine that owns the child, or
+// nil if the job ended without running (cancelled, or failed to start).
+func (j *Job) begin() func() {
 	m := j.m
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.info.State.Terminal() {
-		j.mu.Unlock()
-		return
+		return nil
 	}
 	if j.reason != "" { // stopped between dispatch and start
 		j.info.Error = "cancelled before it started"
 		j.finishLocked(j.reason)
-		j.mu.Unlock()
-		return
+		return nil
 	}
 	cmd, pipes, err := j.prepareLocked()
 	j.markStarted()
@@ -54,8 +54,7 @@ func (j *Job) supervise() {
 		j.info.Error = err.Error()
 		j.closeStreams()
 		j.finishLocked(Failed)
-		j.mu.Unlock()
-		return
+		return nil
 	}
 	pid := cmd.Process.Pid
 	j.pgid = pid
@@ -68,8 +67,14 @@ func (j *Job) supervise() {
 	}
 	m.persistLocked(j)
 	m.notifyLocked(j)
-	j.mu.Unlock()
+	return func() { j.watch(cmd, pipes) }
+}
 
+// watch is the one goroutine that waits on the child: it pumps output,
+// waits, cleans up the group and records the end.
+func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
+	m := j.m
+	pid := cmd.Process.Pid
 	var progress atomic.Bool
 	var rwg sync.WaitGroup
 	rwg.Add(2)

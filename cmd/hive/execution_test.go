@@ -1,0 +1,425 @@
+package main
+
+import (
+	"encoding/json"
+
+	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type taskStatus struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	ExitCode      *int   `json:"exit_code"`
+	Error         string `json:"error"`
+	DurationMs    int64  `json:"duration_ms"`
+	StdoutTail    string `json:"stdout_tail"`
+	StderrTail    string `json:"stderr_tail"`
+	StdoutPath    string `json:"stdout_path"`
+	StderrPath    string `json:"stderr_path"`
+	StdoutBytes   int64  `json:"stdout_bytes"`
+	StderrBytes   int64  `json:"stderr_bytes"`
+	StdoutDropped int64  `json:"stdout_dropped"`
+	AlreadyEnded  bool   `json:"already_ended"`
+	Note          string `json:"note"`
+}
+
+type looseEnds struct {
+	Todos []struct {
+		ID        int64  `json:"id"`
+		Subsystem string `json:"subsystem"`
+		Key       string `json:"key"`
+		Summary   string `json:"summary"`
+	} `json:"todos"`
+}
+
+func (s *session) todoFor(key string) (id int64, summary string, ok bool) {
+	var le looseEnds
+	s.mustCall("get_loose_ends", nil, &le)
+	for _, t := range le.Todos {
+		if t.Key == key {
+			return t.ID, t.Summary, true
+		}
+	}
+	return 0, "", false
+}
+
+func TestRunInlineResult(t *testing.T) {
+	state := stateDir(t)
+	cwd := t.TempDir()
+	s := connect(t, state, cwd)
+	var st taskStatus
+	text := s.mustCall("run", map[string]any{"cmd": "pwd; echo out; echo err >&2; exit 3"}, &st)
+	if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 3 {
+		t.Fatalf("status %+v", st)
+	}
+	if st.StdoutTail != cwd+"\nout\n" || st.StderrTail != "err\n" {
+		t.Errorf("tails %q %q; want the bridge's cwd %q", st.StdoutTail, st.StderrTail, cwd)
+	}
+	if want := filepath.Join(state, "bash-tasks", st.ID+".out"); st.StdoutPath != want {
+		t.Errorf("stdout path %q, want %q", st.StdoutPath, want)
+	}
+	if !strings.Contains(text, "exit 3") {
+		t.Errorf("text %q does not say the exit code", text)
+	}
+	if _, _, ok := s.todoFor(st.ID); ok {
+		t.Errorf("inline result left a todo")
+	}
+}
+
+func TestRunBackgroundStatusAndTodo(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	ctx := t.Context()
+	if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "hive://loose-ends"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	var st taskStatus
+	text := s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; echo finished", gate), "wait_seconds": 0}, &st)
+	if text != "task started: id="+st.ID || st.Status != "running" && st.Status != "pending" {
+		t.Fatalf("started answer %q %+v", text, st)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(st.ID) {
+		t.Errorf("id %q is not short lower-case hex", st.ID)
+	}
+	// A todo says it is running, and the change was pushed.
+	_, summary, ok := s.todoFor(st.ID)
+	if !ok || !strings.Contains(summary, "running") {
+		t.Fatalf("running todo: %v %q", ok, summary)
+	}
+	s.ev.waitFor(t, "resources/updated and log for the running todo", func(up, logs []string) bool {
+		return len(up) > 0 && up[0] == "hive://loose-ends" && len(logs) > 0 && strings.Contains(logs[0], "running")
+	})
+	os.WriteFile(gate, nil, 0o600)
+	// The completion replaces the todo's summary.
+	s.ev.waitFor(t, "completion pushed", func(up, logs []string) bool {
+		return len(logs) > 1 && strings.Contains(logs[len(logs)-1], "done, exit 0")
+	})
+	_, summary, _ = s.todoFor(st.ID)
+	if !strings.Contains(summary, "done, exit 0") || !strings.Contains(summary, st.ID+".out") {
+		t.Errorf("completion todo %q lacks exit code or output path", summary)
+	}
+	// status sees the end and clears the todo.
+	var st2 taskStatus
+	s.mustCall("status", map[string]any{"id": st.ID}, &st2)
+	if st2.Status != "done" || *st2.ExitCode != 0 || st2.StdoutTail != "finished\n" {
+		t.Fatalf("status %+v", st2)
+	}
+	if _, _, ok := s.todoFor(st.ID); ok {
+		t.Errorf("status observed the end but the todo remains")
+	}
+}
+
+func TestStatusWaitAndRunWindow(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var st taskStatus
+	s.mustCall("run", map[string]any{"cmd": "sleep 0.5; echo late", "wait_seconds": 0.05}, &st)
+	if st.Status != "running" {
+		t.Fatalf("run with a short window: %+v", st)
+	}
+	var st2 taskStatus
+	s.mustCall("status", map[string]any{"id": st.ID, "wait_seconds": 10}, &st2)
+	if st2.Status != "done" || st2.StdoutTail != "late\n" {
+		t.Fatalf("status wait: %+v", st2)
+	}
+	if _, _, ok := s.todoFor(st.ID); ok {
+		t.Errorf("todo left after status observed the end")
+	}
+	var st3 taskStatus
+	s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 99}, &st3)
+	if st3.Status != "done" || !strings.Contains(st3.Note, "clamped to 30") {
+		t.Errorf("wait over the cap: %+v", st3)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"run", map[string]any{"cmd": ""}, "cmd"},
+		{"run", map[string]any{"cmd": "  "}, "cmd"},
+		{"run", map[string]any{"cmd": "true", "name": "Bad Name"}, "name"},
+		{"run", map[string]any{"cmd": "true", "timeout_secs": -1}, "timeout_secs"},
+		{"run", map[string]any{"cmd": "true", "wait_seconds": -1}, "wait_seconds"},
+		{"status", map[string]any{"id": "nope"}, "id"},
+		{"status", map[string]any{"id": ""}, "id"},
+		{"kill", map[string]any{"id": "nope"}, "id"},
+		{"cancel_loose_end", map[string]any{"kind": "todo", "id": 999}, "id"},
+		{"cancel_loose_end", map[string]any{"kind": "reminder-x", "id": 1}, "kind"},
+		{"set_status", map[string]any{"text": strings.Repeat("x", 201)}, "text"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s %v", tt.tool, tt.args), func(t *testing.T) {
+			text, isErr := s.call(tt.tool, tt.args, nil)
+			if !isErr || !strings.Contains(text, tt.want) {
+				t.Errorf("got isError=%v %q, want an error naming %q", isErr, text, tt.want)
+			}
+		})
+	}
+}
+
+func TestNamesAndKill(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var st taskStatus
+	s.mustCall("run", map[string]any{"cmd": "sleep 60", "name": "web", "wait_seconds": 0}, &st)
+	if st.ID != "web" {
+		t.Fatalf("named task id %q", st.ID)
+	}
+	if text, isErr := s.call("run", map[string]any{"cmd": "true", "name": "web"}, nil); !isErr || !strings.Contains(text, "name") {
+		t.Fatalf("busy name accepted: %q", text)
+	}
+	text := s.mustCall("kill", map[string]any{"id": "web"}, &st)
+	if !strings.Contains(text, "SIGINT") {
+		t.Errorf("kill text %q", text)
+	}
+	var end taskStatus
+	s.mustCall("status", map[string]any{"id": "web", "wait_seconds": 10}, &end)
+	if end.Status != "killed" || *end.ExitCode != 130 {
+		t.Fatalf("after kill: %+v", end)
+	}
+	var again taskStatus
+	text = s.mustCall("kill", map[string]any{"id": "web"}, &again)
+	if !again.AlreadyEnded || !strings.Contains(text, "already ended") {
+		t.Errorf("kill of an ended task: %q %+v", text, again)
+	}
+	// The name is free again.
+	s.mustCall("run", map[string]any{"cmd": "echo reuse", "name": "web"}, &st)
+	if st.Status != "done" || st.StdoutTail != "reuse\n" {
+		t.Errorf("reuse: %+v", st)
+	}
+}
+
+func TestPendingCancelledByKill(t *testing.T) {
+	state := stateDir(t)
+	d := hiveCmd(state, "daemon", "--max-running", "1")
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go d.Wait()
+	s := connect(t, state, t.TempDir())
+	var a, b taskStatus
+	s.mustCall("run", map[string]any{"cmd": "sleep 30", "wait_seconds": 0}, &a)
+	text := s.mustCall("run", map[string]any{"cmd": "touch should-not-exist", "wait_seconds": 0}, &b)
+	if b.Status != "pending" || !strings.Contains(text, "pending") {
+		t.Fatalf("second task with max-running 1: %q %+v", text, b)
+	}
+	s.mustCall("kill", map[string]any{"id": b.ID}, nil)
+	var end taskStatus
+	s.mustCall("status", map[string]any{"id": b.ID}, &end)
+	if end.Status != "killed" || end.ExitCode != nil {
+		t.Errorf("cancelled pending task: %+v", end)
+	}
+	s.mustCall("kill", map[string]any{"id": a.ID, "force": true}, nil)
+}
+
+func TestLooseEndTools(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var ids []int64
+	for i := 0; i < 3; i++ {
+		var st taskStatus
+		s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 0}, &st)
+		id, _, ok := s.todoFor(st.ID)
+		if !ok {
+			t.Fatalf("no todo for %s", st.ID)
+		}
+		ids = append(ids, id)
+	}
+	s.mustCall("cancel_loose_end", map[string]any{"kind": "todo", "id": ids[0]}, nil)
+	var cl struct {
+		Cleared int `json:"cleared"`
+	}
+	s.mustCall("mark_todos_done", map[string]any{"ids": []int64{ids[1], ids[2], 424242}}, &cl)
+	if cl.Cleared != 2 {
+		t.Errorf("mark_todos_done cleared %d, want 2 (unknown id skipped)", cl.Cleared)
+	}
+	var le looseEnds
+	s.mustCall("get_loose_ends", nil, &le)
+	for _, td := range le.Todos {
+		for _, id := range ids {
+			if td.ID == id {
+				// A late completion may re-raise the todo under a new id,
+				// never the old one.
+				t.Errorf("todo %d still listed", id)
+			}
+		}
+	}
+	// Other local programs raise todos through the socket.
+	resp, err := hive(t, state, "version")
+	if err != nil || !strings.Contains(resp, "daemon") {
+		t.Fatalf("version: %v %q", err, resp)
+	}
+}
+
+func TestSetStatus(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	s.mustCall("set_status", map[string]any{"text": "building the world"}, nil)
+	b, err := os.ReadFile(filepath.Join(state, "hyperhive-status"))
+	if err != nil || string(b) != "building the world" {
+		t.Fatalf("status file %q %v", b, err)
+	}
+}
+
+// Two bridges share one daemon; a bridge exiting never stops a job.
+func TestBridgesShareDaemonAndJobsOutliveThem(t *testing.T) {
+	state := stateDir(t)
+	s1 := connect(t, state, t.TempDir())
+	var st taskStatus
+	s1.mustCall("run", map[string]any{"cmd": "sleep 0.7; echo survived", "wait_seconds": 0}, &st)
+	s2 := connect(t, state, t.TempDir())
+	var seen taskStatus
+	s2.mustCall("status", map[string]any{"id": st.ID}, &seen)
+	if seen.Status != "running" {
+		t.Fatalf("second bridge sees %+v", seen)
+	}
+	pid := daemonPid(state)
+	s1.cs.Close()
+	s2.cs.Close()
+	s3 := connect(t, state, t.TempDir())
+	var end taskStatus
+	s3.mustCall("status", map[string]any{"id": st.ID, "wait_seconds": 10}, &end)
+	if end.Status != "done" || end.StdoutTail != "survived\n" {
+		t.Fatalf("after the bridges left: %+v", end)
+	}
+	if daemonPid(state) != pid {
+		t.Errorf("daemon changed: %d → %d", pid, daemonPid(state))
+	}
+}
+
+// kill -9 of the daemon: the next bridge restarts it; running jobs are
+// interrupted with their processes gone; finished records are intact.
+func TestDaemonCrashRecovery(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var done taskStatus
+	s.mustCall("run", map[string]any{"cmd": "echo kept"}, &done)
+	dir := t.TempDir()
+	var running []string
+	var pids []int
+	for i := 0; i < 2; i++ {
+		pidFile := filepath.Join(dir, strconv.Itoa(i))
+		var st taskStatus
+		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
+		running = append(running, st.ID)
+		pids = append(pids, waitPidFile(t, pidFile))
+	}
+	old := daemonPid(state)
+	syscall.Kill(old, syscall.SIGKILL)
+	for processAlive(old) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.cs.Close()
+	s2 := connect(t, state, t.TempDir())
+	if p := daemonPid(state); p == old || p == 0 {
+		t.Fatalf("daemon not restarted: pid %d (old %d)", p, old)
+	}
+	var le looseEnds
+	s2.mustCall("get_loose_ends", nil, &le)
+	n := 0
+	for _, td := range le.Todos {
+		if strings.Contains(td.Summary, "interrupted") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d interrupted todos, want 2: %+v", n, le.Todos)
+	}
+	for i, id := range running {
+		var st taskStatus
+		s2.mustCall("status", map[string]any{"id": id}, &st)
+		if st.Status != "interrupted" {
+			t.Errorf("job %s after crash: %+v", id, st)
+		}
+		if processAlive(pids[i]) {
+			t.Errorf("process %d of job %s survived the restart", pids[i], id)
+		}
+	}
+	var kept taskStatus
+	s2.mustCall("status", map[string]any{"id": done.ID}, &kept)
+	if kept.Status != "done" || kept.StdoutTail != "kept\n" {
+		t.Errorf("finished record changed: %+v", kept)
+	}
+}
+
+func waitPidFile(t *testing.T, path string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(path); err == nil {
+			if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return p
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no pid in %s", path)
+	return 0
+}
+
+func TestCLI(t *testing.T) {
+	state := stateDir(t)
+	id, err := hive(t, state, "run", "--name", "cli-job", "--", "bash", "-c", "for i in 1 2 3; do echo line$i; sleep 0.1; done")
+	if err != nil || strings.TrimSpace(id) != "cli-job" {
+		t.Fatalf("run: %q %v", id, err)
+	}
+	out, err := hive(t, state, "logs", "cli-job", "-f")
+	if err != nil || out != "line1\nline2\nline3\n" {
+		t.Fatalf("logs -f: %q %v", out, err)
+	}
+	out, err = hive(t, state, "ps", "--all", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []struct {
+		ID       string `json:"id"`
+		State    string `json:"state"`
+		ExitCode *int   `json:"exit_code"`
+	}
+	if err := json.Unmarshal([]byte(out), &jobs); err != nil || len(jobs) != 1 || jobs[0].State != "done" {
+		t.Fatalf("ps --json: %q %v", out, err)
+	}
+	out, _ = hive(t, state, "ps", "--all")
+	if !strings.Contains(out, "cli-job") || !strings.Contains(out, "STATE") {
+		t.Errorf("ps table: %q", out)
+	}
+	hive(t, state, "run", "--name", "long", "--", "sleep 60")
+	out, err = hive(t, state, "kill", "long")
+	if err != nil || !strings.Contains(out, "SIGINT") {
+		t.Errorf("kill: %q %v", out, err)
+	}
+	out, err = hive(t, state, "kill", "cli-job")
+	if err != nil || !strings.Contains(out, "already ended") {
+		t.Errorf("kill ended: %q %v", out, err)
+	}
+	if _, err := hive(t, state, "kill", "no-such-job"); err == nil {
+		t.Errorf("kill of an unknown job succeeded")
+	}
+	fi, err := os.Stat(filepath.Join(state, "hive.sock"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v %v, want 0600", fi.Mode(), err)
+	}
+	out, err = hive(t, state, "daemon")
+	if err == nil || !strings.Contains(out, "already running") {
+		t.Errorf("second daemon: %q %v", out, err)
+	}
+}

@@ -1,0 +1,616 @@
+//go:build unix
+
+package pty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/vt"
+	creackpty "github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/output"
+)
+
+const (
+	// closeGrace is how long Close waits for the process to exit after
+	// SIGHUP before it kills the whole session.
+	closeGrace = time.Second
+	// drainGrace bounds how long Close waits, once every process of the
+	// session is gone, for the last output before it closes the pty. Only a
+	// process outside the session that still holds the terminal makes it
+	// wait that long.
+	drainGrace = 500 * time.Millisecond
+	// sendTimeout bounds one Send when the program does not read its input.
+	sendTimeout = 10 * time.Second
+	// replyTimeout bounds the write of one answer to a terminal query.
+	replyTimeout = time.Second
+	// scrollbackLines is the emulator's scrollback: the output stream is the
+	// history, so the emulator keeps just the screen.
+	scrollbackLines = 1
+)
+
+// Session is one process on a pseudo-terminal. Its methods are safe for
+// concurrent use. Read and Screen keep working after the process exits and
+// after Close; Send and Resize then fail.
+type Session struct {
+	m       *Manager
+	id      string
+	name    string
+	cmdText string
+	cwd     string
+	started time.Time
+	cmd     *exec.Cmd
+	pid     int
+	master  *os.File // pollable: Close interrupts blocked reads and writes
+	stream  *output.Stream
+
+	emuMu   sync.Mutex // guards emu
+	emu     *vt.Emulator
+	replies *io.PipeWriter // the emulator's answer pipe; closed at the end of Close
+
+	writeMu sync.Mutex // one writer to the pty at a time
+
+	mu         sync.Mutex // guards exitCode, cols, rows
+	exitCode   *int
+	cols, rows int
+
+	exited      chan struct{} // closed after the process was reaped
+	readerDone  chan struct{} // closed after the last output went to the stream
+	repliesDone chan struct{} // closed when the reply pump has ended
+	closing     chan struct{} // closed when Close starts
+	closeOnce   sync.Once
+}
+
+func start(m *Manager, id string, o OpenOptions) (*Session, error) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return nil, fmt.Errorf("open pty session: find bash: %w", err)
+	}
+	cmdText := o.Cmd
+	var cmd *exec.Cmd
+	if cmdText == "" {
+		cmdText = defaultShell
+		cmd = exec.Command(bash, "--norc", "--noprofile")
+	} else {
+		cmd = exec.Command(bash, "-c", o.Cmd)
+	}
+	cmd.Env = sessionEnv(o.Env)
+	cmd.Dir = o.Cwd
+	cwd := o.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(cwd); err == nil {
+		cwd = abs
+	}
+
+	path := ""
+	if m.opts.Dir != "" {
+		if err := os.MkdirAll(m.opts.Dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open pty session: %w", err)
+		}
+		path = filepath.Join(m.opts.Dir, id+".pty")
+	}
+	stream, err := output.Create(path, &output.Options{RingSize: m.opts.RingSize, FileCap: m.opts.FileCap})
+	if err != nil {
+		return nil, fmt.Errorf("open pty session: %w", err)
+	}
+
+	master, err := startPTY(cmd, o.Cols, o.Rows)
+	if err != nil {
+		stream.Close()
+		return nil, fmt.Errorf("open pty session: start %q: %w", cmdText, err)
+	}
+
+	emu := vt.NewEmulator(o.Cols, o.Rows)
+	emu.SetScrollbackSize(scrollbackLines)
+	replies, _ := emu.InputPipe().(*io.PipeWriter)
+
+	s := &Session{
+		m:           m,
+		id:          id,
+		name:        o.Name,
+		cmdText:     cmdText,
+		cwd:         cwd,
+		started:     time.Now(),
+		cmd:         cmd,
+		pid:         cmd.Process.Pid,
+		master:      master,
+		stream:      stream,
+		emu:         emu,
+		replies:     replies,
+		cols:        o.Cols,
+		rows:        o.Rows,
+		exited:      make(chan struct{}),
+		readerDone:  make(chan struct{}),
+		repliesDone: make(chan struct{}),
+		closing:     make(chan struct{}),
+	}
+	go s.wait()
+	go s.read()
+	go s.pumpReplies()
+	return s, nil
+}
+
+// startPTY starts cmd as a session leader with a new pty as its controlling
+// terminal and returns the pty's master side, in non-blocking mode so that
+// the runtime poller serves it and Close unblocks its readers.
+func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
+	ptmx, tty, err := creackpty.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer tty.Close()
+	if err := creackpty.Setsize(tty, &creackpty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("set pty size: %w", err)
+	}
+	// creack/pty used ptmx.Fd(), which leaves it blocking for good; a
+	// non-blocking duplicate goes to the poller instead.
+	fd, err := unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	ptmx.Close()
+	if err != nil {
+		return nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	master := os.NewFile(uintptr(fd), "/dev/ptmx")
+
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, err
+	}
+	return master, nil
+}
+
+// wait reaps the process and records its exit code.
+func (s *Session) wait() {
+	s.cmd.Wait()
+	code := exitCode(s.cmd.ProcessState)
+	s.mu.Lock()
+	s.exitCode = &code
+	s.mu.Unlock()
+	close(s.exited)
+}
+
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// read copies the pty's output to the stream and the emulator, in the same
+// order, until the terminal is gone (EIO once no process holds it, or the
+// master closed by Close). It closes the stream once the process has exited.
+func (s *Session) read() {
+	defer close(s.readerDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.master.Read(buf)
+		if n > 0 {
+			s.emuMu.Lock()
+			s.stream.Write(buf[:n])
+			s.emu.Write(buf[:n])
+			s.emuMu.Unlock()
+		}
+		if err != nil {
+			break
+		}
+	}
+	<-s.exited
+	s.stream.Close()
+}
+
+// pumpReplies forwards the emulator's answers to terminal queries to the
+// program's input. It keeps draining after write errors, so the emulator
+// never blocks, and ends when Close closes the answer pipe.
+func (s *Session) pumpReplies() {
+	defer close(s.repliesDone)
+	buf := make([]byte, 1024)
+	for {
+		n, err := s.emu.Read(buf)
+		if n > 0 {
+			s.writeInput(buf[:n], replyTimeout)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeInput writes p to the pty, giving up after timeout.
+func (s *Session) writeInput(p []byte, timeout time.Duration) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.master.SetWriteDeadline(time.Now().Add(timeout))
+	_, err := s.master.Write(p)
+	return err
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Exited returns a channel closed once the session's process has exited and
+// its exit code is recorded.
+func (s *Session) Exited() <-chan struct{} { return s.exited }
+
+// Info describes the session.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	cols, rows := s.cols, s.rows
+	s.mu.Unlock()
+	running, code := s.state()
+	return Info{
+		ID: s.id, Name: s.name, Cmd: s.cmdText, Cwd: s.cwd, Pid: s.pid,
+		Cols: cols, Rows: rows, Running: running, ExitCode: code,
+		Started: s.started, Bytes: s.stream.Stats().Total,
+	}
+}
+
+func (s *Session) state() (running bool, code *int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exitCode == nil {
+		return true, nil
+	}
+	c := *s.exitCode
+	return false, &c
+}
+
+// usable reports why the session takes no input or resize, if it does not.
+func (s *Session) usable() error {
+	select {
+	case <-s.closing:
+		return fmt.Errorf("session_id %s: %w", s.id, ErrClosed)
+	default:
+	}
+	if _, code := s.state(); code != nil {
+		return fmt.Errorf("session_id %s: exit code %d: %w", s.id, *code, ErrExited)
+	}
+	return nil
+}
+
+// Send writes input to the program as typed: bytes as they are, control
+// characters included ("\x03" is Ctrl-C, "\r" Enter; see KeySequence). It
+// fails with ErrExited or ErrClosed when no program reads it, and with a
+// timeout error when the program leaves its input unread for 10 s.
+func (s *Session) Send(input string) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.writeInput([]byte(input), sendTimeout); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return fmt.Errorf("session_id %s: input not read by the program within %s: %w", s.id, sendTimeout, err)
+		}
+		return fmt.Errorf("session_id %s: write input: %w", s.id, err)
+	}
+	return nil
+}
+
+// SendWait sends input, then waits until the output has been quiet for
+// wait, or waitFor matches the ANSI-stripped output that arrived since the
+// write, or the output ends, or ctx is done; with neither wait nor waitFor it
+// returns at once. It returns that output (see ReadResult; Data is stripped
+// text, at most MaxWaitBytes of the newest). Note that a shell echoes what it
+// is sent, so a pattern should not match the input itself. When ctx ends
+// first the result is still filled in and the error is ctx.Err().
+func (s *Session) SendWait(ctx context.Context, input string, wait time.Duration, waitFor *regexp.Regexp) (ReadResult, error) {
+	from := s.stream.Stats().Total
+	if err := s.Send(input); err != nil {
+		return ReadResult{}, err
+	}
+	w := waiter{s: s, res: ReadResult{Offset: from, Next: from}, next: from, startsLine: s.lineStartAt(from)}
+
+	var quiet <-chan time.Time
+	var timer *time.Timer
+	if wait > 0 {
+		timer = time.NewTimer(wait)
+		defer timer.Stop()
+		quiet = timer.C
+	}
+	for {
+		changed := s.stream.Changed()
+		grew, err := w.catchUp()
+		if err != nil {
+			return w.result(), err
+		}
+		if waitFor != nil && waitFor.Match(w.text) {
+			w.res.Matched = true
+			return w.result(), nil
+		}
+		if w.res.EOF || (wait <= 0 && waitFor == nil) {
+			return w.result(), nil
+		}
+		if grew && timer != nil {
+			timer.Reset(wait)
+		}
+		select {
+		case <-changed:
+		case <-quiet:
+			return w.result(), nil
+		case <-ctx.Done():
+			return w.result(), ctx.Err()
+		}
+	}
+}
+
+// waiter accumulates SendWait's output.
+type waiter struct {
+	s       *Session
+	res     ReadResult
+	next    int64  // next raw offset to read
+	pending []byte // raw bytes not yet stripped (a cut-off sequence)
+	text    []byte
+	// segs remember where in text each chunk starts, to drop old text.
+	segs []seg
+	// startsLine tells whether the output before the write ended a line.
+	startsLine bool
+}
+
+// lineStart tells whether the next text starts a line.
+func (w *waiter) lineStart() bool {
+	if len(w.text) == 0 {
+		return w.startsLine
+	}
+	return w.text[len(w.text)-1] == '\n'
+}
+
+type seg struct {
+	off  int64 // raw offset of the chunk
+	text int   // its start in text
+}
+
+// catchUp reads everything the stream holds past w.next.
+func (w *waiter) catchUp() (grew bool, err error) {
+	for {
+		c, err := w.s.stream.Read(w.next, 64<<10)
+		if err != nil {
+			return grew, err
+		}
+		w.res.Skipped += c.Skipped
+		w.res.EOF = c.EOF
+		if len(c.Data) == 0 {
+			if c.EOF && len(w.pending) > 0 {
+				t, _ := strip(w.pending, true, w.lineStart())
+				w.text = append(w.text, t...)
+				w.pending = nil
+			}
+			return grew, nil
+		}
+		grew = true
+		start := c.Offset - int64(len(w.pending))
+		w.next = c.Next
+		w.res.Next = c.Next
+		raw := append(w.pending, c.Data...)
+		t, used := strip(raw, c.EOF, w.lineStart())
+		w.segs = append(w.segs, seg{off: start, text: len(w.text)})
+		w.text = append(w.text, t...)
+		w.pending = append([]byte(nil), raw[used:]...)
+		w.trim()
+	}
+}
+
+// trim keeps at most MaxWaitBytes of text, dropping whole chunks.
+func (w *waiter) trim() {
+	for len(w.text) > MaxWaitBytes && len(w.segs) > 1 {
+		cut := w.segs[1].text
+		w.text = w.text[cut:]
+		w.segs = w.segs[1:]
+		for i := range w.segs {
+			w.segs[i].text -= cut
+		}
+		w.res.Offset = w.segs[0].off
+	}
+}
+
+func (w *waiter) result() ReadResult {
+	r := w.res
+	r.Data = string(w.text)
+	r.Running, r.ExitCode = w.s.state()
+	return r
+}
+
+// Read returns up to maxBytes (0 means DefaultReadBytes) of output from
+// offset since. Unless raw, escape sequences are stripped (see ReadResult)
+// and a sequence cut off at the end is left for the next read (Next stops
+// before it), unless it alone fills maxBytes. Bytes no longer kept are
+// skipped and counted in Skipped.
+func (s *Session) Read(since int64, raw bool, maxBytes int) (ReadResult, error) {
+	if since < 0 {
+		return ReadResult{}, fmt.Errorf("since_offset %d: must be >= 0: %w", since, ErrInvalid)
+	}
+	if maxBytes < 0 {
+		return ReadResult{}, fmt.Errorf("max_bytes %d: must be >= 0: %w", maxBytes, ErrInvalid)
+	}
+	if maxBytes == 0 {
+		maxBytes = DefaultReadBytes
+	}
+	c, err := s.stream.Read(since, maxBytes)
+	if err != nil {
+		return ReadResult{}, fmt.Errorf("session_id %s: read: %w", s.id, err)
+	}
+	r := ReadResult{Offset: c.Offset, Next: c.Next, Skipped: c.Skipped, EOF: c.EOF}
+	if raw {
+		r.Data = string(c.Data)
+	} else {
+		// A chunk that is all one unfinished sequence as long as the
+		// limit would never move on: take it as final.
+		lineStart := s.lineStartAt(c.Offset)
+		text, used := strip(c.Data, c.EOF, lineStart)
+		if used == 0 && len(c.Data) == maxBytes {
+			text, used = strip(c.Data, true, lineStart)
+		}
+		r.Data = string(text)
+		r.Next = c.Offset + int64(used)
+		r.EOF = c.EOF && used == len(c.Data)
+	}
+	r.Running, r.ExitCode = s.state()
+	return r, nil
+}
+
+// lineStartAt tells whether the text before offset off ends a line: it
+// strips a few bytes before off.
+func (s *Session) lineStartAt(off int64) bool {
+	if off <= 0 {
+		return true
+	}
+	from := max(off-64, 0)
+	c, err := s.stream.Read(from, int(off-from))
+	if err != nil || c.Offset != from {
+		return true
+	}
+	t, _ := strip(c.Data, true, true)
+	return len(t) == 0 || t[len(t)-1] == '\n'
+}
+
+// Screen returns the terminal screen as the emulator renders it now,
+// including all output read so far.
+func (s *Session) Screen() Screen {
+	s.emuMu.Lock()
+	defer s.emuMu.Unlock()
+	w, h := s.emu.Width(), s.emu.Height()
+	lines := make([]string, h)
+	var b strings.Builder
+	for y := 0; y < h; y++ {
+		b.Reset()
+		for x := 0; x < w; x++ {
+			c := s.emu.CellAt(x, y)
+			switch {
+			case c == nil:
+				b.WriteByte(' ')
+			case c.IsZero(): // the second column of a wide character
+			case c.Content == "":
+				b.WriteByte(' ')
+			default:
+				b.WriteString(c.Content)
+			}
+		}
+		lines[y] = strings.TrimRight(b.String(), " ")
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	pos := s.emu.CursorPosition()
+	return Screen{
+		Text:      strings.Join(lines, "\n"),
+		CursorRow: pos.Y, CursorCol: pos.X,
+		Cols: w, Rows: h,
+		AltScreen: s.emu.IsAltScreen(),
+	}
+}
+
+// Resize sets the terminal size: the kernel sends SIGWINCH to the
+// foreground program, and the emulator's screen follows. Sizes are 1..MaxSize.
+func (s *Session) Resize(cols, rows int) error {
+	if err := checkSize(cols, rows); err != nil {
+		return err
+	}
+	if err := s.usable(); err != nil {
+		return err
+	}
+	s.emuMu.Lock()
+	defer s.emuMu.Unlock()
+	// The emulator first, under the lock the reader takes: output the
+	// program draws for the new size is fed to a screen of that size.
+	s.emu.Resize(cols, rows)
+	s.mu.Lock()
+	s.cols, s.rows = cols, rows
+	s.mu.Unlock()
+	rc, err := s.master.SyscallConn()
+	if err == nil {
+		cerr := rc.Control(func(fd uintptr) {
+			err = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
+		})
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("session_id %s: resize: %w", s.id, err)
+	}
+	return nil
+}
+
+// Close ends the session: SIGHUP (and SIGCONT) to the process's group and
+// the terminal's foreground group, as a terminal hangup does; up to 1 s for
+// the process to exit; then SIGKILL to every process still in the session
+// (found through /proc on Linux; elsewhere the process group only). It
+// reaps the process, waits for the last output, closes the pty and the
+// output stream, and removes the session from its manager. It returns
+// after the session's goroutines have ended. It is idempotent and safe to
+// call concurrently; the output stays readable.
+func (s *Session) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *Session) close() {
+	close(s.closing)
+	reaped := false
+	select {
+	case <-s.exited:
+		reaped = true
+	default:
+		s.hangup()
+		t := time.NewTimer(closeGrace)
+		select {
+		case <-s.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	killSession(s.pid, reaped)
+	<-s.exited
+
+	t := time.NewTimer(drainGrace)
+	select {
+	case <-s.readerDone:
+	case <-t.C:
+	}
+	t.Stop()
+	s.master.Close() // ends the reader if a process outside the session holds the terminal
+	<-s.readerDone
+
+	if s.replies != nil {
+		s.replies.CloseWithError(io.EOF)
+	}
+	<-s.repliesDone
+	s.stream.Release()
+	s.m.remove(s)
+}
+
+// hangup signals what a terminal hangup signals: the session leader's
+// group and the foreground group get SIGHUP, then SIGCONT so stopped jobs
+// see it.
+func (s *Session) hangup() {
+	groups := []int{s.pid}
+	if rc, err := s.master.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) {
+			if pg, err := unix.IoctlGetInt(int(fd), unix.TIOCGPGRP); err == nil && pg > 0 && pg != s.pid {
+				groups = append(groups, pg)
+			}
+		})
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGCONT} {
+		for _, pg := range groups {
+			syscall.Kill(-pg, sig)
+		}
+	}
+}

@@ -20,10 +20,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/tools"
 )
@@ -198,8 +200,10 @@ func (d *daemon) open() error {
 		st.Close()
 		return err
 	}
-	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Layout: l, Logger: d.log, Version: d.cfg.Version}
-	d.extra = append(d.extra, registerExtra(d)...)
+	ptys := pty.NewManager(pty.Options{Dir: l.PTY()})
+	d.extra = append(d.extra, func() { ptys.Close() })
+	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Layout: l, Logger: d.log, Version: d.cfg.Version,
+		PTY: ptys, Handles: handles.New(nil)}
 	return nil
 }
 

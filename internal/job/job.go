@@ -82,6 +82,9 @@ type Spec struct {
 	Stdin []byte
 	// Timeout stops the job (as timed_out) after this long; zero means none.
 	Timeout time.Duration
+	// KillOnTimeout makes the timeout SIGKILL the group at once instead of
+	// SIGINT with a grace period.
+	KillOnTimeout bool
 	// Name, if set, is the job's id. It must match [a-z0-9-]{1,63} and not
 	// belong to a pending or running job.
 	Name string

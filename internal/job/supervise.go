@@ -63,7 +63,7 @@ func (j *Job) begin() func() {
 	j.info.State = Running
 	j.info.Started = time.Now()
 	if j.spec.Timeout > 0 {
-		j.timeoutT = time.AfterFunc(j.spec.Timeout, func() { j.stop(TimedOut, false) })
+		j.timeoutT = time.AfterFunc(j.spec.Timeout, func() { j.stop(TimedOut, j.spec.KillOnTimeout) })
 	}
 	m.persistLocked(j)
 	m.notifyLocked(j)

@@ -58,14 +58,13 @@ type TaskStatus struct {
 	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
 	StderrDropped int64  `json:"stderr_dropped,omitempty"`
 	Leftover      int    `json:"leftover_processes,omitempty"`
-	AlreadyEnded  bool   `json:"already_ended,omitempty"`
 	Note          string `json:"note,omitempty"`
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "run", Description: "Start a bash command in the background. Returns the result inline if it ends within wait_seconds, else an id; the completion then arrives as a loose end."}, h.run)
-	mcp.AddTool(s, &mcp.Tool{Name: "status", Description: "Status, exit code, duration and last 4 KiB of output of a task."}, h.status)
-	mcp.AddTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its process group (SIGKILL with force). Does not wait."}, h.kill)
+	addTool(s, &mcp.Tool{Name: "run", Description: "Start a bash command in the background. Returns the result inline if it ends within wait_seconds, else an id; the completion then arrives as a loose end."}, h.run)
+	addTool(s, &mcp.Tool{Name: "status", Description: "Status, exit code, duration and last 4 KiB of output of a task."}, h.status)
+	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its process group (SIGKILL with force). Does not wait."}, h.kill)
 }
 
 // waitArg validates a wait_seconds argument: default def, clamped to
@@ -157,30 +156,37 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 	return text(renderStatus(st)), st, nil
 }
 
-func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, TaskStatus, error) {
+// KillOut is the answer of kill and terminal_job_kill.
+type KillOut struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	ExitCode     *int   `json:"exit_code"`
+	AlreadyEnded bool   `json:"already_ended,omitempty"`
+}
+
+func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, KillOut, error) {
 	if in.ID == "" {
-		return nil, TaskStatus{}, errors.New("id: must not be empty")
+		return nil, KillOut{}, errors.New("id: must not be empty")
 	}
 	info, err := h.d.Jobs.Kill(in.ID, in.Force)
 	switch {
 	case errors.Is(err, job.ErrEnded):
-		st := h.taskStatus(info)
-		st.AlreadyEnded = true
-		return text(fmt.Sprintf("task %s had already ended (%s)", info.ID, describeEnd(info))), st, nil
+		out := KillOut{ID: info.ID, Status: string(info.State), ExitCode: info.ExitCode, AlreadyEnded: true}
+		return text(fmt.Sprintf("task %s had already ended (%s)", info.ID, describeEnd(info))), out, nil
 	case errors.Is(err, job.ErrNotFound):
-		return nil, TaskStatus{}, fmt.Errorf("id %q: no such task", in.ID)
+		return nil, KillOut{}, fmt.Errorf("id %q: no such task", in.ID)
 	case err != nil:
-		return nil, TaskStatus{}, err
+		return nil, KillOut{}, err
 	}
 	sig := "SIGINT"
 	if in.Force {
 		sig = "SIGKILL"
 	}
-	st := TaskStatus{ID: info.ID, Status: string(info.State), StdoutPath: info.StdoutPath, StderrPath: info.StderrPath}
+	out := KillOut{ID: info.ID, Status: string(info.State), ExitCode: info.ExitCode}
 	if info.State.Terminal() {
-		return text(fmt.Sprintf("task %s cancelled before it started", info.ID)), st, nil
+		return text(fmt.Sprintf("task %s cancelled before it started", info.ID)), out, nil
 	}
-	return text(fmt.Sprintf("%s sent to task %s; its end arrives as a loose end", sig, info.ID)), st, nil
+	return text(fmt.Sprintf("%s sent to task %s; its end arrives as a loose end", sig, info.ID)), out, nil
 }
 
 // taskStatus builds the full status of a job, with output tails.

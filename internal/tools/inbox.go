@@ -47,13 +47,13 @@ type Cleared struct {
 }
 
 func (h *handlers) addInbox(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your open loose ends: todos from tasks and local programs."}, h.getLooseEnds)
-	mcp.AddTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Clear one loose end (kind \"todo\")."}, h.cancelLooseEnd)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your open loose ends: todos from tasks and local programs."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Clear one loose end (kind \"todo\")."}, h.cancelLooseEnd)
 }
 
 func (h *handlers) addAlways(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{Name: "mark_todos_done", Description: "Clear several todos by id; unknown ids are skipped."}, h.markTodosDone)
-	mcp.AddTool(s, &mcp.Tool{Name: "set_status", Description: "Set your one-line status (max 200 chars); \"\" clears it."}, h.setStatus)
+	addTool(s, &mcp.Tool{Name: "mark_todos_done", Description: "Clear several todos by id; unknown ids are skipped."}, h.markTodosDone)
+	addTool(s, &mcp.Tool{Name: "set_status", Description: "Set your one-line status (max 200 chars); \"\" clears it."}, h.setStatus)
 }
 
 func (h *handlers) looseEnds(ctx context.Context) (LooseEnds, error) {

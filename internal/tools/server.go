@@ -15,9 +15,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/pty"
 )
 
 // Group names.
@@ -39,11 +41,14 @@ type Deps struct {
 	Layout  paths.Layout
 	Logger  *slog.Logger
 	Version string
-	// Extra registers more tool groups (terminal, search) on a session's
-	// server. It may be nil.
-	Extra func(s *mcp.Server, sess *Session, groups []string)
+	// PTY runs the terminal_pty sessions. Required for the terminal group.
+	PTY *pty.Manager
+	// Handles keeps terminal_exec output handles. If nil, one with the
+	// defaults is made.
+	Handles *handles.Store
 
 	schemas *mcp.SchemaCache
+	term    *terminal
 	once    sync.Once
 }
 
@@ -90,6 +95,10 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		if d.Logger == nil {
 			d.Logger = slog.New(slog.DiscardHandler)
 		}
+		if d.Handles == nil {
+			d.Handles = handles.New(nil)
+		}
+		d.term = &terminal{d: d, handles: d.Handles}
 	})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hive", Version: d.Version}, &mcp.ServerOptions{
 		SchemaCache:        d.schemas,
@@ -107,10 +116,16 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	if slices.Contains(groups, GroupInbox) {
 		h.addInbox(srv)
 	}
-	h.addAlways(srv)
-	if d.Extra != nil {
-		d.Extra(srv, sess, groups)
+	if slices.Contains(groups, GroupTerminal) {
+		h.addTerminal(srv, d.term)
+		if d.PTY != nil {
+			h.addPTY(srv, d.PTY)
+		}
 	}
+	if slices.Contains(groups, GroupSearch) {
+		h.addSearch(srv)
+	}
+	h.addAlways(srv)
 	h.addResources(srv)
 	stop := d.Inbox.Subscribe(func(c inbox.Change) { notifyChange(srv, c) })
 	return srv, stop, nil

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+type ptyOut struct {
+	Data       string `json:"data"`
+	NextOffset int64  `json:"next_offset"`
+	Matched    bool   `json:"matched"`
+	Running    bool   `json:"running"`
+	ExitCode   *int   `json:"exit_code"`
+	Screen     string `json:"screen"`
+	CursorRow  int    `json:"cursor_row"`
+	CursorCol  int    `json:"cursor_col"`
+}
+
+type ptyInfo struct {
+	SessionID string `json:"session_id"`
+	Pid       int    `json:"pid"`
+	Cols      int    `json:"cols"`
+	Rows      int    `json:"rows"`
+	Running   bool   `json:"running"`
+}
+
+// send calls a pty tool into a fresh result.
+func (s *session) pty(tool string, args map[string]any) ptyOut {
+	s.t.Helper()
+	var out ptyOut
+	s.mustCall(tool, args, &out)
+	return out
+}
+
+// foreground waits until a process running argv is the foreground process
+// group of its terminal, so a Ctrl-C reaches it.
+func foreground(t *testing.T, cmdline string) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+			if err != nil || strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ") != cmdline {
+				continue
+			}
+			st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+2:])
+			if len(f) > 5 && f[2] == f[5] { // pgrp == tpgid
+				return pid
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%q never became the terminal's foreground process", cmdline)
+	return 0
+}
+
+func TestPTYShell(t *testing.T) {
+	state := stateDir(t)
+	cwd := t.TempDir()
+	s := connect(t, state, cwd)
+	var info ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"name": "sh1"}, &info)
+	if !strings.HasPrefix(info.SessionID, "pty_") || info.Cols != 120 || info.Rows != 40 || info.Pid == 0 {
+		t.Fatalf("open: %+v", info)
+	}
+	var out ptyOut
+	out = s.pty("terminal_pty_send", map[string]any{"session_id": "sh1", "input": "echo v=$((6*7)); pwd\n", "wait_for": "v=42\\s+" + regexp.QuoteMeta(cwd)})
+	if !out.Matched {
+		t.Fatalf("no match: %+v", out)
+	}
+	// Ctrl-C interrupts the foreground program; the shell survives.
+	out = s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "sleep 300 & echo bg=$!; sleep 601\n", "wait_for": "bg=\\d+"})
+	bg, _ := strconv.Atoi(regexp.MustCompile(`bg=(\d+)`).FindStringSubmatch(out.Data)[1])
+	fg := foreground(t, "sleep 601")
+	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "keys": []string{"C-c"}, "wait_ms": 0})
+	out = s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "echo alive-$?\n", "wait_for": "alive-130"})
+	if !out.Matched || !out.Running || processAlive(fg) {
+		t.Fatalf("after Ctrl-C: %+v", out)
+	}
+	// Screen rendering and resize.
+	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "clear; printf '\\033[5;10HXY'; sleep 0.2; echo; echo drawn\n", "wait_for": "(?m)^drawn"})
+	out = s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+	lines := strings.Split(out.Screen, "\n")
+	if len(lines) < 5 || !strings.HasPrefix(lines[4], strings.Repeat(" ", 9)+"XY") {
+		var dbg ptyOut
+		s.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID, "raw": true}, &dbg)
+		t.Errorf("screen row 5: %q\nraw: %q", out.Screen, dbg.Data)
+	}
+	s.mustCall("terminal_pty_resize", map[string]any{"session_id": info.SessionID, "cols": 100, "rows": 30}, &info)
+	out = s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "stty size\n", "wait_for": "30 100"})
+	if !out.Matched {
+		t.Errorf("stty size after resize: %q", out.Data)
+	}
+	// Raw read keeps escapes; the default strips them.
+	var raw, plain ptyOut
+	s.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID, "raw": true}, &raw)
+	s.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID}, &plain)
+	if !strings.Contains(raw.Data, "\x1b[") || strings.Contains(plain.Data, "\x1b[") {
+		t.Errorf("raw has escapes: %v, plain has none: %v", strings.Contains(raw.Data, "\x1b["), !strings.Contains(plain.Data, "\x1b["))
+	}
+	var list struct {
+		Sessions []ptyInfo `json:"sessions"`
+	}
+	s.mustCall("terminal_pty_list", nil, &list)
+	if len(list.Sessions) != 1 {
+		t.Errorf("list: %+v", list)
+	}
+	s.mustCall("terminal_pty_close", map[string]any{"session_id": "sh1"}, &info)
+	if processAlive(bg) || processAlive(info.Pid) {
+		t.Errorf("close left processes: bg %d alive=%v, shell alive=%v", bg, processAlive(bg), processAlive(info.Pid))
+	}
+	if text, isErr := s.call("terminal_pty_send", map[string]any{"session_id": "nope", "input": "x"}, nil); !isErr || !strings.Contains(text, "session_id") {
+		t.Errorf("unknown session: %q", text)
+	}
+}
+
+func TestPTYPythonREPL(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var info ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &info)
+	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "keys": []string{"Enter"}, "wait_for": ">>> "})
+	out := s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "6*7\n", "wait_for": "(?m)^42$"})
+	if !out.Matched {
+		t.Fatalf("python: %q", out.Data)
+	}
+	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "exit()\n", "wait_ms": 10000})
+	out = s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID})
+	if out.Running || out.ExitCode == nil || *out.ExitCode != 0 {
+		t.Errorf("after exit(): running=%v exit=%v", out.Running, out.ExitCode)
+	}
+	s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+}

@@ -1,0 +1,460 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/handles"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/shell"
+)
+
+// Terminal-tool limits.
+const (
+	defaultAutoBackground = 30
+	defaultFgTimeout      = 120
+	defaultMaxOutputKB    = 256
+	maxOutputKB           = 16 << 10
+	defaultPageKB         = 64
+	maxPageKB             = 4 << 10
+)
+
+type execIn struct {
+	Cmd                    string            `json:"cmd"`
+	Cwd                    string            `json:"cwd,omitempty" jsonschema:"default: session dir"`
+	Env                    map[string]string `json:"env,omitempty" jsonschema:"added to the environment"`
+	Stdin                  string            `json:"stdin,omitempty"`
+	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill the group after N s (default 120 when auto_background_after_sec=0)"`
+	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
+	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream, default 256"`
+	Shell                  string            `json:"shell,omitempty" jsonschema:"bash to force a shell; others refused"`
+}
+
+// Envelope is terminal_exec's answer.
+type Envelope struct {
+	ExitCode             *int    `json:"exit_code"`
+	Stdout               string  `json:"stdout"`
+	Stderr               string  `json:"stderr"`
+	StdoutTruncatedBytes int64   `json:"stdout_truncated_bytes"`
+	StderrTruncatedBytes int64   `json:"stderr_truncated_bytes"`
+	RuntimeMs            int64   `json:"runtime_ms"`
+	Pid                  int     `json:"pid"`
+	OutputHandle         *string `json:"output_handle"`
+	TimedOut             bool    `json:"timed_out"`
+	SemanticStatus       string  `json:"semantic_status"`
+	SemanticMessage      *string `json:"semantic_message"`
+	Warning              *string `json:"warning"`
+	AutoBackgrounded     bool    `json:"auto_backgrounded"`
+	JobID                *string `json:"job_id"`
+	ShellKind            string  `json:"shell_kind"`
+	AutoShell            bool    `json:"auto_shell"`
+}
+
+type outputGetIn struct {
+	OutputHandle string `json:"output_handle"`
+	Stream       string `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
+	SinceOffset  int64  `json:"since_offset,omitempty"`
+	MaxKB        int    `json:"max_kb,omitempty" jsonschema:"default 64"`
+}
+
+// OutputPage is terminal_output_get's answer.
+type OutputPage struct {
+	Data       string `json:"data"`
+	Offset     int64  `json:"offset"`
+	NextOffset int64  `json:"next_offset"`
+	EOF        bool   `json:"eof"`
+	Expired    bool   `json:"expired"`
+	Message    string `json:"message,omitempty"`
+}
+
+// terminal holds the state the terminal tools share across sessions.
+type terminal struct {
+	d       *Deps
+	handles *handles.Store
+}
+
+// TerminalOptions configures the terminal tools. Zero values mean defaults.
+type TerminalOptions struct {
+	HandleTTL time.Duration
+	HandleCap int64
+}
+
+func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
+	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command in the foreground; returns exit and semantic status, output (truncated: page with terminal_output_get) and warnings. Moves to a background job after auto_background_after_sec."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Envelope, error) {
+			return t.exec(ctx, h.sess, in)
+		})
+	addTool(s, &mcp.Tool{Name: "terminal_output_get", Description: "Page the full output behind an output_handle."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
+			return t.outputGet(in)
+		})
+	h.addTerminalJobs(s, t)
+}
+
+// plan decides argv and shell kind for cmd.
+func plan(cmd, requested string) (argv []string, kind string, autoShell bool, err error) {
+	if requested != "" {
+		sh, err := shell.Resolve(requested)
+		if err != nil {
+			return nil, "", false, err
+		}
+		return sh.Args(cmd), sh.Kind, false, nil
+	}
+	d := shell.Plan(cmd)
+	if !d.NeedsShell && len(d.Argv) > 0 {
+		return d.Argv, "direct", false, nil
+	}
+	sh, err := shell.Resolve("")
+	if err != nil {
+		return nil, "", false, err
+	}
+	return sh.Args(cmd), sh.Kind, true, nil
+}
+
+// sessionEnv is the session's environment plus overrides, zsh variables removed.
+func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
+	env := sess.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append([]string(nil), env...)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, fmt.Errorf("env: key %q must be non-empty without '=' or NUL", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k]) // later entries win in exec
+	}
+	return shell.CleanEnv(dedupEnv(env)), nil
+}
+
+// dedupEnv keeps the last value of each key, in first-seen order.
+func dedupEnv(env []string) []string {
+	idx := map[string]int{}
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+// resolveDir makes dir absolute against the session's directory.
+func resolveDir(sess *Session, dir string) (string, error) {
+	base := sess.Cwd
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	if dir == "" {
+		return base, nil
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("cwd %q: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("cwd %q: not a directory", dir)
+	}
+	return dir, nil
+}
+
+func seconds(p *float64, def float64, field string) (time.Duration, error) {
+	v := def
+	if p != nil {
+		v = *p
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%s %v: must be >= 0", field, v)
+	}
+	return time.Duration(v * float64(time.Second)), nil
+}
+
+func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.CallToolResult, Envelope, error) {
+	if strings.TrimSpace(in.Cmd) == "" {
+		return nil, Envelope{}, errors.New("cmd: must not be empty")
+	}
+	autoBg, err := seconds(in.AutoBackgroundAfterSec, defaultAutoBackground, "auto_background_after_sec")
+	if err != nil {
+		return nil, Envelope{}, err
+	}
+	defTimeout := 0.0
+	if autoBg == 0 {
+		defTimeout = defaultFgTimeout
+	}
+	timeout, err := seconds(in.TimeoutSec, defTimeout, "timeout_sec")
+	if err != nil {
+		return nil, Envelope{}, err
+	}
+	maxKB := defaultMaxOutputKB
+	if in.MaxOutputKB != nil {
+		maxKB = *in.MaxOutputKB
+	}
+	if maxKB < 1 || maxKB > maxOutputKB {
+		return nil, Envelope{}, fmt.Errorf("max_output_kb %d: must be 1..%d", maxKB, maxOutputKB)
+	}
+	argv, kind, autoShell, err := plan(in.Cmd, in.Shell)
+	if err != nil {
+		return nil, Envelope{}, err
+	}
+	dir, err := resolveDir(sess, in.Cwd)
+	if err != nil {
+		return nil, Envelope{}, err
+	}
+	env, err := sessionEnv(sess, in.Env)
+	if err != nil {
+		return nil, Envelope{}, err
+	}
+	spec := job.Spec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env, Timeout: timeout,
+		KillOnTimeout: true, Source: "terminal", Attached: true}
+	if in.Stdin != "" {
+		spec.Stdin = []byte(in.Stdin)
+	}
+	j, err := t.d.Jobs.Start(spec)
+	if err != nil {
+		return nil, Envelope{}, err
+	}
+	env0 := Envelope{ShellKind: kind, AutoShell: autoShell}
+	if w := shell.Warning(in.Cmd); w != "" {
+		env0.Warning = &w
+	}
+	var info job.Info
+	ended := false
+	if autoBg > 0 {
+		wctx, cancel := context.WithTimeout(ctx, autoBg)
+		info, ended = j.Wait(wctx)
+		cancel()
+		if !ended && ctx.Err() == nil {
+			if j.Detach() {
+				return t.envelope(j, j.Info(), env0, maxKB, true)
+			}
+			info, ended = j.Info(), true
+		}
+	} else {
+		info, ended = j.Wait(ctx)
+	}
+	if !ended {
+		// The client gave up on the call: stop the command, it was foreground.
+		t.d.Jobs.Kill(j.ID(), true)
+		info, _ = j.Wait(context.Background())
+	}
+	return t.envelope(j, info, env0, maxKB, false)
+}
+
+// envelope fills the standard envelope from a job.
+func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
+	e.Pid = info.Pid
+	e.RuntimeMs = info.Duration().Milliseconds()
+	e.TimedOut = info.State == job.TimedOut
+	limit := int64(maxKB) << 10
+	var size int64
+	streams := map[string]*output.Stream{}
+	if so := j.Stdout(); so != nil {
+		e.Stdout, e.StdoutTruncatedBytes = inline(so, limit)
+		e.Stderr, e.StderrTruncatedBytes = inline(j.Stderr(), limit)
+		streams["stdout"], streams["stderr"] = so, j.Stderr()
+		size = so.Stats().Total + j.Stderr().Stats().Total
+	}
+	if backgrounded {
+		id := info.ID
+		e.AutoBackgrounded, e.JobID = true, &id
+		e.SemanticStatus = "ok"
+		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
+		e.SemanticMessage = &msg
+	} else {
+		switch {
+		case info.State == job.Failed:
+			e.SemanticStatus = shell.StatusError
+			msg := "Could not start: " + info.Error
+			e.SemanticMessage = &msg
+		case info.ExitCode != nil:
+			e.ExitCode = info.ExitCode
+			st := shell.Semantic(info.Cmd, *info.ExitCode)
+			e.SemanticStatus = st.Kind
+			if st.Message != "" {
+				m := st.Message
+				e.SemanticMessage = &m
+			}
+			if e.TimedOut {
+				m := fmt.Sprintf("Timed out after %s; the process group was killed", info.Timeout)
+				e.SemanticStatus, e.SemanticMessage = shell.StatusError, &m
+			}
+		}
+	}
+	if e.StdoutTruncatedBytes > 0 || e.StderrTruncatedBytes > 0 {
+		h := t.handles.Put(streams, size)
+		e.OutputHandle = &h
+		if e.StdoutTruncatedBytes > 0 {
+			e.Stdout = strings.Replace(e.Stdout, truncMarker, fmt.Sprintf("\n[... %d bytes truncated; terminal_output_get(%q) has them ...]\n", e.StdoutTruncatedBytes, h), 1)
+		}
+		if e.StderrTruncatedBytes > 0 {
+			e.Stderr = strings.Replace(e.Stderr, truncMarker, fmt.Sprintf("\n[... %d bytes truncated; terminal_output_get(%q, stream=\"stderr\") has them ...]\n", e.StderrTruncatedBytes, h), 1)
+		}
+	}
+	return text(renderEnvelope(e)), e, nil
+}
+
+// truncMarker stands in for the truncation line until the handle is known.
+const truncMarker = "\x00TRUNC\x00"
+
+// inline reads a stream for inline display: whole if it fits in limit,
+// else its head and tail (limit/2 each) around a marker. It returns the
+// text and the bytes left out.
+func inline(s *output.Stream, limit int64) (string, int64) {
+	total := s.Stats().Total
+	if total <= limit {
+		return decode(readRange(s, 0, total)), 0
+	}
+	half := limit / 2
+	head := readRange(s, 0, half)
+	tail := readRange(s, total-half, total)
+	// Cut on rune boundaries.
+	if len(head) > 0 && !utf8.FullRune(head[lastRuneStart(head):]) {
+		head = head[:lastRuneStart(head)]
+	}
+	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
+		tail = tail[1:]
+	}
+	shown := int64(len(head) + len(tail))
+	return decode(head) + truncMarker + decode(tail), total - shown
+}
+
+func lastRuneStart(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-4; i-- {
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func readRange(s *output.Stream, from, to int64) []byte {
+	var out []byte
+	for from < to {
+		c, err := s.Read(from, int(min(to-from, 1<<20)))
+		if err != nil || c.Next <= from {
+			break
+		}
+		out = append(out, c.Data...)
+		from = c.Next
+	}
+	return out
+}
+
+func decode(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
+
+func renderEnvelope(e Envelope) string {
+	var b strings.Builder
+	switch {
+	case e.AutoBackgrounded:
+		fmt.Fprintf(&b, "auto-backgrounded as job %s (pid %d) after %dms", *e.JobID, e.Pid, e.RuntimeMs)
+	case e.ExitCode != nil:
+		fmt.Fprintf(&b, "exit %d (%s", *e.ExitCode, e.SemanticStatus)
+		if e.SemanticMessage != nil {
+			fmt.Fprintf(&b, ": %s", *e.SemanticMessage)
+		}
+		fmt.Fprintf(&b, ") in %dms", e.RuntimeMs)
+	default:
+		fmt.Fprintf(&b, "%s", e.SemanticStatus)
+		if e.SemanticMessage != nil {
+			fmt.Fprintf(&b, ": %s", *e.SemanticMessage)
+		}
+	}
+	if e.Warning != nil {
+		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
+	}
+	if e.Stdout != "" {
+		b.WriteString("\n--- stdout ---\n")
+		b.WriteString(e.Stdout)
+	}
+	if e.Stderr != "" {
+		b.WriteString("\n--- stderr ---\n")
+		b.WriteString(e.Stderr)
+	}
+	return b.String()
+}
+
+func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
+	if in.OutputHandle == "" {
+		return nil, OutputPage{}, errors.New("output_handle: must not be empty")
+	}
+	stream := in.Stream
+	if stream == "" {
+		stream = "stdout"
+	}
+	if stream != "stdout" && stream != "stderr" {
+		return nil, OutputPage{}, fmt.Errorf("stream %q: must be stdout or stderr", in.Stream)
+	}
+	if in.SinceOffset < 0 {
+		return nil, OutputPage{}, fmt.Errorf("since_offset %d: must be >= 0", in.SinceOffset)
+	}
+	maxKB := in.MaxKB
+	if maxKB == 0 {
+		maxKB = defaultPageKB
+	}
+	if maxKB < 1 || maxKB > maxPageKB {
+		return nil, OutputPage{}, fmt.Errorf("max_kb %d: must be 1..%d", maxKB, maxPageKB)
+	}
+	s, ok := t.handles.Get(in.OutputHandle, stream)
+	if !ok {
+		p := OutputPage{Expired: true, Offset: in.SinceOffset, NextOffset: in.SinceOffset,
+			Message: "output handle " + in.OutputHandle + " is unknown or expired; re-run the command"}
+		return text(p.Message), p, nil
+	}
+	if s == nil {
+		p := OutputPage{EOF: true}
+		return text(""), p, nil
+	}
+	c, err := s.Read(in.SinceOffset, maxKB<<10)
+	if err != nil {
+		return nil, OutputPage{}, err
+	}
+	data := c.Data
+	// Do not split a rune at the end of a page: the next page starts there.
+	if !c.EOF || c.Next < s.Stats().Total {
+		if cut := lastRuneStart(data); cut < len(data) && !utf8.FullRune(data[cut:]) {
+			data = data[:cut]
+		}
+	}
+	next := c.Offset + int64(len(data))
+	p := OutputPage{Data: decode(data), Offset: c.Offset, NextOffset: next, EOF: c.EOF && next == c.Next}
+	if c.Skipped > 0 {
+		p.Message = fmt.Sprintf("%d bytes before offset %d are no longer kept", c.Skipped, c.Offset)
+	}
+	return text(p.Data), p, nil
+}
+
+func fullRune(b []byte) bool { return utf8.FullRune(b) }
+
+// readFileAt reads up to max bytes of a file from off.
+func readFileAt(path string, off int64, max int) ([]byte, int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, off
+	}
+	defer f.Close()
+	buf := make([]byte, max)
+	n, _ := f.ReadAt(buf, off)
+	return buf[:n], off + int64(n)
+}

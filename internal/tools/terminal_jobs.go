@@ -1,0 +1,349 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
+)
+
+type jobStartIn struct {
+	Cmd        string            `json:"cmd"`
+	Cwd        string            `json:"cwd,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, used as the id"`
+	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
+}
+
+// JobStarted is terminal_job_start's answer.
+type JobStarted struct {
+	JobID     string `json:"job_id"`
+	Status    string `json:"status"`
+	Pid       int    `json:"pid"`
+	ShellKind string `json:"shell_kind"`
+	Error     string `json:"error,omitempty"`
+}
+
+type jobLogsIn struct {
+	JobID          string   `json:"job_id"`
+	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"stdout offset (or stream's)"`
+	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"stderr offset when stream=both"`
+	Stream         string   `json:"stream,omitempty" jsonschema:"stdout, stderr or both (default)"`
+	MaxKB          int      `json:"max_kb,omitempty" jsonschema:"per stream, default 64"`
+	WaitUntilExit  bool     `json:"wait_until_exit,omitempty"`
+	WaitTimeoutSec *float64 `json:"wait_timeout_sec,omitempty" jsonschema:"default 60"`
+	WaitForOutput  bool     `json:"wait_for_output,omitempty" jsonschema:"return at the first new byte"`
+}
+
+// StreamChunk is one stream's part of terminal_job_logs.
+type StreamChunk struct {
+	Data         string `json:"data"`
+	Offset       int64  `json:"offset"`
+	NextOffset   int64  `json:"next_offset"`
+	DroppedBytes int64  `json:"dropped_bytes,omitempty"`
+}
+
+// JobLogs is terminal_job_logs' answer.
+type JobLogs struct {
+	JobID     string       `json:"job_id"`
+	Status    string       `json:"status"`
+	ExitCode  *int         `json:"exit_code"`
+	RuntimeMs int64        `json:"runtime_ms"`
+	Stdout    *StreamChunk `json:"stdout,omitempty"`
+	Stderr    *StreamChunk `json:"stderr,omitempty"`
+	WaitedMs  int64        `json:"waited_ms"`
+}
+
+type jobListIn struct {
+	State string `json:"state,omitempty" jsonschema:"pending, running, done, timed_out, killed, interrupted or failed"`
+}
+
+// JobEntry is one job of terminal_job_list.
+type JobEntry struct {
+	JobID       string `json:"job_id"`
+	Name        string `json:"name,omitempty"`
+	Cmd         string `json:"cmd"`
+	Status      string `json:"status"`
+	ExitCode    *int   `json:"exit_code"`
+	Pid         int    `json:"pid,omitempty"`
+	RuntimeMs   int64  `json:"runtime_ms"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+	StartedAt   int64  `json:"started_at,omitempty"`
+}
+
+// JobList is terminal_job_list's answer.
+type JobList struct {
+	Jobs []JobEntry `json:"jobs"`
+}
+
+type jobKillIn struct {
+	JobID string `json:"job_id"`
+	Force bool   `json:"force,omitempty"`
+}
+
+func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
+	addTool(s, &mcp.Tool{Name: "terminal_job_start", Description: "Start a background job; returns job_id."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
+			return t.jobStart(h.sess, in)
+		})
+	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "A job's output since offsets, its status and exit code; can block until exit or new output."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
+			return t.jobLogs(ctx, req, in)
+		})
+	addTool(s, &mcp.Tool{Name: "terminal_job_list", Description: "List jobs, newest first."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in jobListIn) (*mcp.CallToolResult, JobList, error) {
+			return t.jobList(ctx, in)
+		})
+	addTool(s, &mcp.Tool{Name: "terminal_job_kill", Description: "Stop a job: SIGINT to its group (SIGKILL with force)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in jobKillIn) (*mcp.CallToolResult, KillOut, error) {
+			return h.kill(ctx, nil, killIn{ID: in.JobID, Force: in.Force})
+		})
+}
+
+func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
+	if strings.TrimSpace(in.Cmd) == "" {
+		return nil, JobStarted{}, errors.New("cmd: must not be empty")
+	}
+	timeout, err := seconds(in.TimeoutSec, 0, "timeout_sec")
+	if err != nil {
+		return nil, JobStarted{}, err
+	}
+	argv, kind, _, err := plan(in.Cmd, "")
+	if err != nil {
+		return nil, JobStarted{}, err
+	}
+	dir, err := resolveDir(sess, in.Cwd)
+	if err != nil {
+		return nil, JobStarted{}, err
+	}
+	env, err := sessionEnv(sess, in.Env)
+	if err != nil {
+		return nil, JobStarted{}, err
+	}
+	j, err := t.d.Jobs.Start(job.Spec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
+		Name: in.Name, Timeout: timeout, Source: "terminal"})
+	if err != nil {
+		return nil, JobStarted{}, err
+	}
+	info := j.Info()
+	out := JobStarted{JobID: info.ID, Status: string(info.State), Pid: info.Pid, ShellKind: kind, Error: info.Error}
+	msg := fmt.Sprintf("job %s %s (pid %d)", out.JobID, out.Status, out.Pid)
+	if info.Error != "" {
+		msg += ": " + info.Error
+	}
+	return text(msg), out, nil
+}
+
+func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
+	if in.JobID == "" {
+		return nil, JobLogs{}, errors.New("job_id: must not be empty")
+	}
+	stream := in.Stream
+	if stream == "" {
+		stream = "both"
+	}
+	if stream != "both" && stream != "stdout" && stream != "stderr" {
+		return nil, JobLogs{}, fmt.Errorf("stream %q: must be stdout, stderr or both", in.Stream)
+	}
+	if in.SinceOffset < 0 || in.StderrOffset < 0 {
+		return nil, JobLogs{}, errors.New("since_offset: must be >= 0")
+	}
+	maxKB := in.MaxKB
+	if maxKB == 0 {
+		maxKB = defaultPageKB
+	}
+	if maxKB < 1 || maxKB > maxPageKB {
+		return nil, JobLogs{}, fmt.Errorf("max_kb %d: must be 1..%d", maxKB, maxPageKB)
+	}
+	waitFor, err := seconds(in.WaitTimeoutSec, 60, "wait_timeout_sec")
+	if err != nil {
+		return nil, JobLogs{}, err
+	}
+	outOff, errOff := in.SinceOffset, in.StderrOffset
+	if stream == "stderr" {
+		errOff = in.SinceOffset
+	}
+	info, err := t.d.Jobs.Lookup(ctx, in.JobID)
+	if err != nil {
+		return nil, JobLogs{}, fmt.Errorf("job_id %q: no such job", in.JobID)
+	}
+	j, _ := t.d.Jobs.Get(info.ID)
+	t0 := time.Now()
+	if j != nil && (in.WaitUntilExit || in.WaitForOutput) && !info.State.Terminal() {
+		wctx, cancel := context.WithTimeout(ctx, waitFor)
+		stopProgress := progress(wctx, req, "waiting for job "+info.ID, waitFor)
+		waitJob(wctx, j, in.WaitForOutput, stream, outOff, errOff)
+		stopProgress()
+		cancel()
+	}
+	if j != nil {
+		info = j.Info()
+	}
+	out := JobLogs{JobID: info.ID, Status: string(info.State), ExitCode: info.ExitCode,
+		RuntimeMs: info.Duration().Milliseconds(), WaitedMs: time.Since(t0).Milliseconds()}
+	if stream != "stderr" {
+		out.Stdout = readChunk(j, info, false, outOff, maxKB<<10)
+	}
+	if stream != "stdout" {
+		out.Stderr = readChunk(j, info, true, errOff, maxKB<<10)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
+	if out.ExitCode != nil {
+		fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
+	}
+	for _, c := range []struct {
+		name string
+		ch   *StreamChunk
+	}{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+		if c.ch == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n--- %s [%d, %d)", c.name, c.ch.Offset, c.ch.NextOffset)
+		if c.ch.DroppedBytes > 0 {
+			fmt.Fprintf(&b, ", %d earlier bytes no longer kept", c.ch.DroppedBytes)
+		}
+		b.WriteString(" ---\n")
+		b.WriteString(c.ch.Data)
+	}
+	return text(b.String()), out, nil
+}
+
+// waitJob blocks until the job ends or, with forOutput, until a watched
+// stream has bytes past its offset, or ctx ends. No polling: it waits on
+// the job's and streams' channels.
+func waitJob(ctx context.Context, j *job.Job, forOutput bool, stream string, outOff, errOff int64) {
+	if forOutput {
+		select {
+		case <-j.Started():
+		case <-ctx.Done():
+			return
+		}
+	}
+	for {
+		if !forOutput {
+			select {
+			case <-j.Done():
+			case <-ctx.Done():
+			}
+			return
+		}
+		so, se := j.Stdout(), j.Stderr()
+		if so == nil {
+			select {
+			case <-j.Done():
+			case <-ctx.Done():
+			}
+			return
+		}
+		c1, c2 := so.Changed(), se.Changed()
+		if (stream != "stderr" && so.Stats().Total > outOff) || (stream != "stdout" && se.Stats().Total > errOff) {
+			return
+		}
+		select {
+		case <-c1:
+		case <-c2:
+		case <-j.Done():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func readChunk(j *job.Job, info job.Info, stderr bool, off int64, max int) *StreamChunk {
+	var s *output.Stream
+	if j != nil {
+		if stderr {
+			s = j.Stderr()
+		} else {
+			s = j.Stdout()
+		}
+	}
+	if s == nil {
+		path := info.StdoutPath
+		if stderr {
+			path = info.StderrPath
+		}
+		data, next := readFileAt(path, off, max)
+		return &StreamChunk{Data: decode(data), Offset: off, NextOffset: next}
+	}
+	c, err := s.Read(off, max)
+	if err != nil {
+		return &StreamChunk{Offset: off, NextOffset: off}
+	}
+	data := c.Data
+	if cut := lastRuneStart(data); cut < len(data) && !fullRune(data[cut:]) && !c.EOF {
+		data = data[:cut]
+	}
+	return &StreamChunk{Data: decode(data), Offset: c.Offset, NextOffset: c.Offset + int64(len(data)), DroppedBytes: c.Skipped}
+}
+
+// progress sends MCP progress notifications every 2 s while a long wait
+// runs, if the client asked for them with a progress token.
+func progress(ctx context.Context, req *mcp.CallToolRequest, msg string, total time.Duration) (stop func()) {
+	if req == nil || req.Params == nil || req.Params.GetProgressToken() == nil || req.Session == nil {
+		return func() {}
+	}
+	tok := req.Params.GetProgressToken()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t0 := time.Now()
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+					Progress: time.Since(t0).Seconds(), Total: total.Seconds(), Message: msg})
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResult, JobList, error) {
+	var states []job.State
+	if in.State != "" {
+		if !job.ValidState(in.State) {
+			return nil, JobList{}, fmt.Errorf("state %q: must be one of pending, running, done, timed_out, killed, interrupted, failed", in.State)
+		}
+		states = []job.State{job.State(in.State)}
+	}
+	infos, err := t.d.Jobs.List(ctx, 200, states...)
+	if err != nil {
+		return nil, JobList{}, err
+	}
+	out := JobList{Jobs: []JobEntry{}}
+	var b strings.Builder
+	for _, in := range infos {
+		e := JobEntry{JobID: in.ID, Name: in.Name, Cmd: in.Cmd, Status: string(in.State), ExitCode: in.ExitCode,
+			Pid: in.Pid, RuntimeMs: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes}
+		if !in.Started.IsZero() {
+			e.StartedAt = in.Started.Unix()
+		}
+		out.Jobs = append(out.Jobs, e)
+		exit := "-"
+		if in.ExitCode != nil {
+			exit = fmt.Sprint(*in.ExitCode)
+		}
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", in.ID, in.State, exit, clip(in.Cmd, 80))
+	}
+	if len(out.Jobs) == 0 {
+		return text("no jobs"), out, nil
+	}
+	return text(strings.TrimRight(b.String(), "\n")), out, nil
+}

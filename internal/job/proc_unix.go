@@ -53,6 +53,9 @@ func candidates(p string) []string { return []string{p} }
 // exited: SIGTERM, up to grace, then SIGKILL. It returns how many
 // processes were left.
 func cleanupGroup(pgid int, grace time.Duration) int {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return 0 // the group is gone: no need to scan the process table
+	}
 	left := groupMembers(pgid)
 	if len(left) == 0 {
 		return 0
@@ -71,7 +74,7 @@ func cleanupGroup(pgid int, grace time.Duration) int {
 func waitGroupGone(pgid int, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if len(groupMembers(pgid)) == 0 {
+		if syscall.Kill(-pgid, 0) == syscall.ESRCH || len(groupMembers(pgid)) == 0 {
 			return true
 		}
 		if time.Now().After(deadline) {

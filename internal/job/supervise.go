@@ -41,7 +41,6 @@ func (j *Job) begin() func() {
 		return nil
 	}
 	cmd, pipes, err := j.prepareLocked()
-	j.markStarted()
 	if err == nil {
 		err = cmd.Start()
 		pipes.closeChildEnds()
@@ -52,7 +51,6 @@ func (j *Job) begin() func() {
 	if err != nil {
 		pipes.closeAll()
 		j.info.Error = err.Error()
-		j.closeStreams()
 		j.finishLocked(Failed)
 		return nil
 	}
@@ -75,6 +73,12 @@ func (j *Job) begin() func() {
 func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	m := j.m
 	pid := cmd.Process.Pid
+	// The output files are created while the child already runs (its
+	// output waits in the pipes): file creation stays off the start path.
+	j.mu.Lock()
+	j.createStreamsLocked()
+	j.mu.Unlock()
+	j.markStarted()
 	var progress atomic.Bool
 	var rwg sync.WaitGroup
 	rwg.Add(2)
@@ -154,17 +158,27 @@ func (p *jobPipes) closeAll() {
 	}
 }
 
-// prepareLocked creates the output streams, the pipes and the command.
+// createStreamsLocked creates the output streams. If a file cannot be
+// created the stream stays in memory only (its ring) and Info.Error says so.
+func (j *Job) createStreamsLocked() {
+	so := &output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap}
+	for _, s := range []struct {
+		dst  **output.Stream
+		path string
+	}{{&j.stdout, j.info.StdoutPath}, {&j.stderr, j.info.StderrPath}} {
+		st, err := output.Create(s.path, so)
+		if err != nil {
+			j.info.Error = err.Error() + " (output kept in memory only)"
+			st, _ = output.Create("", so)
+		}
+		*s.dst = st
+	}
+}
+
+// prepareLocked creates the pipes and the command.
 func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	m := j.m
-	so := &output.Options{RingSize: m.o.RingSize, FileCap: m.o.FileCap}
 	var err error
-	if j.stdout, err = output.Create(j.info.StdoutPath, so); err != nil {
-		return nil, nil, err
-	}
-	if j.stderr, err = output.Create(j.info.StderrPath, so); err != nil {
-		return nil, nil, err
-	}
 	argv := j.spec.Argv
 	if len(argv) == 0 {
 		argv = append(append([]string(nil), m.o.Shell...), j.spec.Cmd)

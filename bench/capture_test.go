@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const captureBytes = 1 << 30 // 1 GiB
+
+// BenchmarkCapture1G compares capturing 1 GiB of stdout through the daemon
+// (a `run` job of `head -c 1073741824 /dev/zero`, waited for with `status`)
+// against the same bytes piped by bash into a file in the same directory:
+// `head -c 1073741824 /dev/zero | cat > FILE`. Each iteration does one of
+// each and deletes both files. It is expensive: run it with -benchtime=1x
+// or 2x.
+//
+// Metrics: hive-MB/s and bash-MB/s (1 MB = 1e6 bytes),
+// throughput-ratio = bash time / hive time (target >= 0.8),
+// daemon-peak-rss-MiB = VmHWM of the daemon at the end (target < 100),
+// daemon-cpu-s/GiB = daemon CPU time (user+sys) per GiB captured. The
+// built-in ns/op is the whole iteration (both sides, checks, deletes and a
+// sync); ignore it.
+func BenchmarkCapture1G(b *testing.B) {
+	d := startDaemon(b)
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(d.dir, &fs); err != nil {
+		b.Fatalf("statfs %s: %v", d.dir, err)
+	}
+	if free := int64(fs.Bavail) * int64(fs.Bsize); free < 4<<30 {
+		b.Skipf("%s: %d MiB free, need 4 GiB", d.dir, free>>20)
+	}
+	sess := connectMCP(b, d)
+	ctx := context.Background()
+	cmdline := fmt.Sprintf("head -c %d /dev/zero", captureBytes)
+	baseFile := filepath.Join(d.dir, "baseline.out")
+
+	var hiveD, bashD, cpuD time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// (a) through the daemon.
+		cpu0, err := procCPU(d.pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		st, err := runAndWait(ctx, sess, cmdline)
+		hiveD += time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu1, err := procCPU(d.pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpuD += cpu1 - cpu0
+		if err := wantDone(st); err != nil {
+			b.Fatal(err)
+		}
+		if st.StdoutBytes != captureBytes || st.Dropped != 0 {
+			b.Fatalf("task %s: stdout_bytes %d dropped %d, want %d, 0", st.ID, st.StdoutBytes, st.Dropped, captureBytes)
+		}
+		if err := wantSize(st.StdoutPath, captureBytes); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(st.StdoutPath)
+		os.Remove(st.StderrPath)
+		syscall.Sync()
+
+		// (b) the baseline.
+		t0 = time.Now()
+		err = exec.Command("bash", "-c", cmdline+" | cat > "+baseFile).Run()
+		bashD += time.Since(t0)
+		if err != nil {
+			b.Fatalf("baseline: %v", err)
+		}
+		if err := wantSize(baseFile, captureBytes); err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(baseFile)
+		syscall.Sync()
+	}
+	b.StopTimer()
+	hwm, err := procStatusKiB(d.pid, "VmHWM")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := float64(captureBytes) * float64(b.N)
+	b.ReportMetric(total/1e6/hiveD.Seconds(), "hive-MB/s")
+	b.ReportMetric(total/1e6/bashD.Seconds(), "bash-MB/s")
+	b.ReportMetric(bashD.Seconds()/hiveD.Seconds(), "throughput-ratio")
+	b.ReportMetric(float64(hwm)/1024, "daemon-peak-rss-MiB")
+	b.ReportMetric(cpuD.Seconds()/float64(b.N), "daemon-cpu-s/GiB")
+}
+
+// runAndWait starts cmd with the run tool (wait_seconds 0) and calls status
+// (wait_seconds 30) until the job has ended.
+func runAndWait(ctx context.Context, sess *mcp.ClientSession, cmd string) (taskStatus, error) {
+	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"cmd": cmd, "wait_seconds": 0}})
+	if err != nil {
+		return taskStatus{}, fmt.Errorf("call run: %w", err)
+	}
+	st, err := decodeStatus(res)
+	if err != nil {
+		return st, err
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for !st.terminal() {
+		if time.Now().After(deadline) {
+			return st, fmt.Errorf("task %s still %s after 5 min", st.ID, st.Status)
+		}
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"id": st.ID, "wait_seconds": 30}})
+		if err != nil {
+			return st, fmt.Errorf("call status %s: %w", st.ID, err)
+		}
+		if st, err = decodeStatus(res); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func wantSize(path string, n int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() != n {
+		return fmt.Errorf("%s: %d bytes, want %d", path, fi.Size(), n)
+	}
+	return nil
+}

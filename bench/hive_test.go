@@ -1,0 +1,284 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The hive binary is built once per test process, on first use: plain
+// `go test ./...` (no -bench) never builds or starts anything.
+var (
+	buildOnce sync.Once
+	binDir    string
+	hiveBin   string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// hiveBinary returns the path of a freshly built hive binary.
+func hiveBinary(b *testing.B) string {
+	b.Helper()
+	buildOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binDir, err = os.MkdirTemp("", "hive-bench-bin-")
+		if err != nil {
+			buildErr = fmt.Errorf("create bin dir: %w", err)
+			return
+		}
+		hiveBin = filepath.Join(binDir, "hive")
+		cmd := exec.Command("go", "build", "-o", hiveBin, "./cmd/hive")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/hive: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		b.Fatal(buildErr)
+	}
+	return hiveBin
+}
+
+// moduleRoot is the directory holding go.mod: the parent of bench/.
+func moduleRoot() (string, error) {
+	dir, err := filepath.Abs("..")
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		return "", fmt.Errorf("module root %q: %w", dir, err)
+	}
+	return dir, nil
+}
+
+// daemon is a `hive daemon` started by a benchmark in its own state dir.
+type daemon struct {
+	bin string
+	dir string // state dir
+	cmd *exec.Cmd
+	pid int
+}
+
+// startDaemon starts `hive daemon` in a fresh temp state dir and waits until
+// `hive version` sees it. Cleanup stops it (SIGTERM, wait for exit) and
+// removes the state dir.
+func startDaemon(b *testing.B) *daemon {
+	b.Helper()
+	bin := hiveBinary(b)
+	// A short path: the socket path must fit in sun_path (108 bytes).
+	dir, err := os.MkdirTemp("", "hive-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	logf, err := os.Create(filepath.Join(dir, "bench-daemon.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "daemon", "--state-dir", dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		b.Fatalf("start hive daemon: %v", err)
+	}
+	logf.Close() // the child has its own copy
+	d := &daemon{bin: bin, dir: dir, cmd: cmd}
+	b.Cleanup(func() { d.stop(b) })
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pid, err := d.versionPID()
+		if err == nil && pid == cmd.Process.Pid {
+			d.pid = pid
+			return d
+		}
+		if err == nil {
+			b.Fatalf("hive version reports daemon pid %d, want %d (another daemon on %s?)", pid, cmd.Process.Pid, dir)
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "bench-daemon.log"))
+			b.Fatalf("daemon not answering after 10s: %v\n%s", err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// versionPID runs `hive version --json` and returns the daemon's pid.
+func (d *daemon) versionPID() (int, error) {
+	out, err := exec.Command(d.bin, "version", "--json", "--state-dir", d.dir).Output()
+	if err != nil {
+		return 0, fmt.Errorf("hive version: %w", err)
+	}
+	var v struct {
+		DaemonPID int `json:"daemon_pid"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return 0, fmt.Errorf("hive version --json %q: %w", out, err)
+	}
+	if v.DaemonPID == 0 {
+		return 0, errors.New("no daemon answers yet")
+	}
+	return v.DaemonPID, nil
+}
+
+// stop sends SIGTERM and waits for the daemon to exit (SIGKILL after 20 s).
+func (d *daemon) stop(b *testing.B) {
+	if d.cmd.Process == nil || d.cmd.ProcessState != nil {
+		return
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			b.Errorf("hive daemon exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+		b.Errorf("hive daemon did not exit 20 s after SIGTERM; killed")
+	}
+}
+
+// procStatusKiB reads a "Vm*" line of /proc/PID/status in KiB.
+func procStatusKiB(pid int, field string) (int64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				break
+			}
+			return strconv.ParseInt(f[0], 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s line", pid, field)
+}
+
+// procCPU is the user+system CPU time a process has used.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+2:])
+	// f[0] is field 3; utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / clkTck, nil
+}
+
+// connectMCP opens one MCP session through a real `hive mcp` bridge
+// process. Cleanup closes the session, which ends the bridge.
+func connectMCP(b *testing.B, d *daemon) *mcp.ClientSession {
+	b.Helper()
+	logf, err := os.Create(filepath.Join(d.dir, "bench-bridge.log"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { logf.Close() })
+	cmd := exec.Command(d.bin, "mcp", "--state-dir", d.dir)
+	cmd.Stderr = logf
+	c := mcp.NewClient(&mcp.Implementation{Name: "hive-bench", Version: "0"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sess, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		b.Fatalf("connect to hive mcp: %v", err)
+	}
+	b.Cleanup(func() {
+		if err := sess.Close(); err != nil {
+			b.Errorf("close MCP session: %v", err)
+		}
+	})
+	return sess
+}
+
+// taskStatus is the part of the run/status structured result (tools.TaskStatus)
+// the benchmarks check.
+type taskStatus struct {
+	ID          string `json:"id"`
+	Status      string `json:"status"`
+	ExitCode    *int   `json:"exit_code"`
+	Error       string `json:"error"`
+	DurationMs  int64  `json:"duration_ms"`
+	StdoutPath  string `json:"stdout_path"`
+	StderrPath  string `json:"stderr_path"`
+	StdoutBytes int64  `json:"stdout_bytes"`
+	Dropped     int64  `json:"stdout_dropped"`
+}
+
+func (s taskStatus) terminal() bool {
+	switch s.Status {
+	case "done", "timed_out", "killed", "interrupted", "failed":
+		return true
+	}
+	return false
+}
+
+// decodeStatus turns a tool result into a taskStatus.
+func decodeStatus(res *mcp.CallToolResult) (taskStatus, error) {
+	var st taskStatus
+	if res.IsError {
+		msg := ""
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				msg += t.Text
+			}
+		}
+		return st, fmt.Errorf("tool error: %s", msg)
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("structured content %s: %w", raw, err)
+	}
+	return st, nil
+}
+
+// wantDone checks a job ended with status done and exit code 0.
+func wantDone(st taskStatus) error {
+	if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 0 {
+		code := "nil"
+		if st.ExitCode != nil {
+			code = strconv.Itoa(*st.ExitCode)
+		}
+		return fmt.Errorf("task %s: status %q exit_code %s error %q, want done, 0", st.ID, st.Status, code, st.Error)
+	}
+	return nil
+}

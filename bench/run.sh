@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# run.sh — build and run hive's job-engine benchmarks, then print the key
+# numbers. Usage: bench/run.sh   (from anywhere)
+#
+#   RT_BENCHTIME   -benchtime of BenchmarkRunRoundTrip (default 3s)
+#   RT_COUNT       -count of BenchmarkRunRoundTrip     (default 3)
+#   CAP_BENCHTIME  -benchtime of BenchmarkCapture1G    (default 2x; each
+#                  iteration writes 2 GiB, the run needs 4 GiB free)
+#   CAP_COUNT      -count of BenchmarkCapture1G        (default 1)
+#   OUT            where the raw `go test` output goes (default: a temp file)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rt_time=${RT_BENCHTIME:-3s}
+rt_count=${RT_COUNT:-3}
+cap_time=${CAP_BENCHTIME:-2x}
+cap_count=${CAP_COUNT:-1}
+out=${OUT:-$(mktemp -t hive-bench.XXXXXX)}
+
+echo "# $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+go vet ./bench/
+go test -run '^$' -bench '^BenchmarkRunRoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
+	-timeout 30m ./bench/ | tee "$out"
+go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
+	-timeout 60m ./bench/ | tee -a "$out"
+
+# Key numbers: one line per benchmark run, metrics by unit.
+echo
+echo "== summary (raw output: $out)"
+awk '
+/^Benchmark/ {
+	delete m
+	for (i = 3; i < NF; i += 2) m[$(i+1)] = $i
+	if ($1 ~ /RunRoundTrip/) {
+		printf "RunRoundTrip  run %.2f ms  bash %.2f ms  ratio %.2f (target <= 1.5)\n", m["run-ns/op"]/1e6, m["bash-ns/op"]/1e6, m["ratio"]
+		printf "              ping %.2f ms  status %.2f ms  | run phases (p50): accept %.2f  spawn %.2f  exit %.2f  reply %.2f ms\n",
+			m["ping-ns/op"]/1e6, m["status-ns/op"]/1e6, m["p50-accept-us"]/1e3, m["p50-spawn-us"]/1e3, m["p50-exit-us"]/1e3, m["p50-reply-us"]/1e3
+		rt += m["ratio"]; nrt++
+	} else if ($1 ~ /Capture1G/) {
+		printf "Capture1G     hive %.0f MB/s  bash %.0f MB/s  throughput-ratio %.2f (target >= 0.8)  daemon peak RSS %.1f MiB (target < 100)  daemon CPU %.2f s/GiB\n",
+			m["hive-MB/s"], m["bash-MB/s"], m["throughput-ratio"], m["daemon-peak-rss-MiB"], m["daemon-cpu-s/GiB"]
+	}
+}
+/SKIP|skip/ { print }
+END { if (nrt > 1) printf "RunRoundTrip  mean ratio over %d runs: %.2f\n", nrt, rt/nrt }
+' "$out"

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"os/signal"
 	"syscall"
 	"time"
@@ -38,6 +40,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(e.Stderr, nil))
@@ -45,4 +48,18 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
 	})
+}
+
+// tuneGC makes the daemon's collector less eager unless the user set
+// GOGC or GOMEMLIMIT: its live heap is small (job records, sessions) plus
+// the output rings, and a collection every few hundred KiB of garbage
+// showed up as latency on every tool call. The soft limit keeps a daemon
+// with many busy jobs collecting as usual.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
+	}
 }

@@ -52,7 +52,8 @@ type Stream struct {
 	readFile *os.File      // lazily opened for reads older than the ring
 }
 
-// Create creates (truncating) the stream file at path. An empty path keeps
+// Create makes a stream whose file is path (created at the first write;
+// an existing file of that name is removed now). An empty path keeps
 // the stream in memory only: old bytes that leave the ring are then lost
 // from reads, but never from the count.
 func Create(path string, opts *Options) (*Stream, error) {
@@ -69,11 +70,12 @@ func Create(path string, opts *Options) (*Stream, error) {
 	}
 	s.size = size
 	if path != "" {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("create output file %q: %w", path, err)
+		// The file is created at the first write: a stream that stays
+		// empty costs no file. An old file of the same name goes now, so
+		// a reused name never shows stale bytes.
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove old output file %q: %w", path, err)
 		}
-		s.f = f
 	}
 	return s, nil
 }
@@ -93,6 +95,14 @@ func (s *Stream) Write(p []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	n := int64(len(p))
+	if s.f == nil && s.path != "" && s.werr == nil {
+		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		if err != nil {
+			s.werr = fmt.Errorf("create output file %q: %w", s.path, err)
+		} else {
+			s.f = f
+		}
+	}
 	// File first, up to the cap.
 	toFile := n
 	if s.f == nil || s.werr != nil {
@@ -108,7 +118,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 			toFile = int64(w)
 		}
 	}
-	if s.f != nil {
+	if s.path != "" {
 		s.dropped += n - toFile
 	}
 	s.appendRing(p)

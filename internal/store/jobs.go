@@ -47,8 +47,7 @@ const argvSep = "\x00"
 
 // PutJob inserts or replaces the record with j.ID.
 func (s *Store) PutJob(ctx context.Context, j Job) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO jobs (`+jobCols+`)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.putJob.ExecContext(ctx,
 		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
 		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
 		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
@@ -61,7 +60,7 @@ func (s *Store) PutJob(ctx context.Context, j Job) error {
 
 // GetJob returns the record with id, or ErrNotFound.
 func (s *Store) GetJob(ctx context.Context, id string) (Job, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id)
+	rows, err := s.getJob.QueryContext(ctx, id)
 	if err != nil {
 		return Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}

@@ -22,6 +22,8 @@ var ErrNotFound = errors.New("not found")
 // Store is an open database.
 type Store struct {
 	db *sql.DB
+	// Prepared statements of the hot paths (every job start and end).
+	putJob, getJob, delTodoKey *sql.Stmt
 }
 
 // migrations are applied in order; migrations[i] brings the schema to
@@ -83,11 +85,31 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate store %q: %w", path, err)
 	}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
+		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ?`},
+	} {
+		st, err := db.Prepare(p.q)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("prepare %q: %w", p.q, err)
+		}
+		*p.dst = st
+	}
 	return s, nil
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	for _, st := range []*sql.Stmt{s.putJob, s.getJob, s.delTodoKey} {
+		st.Close()
+	}
+	return s.db.Close()
+}
 
 // SchemaVersion reports the applied schema version.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {

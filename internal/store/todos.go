@@ -76,7 +76,7 @@ func (s *Store) DeleteTodos(ctx context.Context, ids ...int64) (int, error) {
 
 // DeleteTodoKey deletes the todo (subsystem, key); deleted is false if none existed.
 func (s *Store) DeleteTodoKey(ctx context.Context, subsystem, key string) (deleted bool, err error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM todos WHERE subsystem = ? AND key = ?`, subsystem, key)
+	res, err := s.delTodoKey.ExecContext(ctx, subsystem, key)
 	if err != nil {
 		return false, fmt.Errorf("delete todo %s/%s: %w", subsystem, key, err)
 	}

@@ -1,0 +1,159 @@
+package output
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func fill(n int, seed byte) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = seed + byte(i%251)
+	}
+	return b
+}
+
+func readAll(t *testing.T, s *Stream, off int64, chunk int) ([]byte, int64) {
+	t.Helper()
+	var out []byte
+	var skipped int64
+	for {
+		c, err := s.Read(off, chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		skipped += c.Skipped
+		out = append(out, c.Data...)
+		if len(c.Data) == 0 {
+			return out, skipped
+		}
+		off = c.Next
+	}
+}
+
+func TestRingFileAndOffsets(t *testing.T) {
+	tests := []struct {
+		name    string
+		ring    int
+		cap     int64
+		writes  []int
+		dropped int64
+		skipped int64 // bytes a read from 0 cannot get back
+	}{
+		{"fits in ring", 64, 1000, []int{10, 20}, 0, 0},
+		{"wraps, file has all", 64, 1000, []int{50, 50, 50}, 0, 0},
+		{"one write bigger than the ring", 16, 1000, []int{100}, 0, 0},
+		{"past the cap, ring has the tail", 64, 100, []int{80, 80, 80}, 140, 76},
+		{"memory only", 32, 0, []int{100}, 0, 68},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.out")
+			if tt.cap == 0 {
+				path = ""
+			}
+			s, err := Create(path, &Options{RingSize: tt.ring, FileCap: tt.cap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all []byte
+			for i, n := range tt.writes {
+				p := fill(n, byte(i*7))
+				all = append(all, p...)
+				if w, _ := s.Write(p); w != n {
+					t.Fatalf("wrote %d of %d", w, n)
+				}
+			}
+			st := s.Stats()
+			if st.Total != int64(len(all)) || st.Dropped != tt.dropped {
+				t.Fatalf("stats %+v, want total %d dropped %d", st, len(all), tt.dropped)
+			}
+			got, skipped := readAll(t, s, 0, 7)
+			if skipped != tt.skipped {
+				t.Errorf("skipped %d, want %d", skipped, tt.skipped)
+			}
+			// What comes back is the stream minus exactly the skipped bytes.
+			var want []byte
+			if tt.skipped > 0 {
+				kept := int64(len(all)) - int64(tt.ring)
+				inFile := min(tt.cap, int64(len(all)))
+				if path == "" {
+					inFile = 0
+				}
+				want = append(append(want, all[:inFile]...), all[max(inFile, kept):]...)
+			} else {
+				want = all
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("read back %d bytes, want %d", len(got), len(want))
+			}
+			if tail := s.Tail(10); !bytes.Equal(tail, all[len(all)-10:]) {
+				t.Errorf("tail %v", tail)
+			}
+			s.Close()
+			c, _ := s.Read(st.Total, 10)
+			if !c.EOF || c.Next != st.Total {
+				t.Errorf("read at end after close: %+v", c)
+			}
+			if path != "" {
+				b, _ := os.ReadFile(path)
+				if int64(len(b)) != min(tt.cap, int64(len(all))) || !bytes.Equal(b, all[:len(b)]) {
+					t.Errorf("file has %d bytes", len(b))
+				}
+			}
+		})
+	}
+}
+
+func TestReleaseKeepsTailAndFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.out")
+	s, _ := Create(path, &Options{RingSize: 1 << 20})
+	all := fill(200<<10, 3)
+	s.Write(all)
+	s.Release() // no-op while open
+	s.Close()
+	s.Release()
+	got, skipped := readAll(t, s, 0, 50<<10)
+	if skipped != 0 || !bytes.Equal(got, all) {
+		t.Fatalf("after release: %d bytes, %d skipped", len(got), skipped)
+	}
+	if !bytes.Equal(s.Tail(4096), all[len(all)-4096:]) {
+		t.Error("tail after release")
+	}
+}
+
+func TestChangedWakesWaiters(t *testing.T) {
+	s, _ := Create("", nil)
+	ch := s.Changed()
+	select {
+	case <-ch:
+		t.Fatal("changed before a write")
+	default:
+	}
+	s.Write([]byte("x"))
+	<-ch // closed by the write
+	ch = s.Changed()
+	s.Close()
+	<-ch // closed by Close
+	if _, err := s.Write([]byte("y")); err != ErrClosed {
+		t.Errorf("write after close: %v", err)
+	}
+}
+
+func TestNoFileUntilFirstWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.out")
+	os.WriteFile(path, []byte("stale"), 0o600)
+	s, _ := Create(path, nil)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("stale file kept: %v", err)
+	}
+	s.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("empty stream made a file: %v", err)
+	}
+	if _, err := s.Read(-1, 1); err == nil {
+		t.Error("negative offset accepted")
+	}
+}

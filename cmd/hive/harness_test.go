@@ -100,10 +100,11 @@ func stopDaemon(t *testing.T, dir string) {
 
 // events collects what the server pushes to a client.
 type events struct {
-	mu      sync.Mutex
-	updated []string
-	logs    []string
-	changed chan struct{}
+	mu       sync.Mutex
+	updated  []string
+	logs     []string
+	progress []string
+	changed  chan struct{}
 }
 
 func (e *events) add(f func()) {
@@ -151,6 +152,9 @@ func connect(t *testing.T, state, cwd string, args ...string) *session {
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			ev.add(func() { ev.updated = append(ev.updated, r.Params.URI) })
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			ev.add(func() { ev.progress = append(ev.progress, r.Params.Message) })
 		},
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			b, _ := json.Marshal(r.Params.Data)

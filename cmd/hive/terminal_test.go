@@ -358,3 +358,28 @@ func TestToolsListSize(t *testing.T) {
 		t.Errorf("execution group: %v", got)
 	}
 }
+
+// A long wait sends progress notifications when the client gave a token.
+func TestJobLogsProgress(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var st struct {
+		JobID string `json:"job_id"`
+	}
+	s.mustCall("terminal_job_start", map[string]any{"cmd": "sleep 2.5; echo end"}, &st)
+	params := &mcp.CallToolParams{Name: "terminal_job_logs", Arguments: map[string]any{"job_id": st.JobID, "wait_until_exit": true, "wait_timeout_sec": 20}}
+	params.SetProgressToken("tok-1")
+	res, err := s.cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("logs: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), `"status":"done"`) {
+		t.Fatalf("waited logs: %s", b)
+	}
+	s.ev.mu.Lock()
+	defer s.ev.mu.Unlock()
+	if len(s.ev.progress) == 0 || !strings.Contains(s.ev.progress[0], st.JobID) {
+		t.Errorf("progress notifications: %q", s.ev.progress)
+	}
+}

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES] [--handle-ttl D] [--handle-cap BYTES]", run: runDaemon})
 }
 
 func runDaemon(ctx context.Context, e Env, args []string) error {
@@ -24,6 +24,8 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	maxRunning := fs.Int("max-running", 64, "jobs running at once; the rest wait pending")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGINT and SIGKILL when a job is stopped")
 	fileCap := fs.Int64("file-cap", 1<<30, "cap of each job output file in bytes (past it bytes are counted as dropped)")
+	handleTTL := fs.Duration("handle-ttl", 5*time.Minute, "how long a terminal_exec output handle lives after its last use")
+	handleCap := fs.Int64("handle-cap", 64<<20, "bytes all output handles together may refer to (least recently used go first)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -32,6 +34,9 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	}
 	if *grace <= 0 {
 		return fmt.Errorf("%w: --grace %v: must be > 0", ErrUsage, *grace)
+	}
+	if *handleTTL <= 0 || *handleCap <= 0 {
+		return fmt.Errorf("%w: --handle-ttl and --handle-cap must be > 0", ErrUsage)
 	}
 	if *fileCap <= 0 {
 		return fmt.Errorf("%w: --file-cap %d: must be > 0", ErrUsage, *fileCap)
@@ -47,6 +52,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	return daemon.Run(ctx, daemon.Config{
 		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
+		HandleTTL: *handleTTL, HandleCap: *handleCap,
 	})
 }
 

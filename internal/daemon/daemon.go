@@ -41,8 +41,12 @@ type Config struct {
 	MaxRunning int
 	Grace      time.Duration
 	FileCap    int64
-	Version    string
-	Logger     *slog.Logger
+	// HandleTTL and HandleCap configure terminal_exec output handles
+	// (zero: 5 minutes, 64 MiB).
+	HandleTTL time.Duration
+	HandleCap int64
+	Version   string
+	Logger    *slog.Logger
 	// ShutdownTimeout bounds how long Run waits for jobs to stop at the
 	// end before SIGKILLing their groups. If zero, Grace + 5 s.
 	ShutdownTimeout time.Duration
@@ -203,7 +207,7 @@ func (d *daemon) open() error {
 	ptys := pty.NewManager(pty.Options{Dir: l.PTY()})
 	d.extra = append(d.extra, func() { ptys.Close() })
 	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Layout: l, Logger: d.log, Version: d.cfg.Version,
-		PTY: ptys, Handles: handles.New(nil)}
+		PTY: ptys, Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})}
 	return nil
 }
 

@@ -55,6 +55,8 @@ type Manager struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the manager starts
 
+	records *recordWriter
+
 	mu      sync.Mutex
 	jobs    map[string]*Job // jobs started by this daemon, by id
 	order   []string        // ids in start order, for trimming
@@ -103,6 +105,7 @@ func New(o Options) (*Manager, error) {
 		cancel()
 		return nil, err
 	}
+	m.records = newRecordWriter(o.Store, o.Logger)
 	return m, nil
 }
 
@@ -408,14 +411,21 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, j := range live {
 		j.release()
 	}
+	m.records.close()
 	return nil
 }
 
-// persistLocked writes j's record. j.mu is held.
+// persistLocked writes j's record and waits until it is in the store:
+// a started job's pid must be durable before anything else happens, so a
+// daemon that dies can find its group. j.mu is held.
 func (m *Manager) persistLocked(j *Job) {
-	if err := m.o.Store.PutJob(context.Background(), toRecord(j.snapshotLocked())); err != nil {
-		m.o.Logger.Error("persist job", "job", j.info.ID, "err", err)
-	}
+	m.records.put(toRecord(j.snapshotLocked()), true)
+}
+
+// persistLaterLocked queues j's record; the writer stores it shortly.
+// Used for a job's end, which must not wait for the store. j.mu is held.
+func (m *Manager) persistLaterLocked(j *Job) {
+	m.records.put(toRecord(j.snapshotLocked()), false)
 }
 
 // notifyLocked reports j to OnChange if it is detached. j.mu is held.

@@ -302,7 +302,7 @@ func (j *Job) finishLocked(s State) {
 	if j.graceT != nil {
 		j.graceT.Stop()
 	}
-	j.m.persistLocked(j)
+	j.m.persistLaterLocked(j)
 	j.m.notifyLocked(j)
 	close(j.done)
 	j.markStarted()

@@ -328,7 +328,14 @@ func TestDaemonCrashRecovery(t *testing.T) {
 	for processAlive(old) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.cs.Close()
+	// The bridge notices and exits, which ends the client's session.
+	ended := make(chan error, 1)
+	go func() { ended <- s.cs.Wait() }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bridge outlived its daemon")
+	}
 	s2 := connect(t, state, t.TempDir())
 	if p := daemonPid(state); p == old || p == 0 {
 		t.Fatalf("daemon not restarted: pid %d (old %d)", p, old)

@@ -3,6 +3,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,9 @@ type Options struct {
 	StartWait time.Duration
 	Stdin     io.Reader
 	Stdout    io.Writer
+	// Copy forces forwarding bytes even where stdin and stdout could be
+	// handed to the daemon.
+	Copy bool
 }
 
 // Run connects (starting the daemon if needed) and forwards until stdin
@@ -39,7 +43,25 @@ func Run(o Options) error {
 	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
-	c, _, err := client.Open(o.Layout, proto.Request{Cmd: proto.CmdMCP, Cwd: cwd, Env: os.Environ(), Groups: o.Groups})
+	req := proto.Request{Cmd: proto.CmdMCP, Cwd: cwd, Env: os.Environ(), Groups: o.Groups}
+	// Best: hand stdin and stdout to the daemon, which then reads and
+	// writes the client's pipes itself; the bridge only waits, so the
+	// bytes skip a process hop each way.
+	in, inOK := o.Stdin.(*os.File)
+	out, outOK := o.Stdout.(*os.File)
+	if !o.Copy && inOK && outOK {
+		c, err := client.OpenStdio(o.Layout, req, in, out)
+		if err == nil {
+			defer c.Close()
+			// Until the daemon ends the session (or dies).
+			_, err := io.Copy(io.Discard, c)
+			return err
+		}
+		if !errors.Is(err, client.ErrNoHandOff) {
+			return fmt.Errorf("open mcp session: %w", err)
+		}
+	}
+	c, _, err := client.Open(o.Layout, req)
 	if err != nil {
 		return fmt.Errorf("open mcp session: %w", err)
 	}

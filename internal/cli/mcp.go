@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"strings"
 
 	"github.com/hivetools/hive/internal/bridge"
@@ -29,5 +30,8 @@ func runMCP(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return bridge.Run(bridge.Options{Layout: l, Groups: gs, Exe: e.Exe, Stdin: e.Stdin, Stdout: e.Stdout})
+	// HIVE_BRIDGE_COPY=1 forwards bytes instead of handing stdio to the
+	// daemon (for debugging, and to test both paths).
+	return bridge.Run(bridge.Options{Layout: l, Groups: gs, Exe: e.Exe, Stdin: e.Stdin, Stdout: e.Stdout,
+		Copy: os.Getenv("HIVE_BRIDGE_COPY") == "1"})
 }

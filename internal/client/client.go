@@ -54,27 +54,37 @@ func Open(l paths.Layout, req proto.Request) (*Conn, proto.Response, error) {
 	if err != nil {
 		return nil, proto.Response{}, err
 	}
-	c := &Conn{Conn: nc, r: bufio.NewReaderSize(nc, 64<<10)}
+	c := &Conn{Conn: nc, r: newReader(nc)}
 	b, _ := json.Marshal(req)
 	if _, err := nc.Write(append(b, '\n')); err != nil {
 		nc.Close()
 		return nil, proto.Response{}, fmt.Errorf("send %s request: %w", req.Cmd, err)
 	}
-	line, err := c.r.ReadBytes('\n')
+	resp, err := c.readResponse(req.Cmd)
 	if err != nil {
 		nc.Close()
-		return nil, proto.Response{}, fmt.Errorf("read %s response: %w", req.Cmd, err)
+		return nil, resp, err
+	}
+	return c, resp, nil
+}
+
+func newReader(nc net.Conn) *bufio.Reader { return bufio.NewReaderSize(nc, 64<<10) }
+
+// readResponse reads the daemon's response line; a response that is not
+// OK becomes its error.
+func (c *Conn) readResponse(cmd string) (proto.Response, error) {
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return proto.Response{}, fmt.Errorf("read %s response: %w", cmd, err)
 	}
 	var resp proto.Response
 	if err := json.Unmarshal(line, &resp); err != nil {
-		nc.Close()
-		return nil, proto.Response{}, fmt.Errorf("decode %s response: %w", req.Cmd, err)
+		return proto.Response{}, fmt.Errorf("decode %s response: %w", cmd, err)
 	}
 	if !resp.OK {
-		nc.Close()
-		return nil, resp, errors.New(resp.Error)
+		return resp, errors.New(resp.Error)
 	}
-	return c, resp, nil
+	return resp, nil
 }
 
 // Call sends one request and returns the response.

@@ -260,19 +260,23 @@ func writeResp(w io.Writer, r proto.Response) error {
 }
 
 func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
-	br := bufio.NewReaderSize(c, 64<<10)
-	line, err := readLine(br)
+	line, br, fds, err := readHello(c)
 	if err != nil {
 		return
 	}
 	var req proto.Request
 	if err := json.Unmarshal(line, &req); err != nil {
+		closeFDs(fds)
 		writeResp(c, proto.Response{Error: fmt.Sprintf("request: not JSON: %v", err)})
 		return
 	}
+	if req.Cmd != proto.CmdMCP || !req.Stdio {
+		closeFDs(fds)
+		fds = nil
+	}
 	switch req.Cmd {
 	case proto.CmdMCP:
-		d.serveMCP(ctx, c, br, req)
+		d.serveMCP(ctx, c, br, req, fds)
 	case proto.CmdLogs:
 		d.serveLogs(ctx, c, req)
 	default:
@@ -288,23 +292,55 @@ type rwc struct {
 
 func (r rwc) Close() error { return r.c.Close() }
 
-func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request) {
+// serveMCP serves one MCP session. With fds (a bridge's stdin and
+// stdout, handed over with the request) the session runs on them directly
+// and the connection only tells whether the bridge is still there: no
+// bytes are copied through the bridge. Without, MCP runs over the
+// connection itself.
+func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
 	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c)}
 	srv, stop, err := tools.NewServer(d.deps, sess, req.Groups)
 	if err != nil {
+		closeFDs(fds)
 		writeResp(c, proto.Response{Error: err.Error()})
 		return
 	}
 	defer stop()
-	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}); err != nil {
+	var t mcp.Transport = &mcp.IOTransport{Reader: rwc{br, c}, Writer: c}
+	var stdin, stdout *os.File
+	if req.Stdio {
+		if stdin, stdout, err = stdioFiles(fds); err != nil {
+			writeResp(c, proto.Response{Error: err.Error()})
+			return
+		}
+		defer stdin.Close()
+		defer stdout.Close()
+		t = &mcp.IOTransport{Reader: stdin, Writer: stdout}
+	}
+	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
 		return
 	}
-	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: rwc{br, c}, Writer: c}, nil)
+	ss, err := srv.Connect(ctx, t, nil)
 	if err != nil {
 		d.log.Error("mcp connect", "err", err)
 		return
 	}
-	d.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups)
-	ss.Wait()
+	d.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups, "stdio", req.Stdio)
+	if req.Stdio {
+		// The bridge holds the connection open while it lives; when it
+		// goes, so does the session. When the session ends first, closing
+		// the connection tells the bridge to exit.
+		gone := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, br)
+			ss.Close()
+			close(gone)
+		}()
+		ss.Wait()
+		c.Close()
+		<-gone
+	} else {
+		ss.Wait()
+	}
 	d.log.Info("mcp session closed", "session", sess.ID)
 }

@@ -27,6 +27,10 @@ const (
 type Request struct {
 	Cmd string `json:"cmd"`
 
+	// mcp: Stdio means the bridge's stdin and stdout come with this
+	// request (SCM_RIGHTS) and the session runs on them directly.
+	Stdio bool `json:"stdio,omitempty"`
+
 	// mcp, run
 	Cwd    string   `json:"cwd,omitempty"`
 	Env    []string `json:"env,omitempty"`
@@ -63,6 +67,7 @@ type Response struct {
 	Error   string `json:"error,omitempty"`
 	Version string `json:"version,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	Stdio   bool   `json:"stdio,omitempty"` // the daemon took the bridge's stdio
 
 	Job          *Job  `json:"job,omitempty"`
 	Jobs         []Job `json:"jobs,omitempty"`

@@ -203,14 +203,14 @@ func procCPU(pid int) (time.Duration, error) {
 
 // connectMCP opens one MCP session through a real `hive mcp` bridge
 // process. Cleanup closes the session, which ends the bridge.
-func connectMCP(b *testing.B, d *daemon) *mcp.ClientSession {
+func connectMCP(b *testing.B, d *daemon, args ...string) *mcp.ClientSession {
 	b.Helper()
-	logf, err := os.Create(filepath.Join(d.dir, "bench-bridge.log"))
+	logf, err := os.OpenFile(filepath.Join(d.dir, "bench-bridge.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { logf.Close() })
-	cmd := exec.Command(d.bin, "mcp", "--state-dir", d.dir)
+	cmd := exec.Command(d.bin, append([]string{"mcp", "--state-dir", d.dir}, args...)...)
 	cmd.Stderr = logf
 	c := mcp.NewClient(&mcp.Implementation{Name: "hive-bench", Version: "0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -192,7 +192,7 @@ func (d *daemon) open() error {
 	d.inbox = inbox.New(st)
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
-		FileCap: d.cfg.FileCap, Logger: d.log,
+		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir,
 		OnChange: func(in job.Info) {
 			if _, err := d.inbox.UpsertTodo(context.Background(), tools.TodoSubsystem, in.ID, tools.TodoSummary(in)); err != nil {
 				d.log.Error("upsert job todo", "job", in.ID, "err", err)

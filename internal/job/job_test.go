@@ -466,3 +466,59 @@ func countFDs(t *testing.T) int {
 	}
 	return len(ents)
 }
+
+// A process carrying the owner mark is terminated at New even when no
+// record of it reached the store and it left its group (setsid).
+func TestRecoverMarkedProcesses(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	owner := filepath.Join(dir, "state")
+	stray := exec.Command("sleep", "3600")
+	stray.Env = append(os.Environ(), EnvJobOwner+"="+owner)
+	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	other := exec.Command("sleep", "3600")
+	other.Env = append(os.Environ(), EnvJobOwner+"="+owner+"-other")
+	for _, c := range []*exec.Cmd{stray, other} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reaped := make(chan struct{})
+	go func() { stray.Wait(); close(reaped) }()
+	defer func() { other.Process.Kill(); other.Wait() }()
+	m, err := New(Options{Dir: filepath.Join(dir, "out"), Store: st, Owner: owner, LeftoverGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	select {
+	case <-reaped:
+	case <-time.After(10 * time.Second):
+		stray.Process.Kill()
+		t.Fatal("marked process not terminated")
+	}
+	if !alive(other.Process.Pid) {
+		t.Error("a process of another owner was terminated")
+	}
+	// Jobs of this manager carry the mark and their id.
+	j, _ := m.Start(Spec{Cmd: `echo "$HIVE_JOB_ID $HIVE_JOB_OWNER"`})
+	in := h0wait(t, j)
+	if got := readAll(t, j, false); got != in.ID+" "+owner+"\n" {
+		t.Errorf("job env %q", got)
+	}
+}
+
+func h0wait(t *testing.T, j *Job) Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	in, ended := j.Wait(ctx)
+	if !ended {
+		t.Fatalf("job did not end")
+	}
+	return in
+}

@@ -45,7 +45,19 @@ type Options struct {
 	Logger *slog.Logger
 	// Shell is the argv prefix that runs Spec.Cmd. If nil, [bash -c].
 	Shell []string
+	// Owner, if set, marks every job's environment with HIVE_JOB_OWNER=Owner
+	// (and HIVE_JOB_ID=<id>). At New, any process still carrying the mark
+	// belongs to a job of a daemon that died and is terminated, even one
+	// that left its group or whose record never reached the store. Use
+	// the state directory.
+	Owner string
 }
+
+// Environment variables set in every job.
+const (
+	EnvJobID    = "HIVE_JOB_ID"
+	EnvJobOwner = "HIVE_JOB_OWNER"
+)
 
 // Manager owns every job of one daemon. Its methods are safe for
 // concurrent use.
@@ -141,6 +153,11 @@ func (m *Manager) recover() error {
 		}
 		if m.o.OnChange != nil {
 			m.o.OnChange(in)
+		}
+	}
+	if m.o.Owner != "" {
+		if n := terminateMarked(EnvJobOwner+"="+m.o.Owner, m.o.LeftoverGrace); n > 0 {
+			m.o.Logger.Info("terminated processes left by jobs of a previous daemon", "count", n)
 		}
 	}
 	return nil
@@ -415,15 +432,16 @@ func (m *Manager) Close(ctx context.Context) error {
 	return nil
 }
 
-// persistLocked writes j's record and waits until it is in the store:
-// a started job's pid must be durable before anything else happens, so a
-// daemon that dies can find its group. j.mu is held.
+// persistLocked writes j's record and waits until it is in the store: a
+// job whose id was handed out, and a started job's pid, must survive a
+// daemon crash. j.mu is held.
 func (m *Manager) persistLocked(j *Job) {
 	m.records.put(toRecord(j.snapshotLocked()), true)
 }
 
-// persistLaterLocked queues j's record; the writer stores it shortly.
-// Used for a job's end, which must not wait for the store. j.mu is held.
+// persistLaterLocked queues j's record; the writer stores it within
+// moments. Used for a job's end, which must not wait for the store. j.mu
+// is held.
 func (m *Manager) persistLaterLocked(j *Job) {
 	m.records.put(toRecord(j.snapshotLocked()), false)
 }

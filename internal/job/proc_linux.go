@@ -1,9 +1,11 @@
 package job
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -95,4 +97,42 @@ func groupMembersSince(pgid int, start uint64) []int {
 // tunePipe enlarges a pipe to 1 MiB so a fast writer blocks less often.
 func tunePipe(f *os.File) {
 	unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+}
+
+// terminateMarked terminates every process whose environment holds the
+// line mark: SIGTERM, up to grace, then SIGKILL. It returns how many it
+// found. Processes of other users cannot be read and are skipped.
+func terminateMarked(mark string, grace time.Duration) int {
+	find := func() []int {
+		var out []int
+		self := os.Getpid()
+		for _, p := range allProcs() {
+			if p.pid == self {
+				continue
+			}
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/environ")
+			if err != nil {
+				continue
+			}
+			for _, kv := range bytes.Split(b, []byte{0}) {
+				if string(kv) == mark {
+					out = append(out, p.pid)
+					break
+				}
+			}
+		}
+		return out
+	}
+	found := find()
+	for _, p := range found {
+		unix.Kill(p, unix.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for len(find()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, p := range find() {
+		unix.Kill(p, unix.SIGKILL)
+	}
+	return len(found)
 }

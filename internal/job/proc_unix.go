@@ -4,6 +4,8 @@ package job
 
 import (
 	"os"
+
+	"github.com/hivetools/hive/internal/output"
 	"syscall"
 	"time"
 )
@@ -110,4 +112,24 @@ func terminateOrphanGroup(pid int, start uint64, grace time.Duration) int {
 		syscall.Kill(p, syscall.SIGKILL)
 	}
 	return len(members)
+}
+
+// drainNow reads what the pipe r holds right now, without waiting for more.
+func drainNow(r *os.File, s *output.Stream, buf []byte) {
+	r.SetReadDeadline(time.Time{})
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), buf)
+			if n > 0 {
+				s.Write(buf[:n])
+			}
+			if n <= 0 || err != nil {
+				return true // done: empty (EAGAIN), EOF or an error
+			}
+		}
+	})
 }

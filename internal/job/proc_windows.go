@@ -2,6 +2,8 @@ package job
 
 import (
 	"os"
+
+	"github.com/hivetools/hive/internal/output"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -62,3 +64,8 @@ func procStartTime(pid int) uint64                                    { return 0
 func cleanupGroup(pgid int, grace time.Duration) int                  { return 0 }
 func terminateOrphanGroup(pid int, start uint64, g time.Duration) int { return 0 }
 func tunePipe(f *os.File)                                             {}
+
+func terminateMarked(mark string, grace time.Duration) int { return 0 }
+
+// drainNow is a no-op: Windows pipes here have no deadlines to interrupt.
+func drainNow(r *os.File, s *output.Stream, buf []byte) {}

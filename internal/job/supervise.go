@@ -2,26 +2,22 @@ package job
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hivetools/hive/internal/output"
 )
 
-// drainQuiet is how long the output readers wait for more bytes after the
-// job's group is gone; a process that escaped the group (setsid) and holds
-// the pipe open then cannot delay completion. drainMax bounds the drain of
-// a writer that keeps writing.
-const (
-	drainQuiet = 200 * time.Millisecond
-	drainMax   = 2 * time.Second
-)
+// drainQuiet is how long the output readers may take to reach EOF after
+// the job's group is gone; a process that escaped the group (setsid) and
+// holds a pipe open then cannot delay completion by more.
+const drainQuiet = 200 * time.Millisecond
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
@@ -79,43 +75,33 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	j.createStreamsLocked()
 	j.mu.Unlock()
 	j.markStarted()
-	var progress atomic.Bool
 	var rwg sync.WaitGroup
 	rwg.Add(2)
-	go func() { defer rwg.Done(); pump(pipes.outR, j.stdout, &progress) }()
-	go func() { defer rwg.Done(); pump(pipes.errR, j.stderr, &progress) }()
+	go func() { defer rwg.Done(); pump(pipes.outR, j.stdout) }()
+	go func() { defer rwg.Done(); pump(pipes.errR, j.stderr) }()
 
 	waitErr := cmd.Wait()
 	code, sig := exitStatus(cmd.ProcessState)
 	leftover := cleanupGroup(pid, m.o.LeftoverGrace)
-	// The group is gone; whatever still holds the pipes escaped it.
-	deadline := time.Now().Add(drainQuiet)
-	pipes.outR.SetReadDeadline(deadline)
-	pipes.errR.SetReadDeadline(deadline)
-	drainDone := make(chan struct{})
-	go func() { rwg.Wait(); close(drainDone) }()
-	hard := time.NewTimer(drainMax)
-	tick := time.NewTicker(drainQuiet / 2)
-drain:
-	for {
-		select {
-		case <-drainDone:
-			break drain
-		case <-hard.C:
-			pipes.outR.SetReadDeadline(time.Now())
-			pipes.errR.SetReadDeadline(time.Now())
-			<-drainDone
-			break drain
-		case <-tick.C:
-			if progress.Swap(false) {
-				d := time.Now().Add(drainQuiet)
-				pipes.outR.SetReadDeadline(d)
-				pipes.errR.SetReadDeadline(d)
+	// Every process of the group is gone, so all the job wrote is in the
+	// pipes or already read. Normally the readers reach EOF at once. If
+	// not, something that left the group holds a pipe open: after a short
+	// grace the readers take what the pipes hold and stop, so it cannot
+	// delay the job's end.
+	drained := make(chan struct{})
+	go func() { rwg.Wait(); close(drained) }()
+	grace := time.NewTimer(drainQuiet)
+	select {
+	case <-drained:
+	case <-grace.C:
+		for _, r := range []*os.File{pipes.outR, pipes.errR} {
+			if r.SetReadDeadline(time.Now()) != nil {
+				r.Close() // no deadlines on this platform's pipes
 			}
 		}
+		<-drained
 	}
-	hard.Stop()
-	tick.Stop()
+	grace.Stop()
 	pipes.closeAll()
 
 	j.mu.Lock()
@@ -186,6 +172,9 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	env := j.spec.Env
 	if env == nil {
 		env = os.Environ()
+	}
+	if m.o.Owner != "" {
+		env = append(env[:len(env):len(env)], EnvJobID+"="+j.info.ID, EnvJobOwner+"="+m.o.Owner)
 	}
 	path, err := lookPath(argv[0], env, j.spec.Dir)
 	if err != nil {
@@ -258,7 +247,10 @@ func lookPath(name string, env []string, dir string) (string, error) {
 	return "", fmt.Errorf("exec %q: %w", name, exec.ErrNotFound)
 }
 
-func pump(r *os.File, s *output.Stream, progress *atomic.Bool) {
+// pump copies a pipe into a stream until EOF, or until the supervisor
+// sets a deadline: then it takes what the pipe still holds, without
+// waiting, and returns.
+func pump(r *os.File, s *output.Stream) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -266,11 +258,11 @@ func pump(r *os.File, s *output.Stream, progress *atomic.Bool) {
 		n, err := r.Read(buf)
 		if n > 0 {
 			s.Write(buf[:n])
-			progress.Store(true)
 		}
 		if err != nil {
-			// EOF, or the drain deadline set by the supervisor (which
-			// extends it while bytes still flow).
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				drainNow(r, s, buf)
+			}
 			return
 		}
 	}

@@ -28,7 +28,7 @@ type runIn struct {
 	Cmd         string   `json:"cmd" jsonschema:"bash command"`
 	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"kill after N s (timed_out); omit for none"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait, default 3, max 30; 0 returns at once"`
-	Name        string   `json:"name,omitempty" jsonschema:"id to use instead of a generated one: [a-z0-9-]{1,63}"`
+	Name        string   `json:"name,omitempty" jsonschema:"id to use: [a-z0-9-]{1,63}"`
 }
 
 type statusIn struct {
@@ -62,7 +62,7 @@ type TaskStatus struct {
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "run", Description: "Start a bash command in the background. Returns the result inline if it ends within wait_seconds, else an id; the completion then arrives as a loose end."}, h.run)
+	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command in the background: the result inline if it ends within wait_seconds, else an id and its end arrives as a loose end."}, h.run)
 	addTool(s, &mcp.Tool{Name: "status", Description: "Status, exit code, duration and last 4 KiB of output of a task."}, h.status)
 	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its process group (SIGKILL with force). Does not wait."}, h.kill)
 }

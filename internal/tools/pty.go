@@ -37,10 +37,10 @@ type PTYInfo struct {
 
 type ptySendIn struct {
 	SessionID string   `json:"session_id"`
-	Input     string   `json:"input,omitempty" jsonschema:"text; control chars pass (\u0003 = Ctrl-C)"`
-	Keys      []string `json:"keys,omitempty" jsonschema:"named keys after input: Enter, Tab, Up, C-c, Esc…"`
-	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"return after this much quiet (default 300 without wait_for; 0 = no wait)"`
-	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex: return when the new output matches (max 30 s)"`
+	Input     string   `json:"input,omitempty" jsonschema:"text; \u0003 is Ctrl-C"`
+	Keys      []string `json:"keys,omitempty" jsonschema:"keys after input: Enter, Tab, Up, C-c…"`
+	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"return after this quiet time (300)"`
+	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex to wait for (30 s max)"`
 }
 
 // PTYOutput is the answer of terminal_pty_send and terminal_pty_read.
@@ -60,7 +60,7 @@ type PTYOutput struct {
 type ptyReadIn struct {
 	SessionID   string `json:"session_id"`
 	SinceOffset int64  `json:"since_offset,omitempty"`
-	Screen      bool   `json:"screen,omitempty" jsonschema:"rendered screen text and cursor instead of the stream"`
+	Screen      bool   `json:"screen,omitempty" jsonschema:"rendered screen instead"`
 	Raw         bool   `json:"raw,omitempty" jsonschema:"keep ANSI escapes"`
 	MaxKB       int    `json:"max_kb,omitempty" jsonschema:"default 64"`
 }
@@ -166,7 +166,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			}
 			return text(msg), out, nil
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_pty_read", Description: "Output of a PTY session since an offset (ANSI stripped unless raw), or the rendered screen."},
+	addTool(s, &mcp.Tool{Name: "terminal_pty_read", Description: "PTY output since an offset (ANSI stripped unless raw), or the screen."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyReadIn) (*mcp.CallToolResult, PTYOutput, error) {
 			sess, err := m.Get(in.SessionID)
 			if err != nil {

@@ -34,10 +34,10 @@ type execIn struct {
 	Cwd                    string            `json:"cwd,omitempty" jsonschema:"default: session dir"`
 	Env                    map[string]string `json:"env,omitempty" jsonschema:"added to the environment"`
 	Stdin                  string            `json:"stdin,omitempty"`
-	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill the group after N s (default 120 when auto_background_after_sec=0)"`
+	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (default 120 in pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
-	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream, default 256"`
-	Shell                  string            `json:"shell,omitempty" jsonschema:"bash to force a shell; others refused"`
+	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
+	Shell                  string            `json:"shell,omitempty" jsonschema:"bash: force a shell"`
 }
 
 // Envelope is terminal_exec's answer.
@@ -62,7 +62,7 @@ type Envelope struct {
 
 type outputGetIn struct {
 	OutputHandle string `json:"output_handle"`
-	Stream       string `json:"stream,omitempty" jsonschema:"stdout (default) or stderr"`
+	Stream       string `json:"stream,omitempty" jsonschema:"stdout|stderr"`
 	SinceOffset  int64  `json:"since_offset,omitempty"`
 	MaxKB        int    `json:"max_kb,omitempty" jsonschema:"default 64"`
 }
@@ -90,7 +90,7 @@ type TerminalOptions struct {
 }
 
 func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
-	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command in the foreground; returns exit and semantic status, output (truncated: page with terminal_output_get) and warnings. Moves to a background job after auto_background_after_sec."},
+	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command; returns exit and semantic status, output (page truncated output with terminal_output_get), warnings. Becomes a background job after auto_background_after_sec."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Envelope, error) {
 			return t.exec(ctx, h.sess, in)
 		})

@@ -32,13 +32,13 @@ type JobStarted struct {
 
 type jobLogsIn struct {
 	JobID          string   `json:"job_id"`
-	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"stdout offset (or stream's)"`
-	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"stderr offset when stream=both"`
-	Stream         string   `json:"stream,omitempty" jsonschema:"stdout, stderr or both (default)"`
+	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"offset in stdout (or the one stream)"`
+	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"offset in stderr for both"`
+	Stream         string   `json:"stream,omitempty" jsonschema:"stdout|stderr|both"`
 	MaxKB          int      `json:"max_kb,omitempty" jsonschema:"per stream, default 64"`
 	WaitUntilExit  bool     `json:"wait_until_exit,omitempty"`
 	WaitTimeoutSec *float64 `json:"wait_timeout_sec,omitempty" jsonschema:"default 60"`
-	WaitForOutput  bool     `json:"wait_for_output,omitempty" jsonschema:"return at the first new byte"`
+	WaitForOutput  bool     `json:"wait_for_output,omitempty" jsonschema:"wait for new output"`
 }
 
 // StreamChunk is one stream's part of terminal_job_logs.
@@ -61,7 +61,7 @@ type JobLogs struct {
 }
 
 type jobListIn struct {
-	State string `json:"state,omitempty" jsonschema:"pending, running, done, timed_out, killed, interrupted or failed"`
+	State string `json:"state,omitempty" jsonschema:"filter by state"`
 }
 
 // JobEntry is one job of terminal_job_list.
@@ -93,7 +93,7 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
 			return t.jobStart(h.sess, in)
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "A job's output since offsets, its status and exit code; can block until exit or new output."},
+	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit code; can wait for exit or output."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
 			return t.jobLogs(ctx, req, in)
 		})

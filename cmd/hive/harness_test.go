@@ -41,7 +41,11 @@ func hive(t *testing.T, state string, args ...string) (string, error) {
 }
 
 func hiveCmd(state string, args ...string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
+	self, err := os.Executable() // absolute: commands may run in other directories
+	if err != nil {
+		self = os.Args[0]
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), "HIVE_E2E_MAIN=1", "HIVE_STATE_DIR="+state)
 	return cmd
 }

@@ -228,6 +228,8 @@ func (j *Job) Detach() bool {
 	}
 	if !j.detached {
 		j.detached = true
+		// The caller hands out the id now: the record must be durable.
+		j.m.persistLocked(j)
 		j.m.notifyLocked(j)
 	}
 	return true

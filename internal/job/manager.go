@@ -432,11 +432,14 @@ func (m *Manager) Close(ctx context.Context) error {
 	return nil
 }
 
-// persistLocked writes j's record and waits until it is in the store: a
-// job whose id was handed out, and a started job's pid, must survive a
-// daemon crash. j.mu is held.
+// persistLocked writes j's record and, once the job is detached (its id
+// handed out), waits until it is in the store: such a job and its pid must
+// survive a daemon crash. An attached job's caller is still waiting on the
+// call, so its record is written shortly after, off its path; should the
+// daemon die first, the call fails and the job's processes are found by
+// their Owner mark. j.mu is held.
 func (m *Manager) persistLocked(j *Job) {
-	m.records.put(toRecord(j.snapshotLocked()), true)
+	m.records.put(toRecord(j.snapshotLocked()), j.detached)
 }
 
 // persistLaterLocked queues j's record; the writer stores it within

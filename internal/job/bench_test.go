@@ -46,3 +46,39 @@ func BenchmarkStartWait(b *testing.B) {
 	b.ReportMetric(float64(direct.Nanoseconds())/float64(b.N), "bash-ns/op")
 	b.ReportMetric(float64(engine)/float64(direct), "ratio")
 }
+
+// BenchmarkStartWaitDirect is BenchmarkStartWait for a direct exec of
+// `true` (no shell), against exec.Command("true").Run().
+func BenchmarkStartWaitDirect(b *testing.B) {
+	dir := b.TempDir()
+	st, err := store.Open(filepath.Join(dir, "hive.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	m, err := New(Options{Dir: filepath.Join(dir, "out"), Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	var engine, direct time.Duration
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		j, err := m.Start(Spec{Argv: []string{"true"}, Attached: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if in, _ := j.Wait(context.Background()); in.State != Done {
+			b.Fatalf("state %s", in.State)
+		}
+		t1 := time.Now()
+		if err := exec.Command("true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		engine += t1.Sub(t0)
+		direct += time.Since(t1)
+	}
+	b.ReportMetric(float64(engine.Nanoseconds())/float64(b.N), "engine-ns/op")
+	b.ReportMetric(float64(direct.Nanoseconds())/float64(b.N), "spawn-ns/op")
+	b.ReportMetric(float64(engine)/float64(direct), "ratio")
+}

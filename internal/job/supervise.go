@@ -19,7 +19,7 @@ import (
 // holds a pipe open then cannot delay completion by more.
 const drainQuiet = 200 * time.Millisecond
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // begin starts the job's process. It returns the rest of the job's life
 // (wait, clean up, record), to run on the goroutine that owns the child, or

@@ -180,9 +180,9 @@ func (s *Stream) Close() error {
 }
 
 // releaseKeep is how many of the last bytes Release keeps in memory.
-const releaseKeep = 64 << 10
+const releaseKeep = 16 << 10
 
-// Release shrinks the ring of a closed stream to its last 64 KiB and closes
+// Release shrinks the ring of a closed stream to its last 16 KiB and closes
 // the read handle; older bytes are then served from the file. It is a no-op
 // on an open stream.
 func (s *Stream) Release() {

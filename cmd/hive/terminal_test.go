@@ -383,3 +383,23 @@ func TestJobLogsProgress(t *testing.T) {
 		t.Errorf("progress notifications: %q", s.ev.progress)
 	}
 }
+
+// Output past the file cap is still shown whole while the memory ring has it.
+func TestExecOutputPastFileCap(t *testing.T) {
+	state := stateDir(t)
+	d := hiveCmd(state, "daemon", "--file-cap", "1000")
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go d.Wait()
+	s := connect(t, state, t.TempDir())
+	var e envelope
+	s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 20000"}, &e)
+	var want strings.Builder
+	for i := 1; i <= 20000; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	if e.Stdout != want.String() || e.StdoutTruncatedBytes != 0 {
+		t.Errorf("stdout %d bytes (truncated %d), want the whole %d", len(e.Stdout), e.StdoutTruncatedBytes, want.Len())
+	}
+}

@@ -128,7 +128,9 @@ func Run(ctx context.Context, cfg Config) error {
 		ln.Close()
 		if httpSrv != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			httpSrv.Shutdown(sctx)
+			if httpSrv.Shutdown(sctx) != nil {
+				httpSrv.Close() // streams still open: cut them
+			}
 			cancel()
 		}
 	}()
@@ -284,6 +286,25 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	}
 }
 
+// writeTimeout bounds one write to an MCP client: a client that reads
+// nothing for this long loses its session instead of holding a goroutine.
+const writeTimeout = 30 * time.Second
+
+// deadlineWriter sets a write deadline before every write.
+type deadlineWriter struct {
+	w interface {
+		io.WriteCloser
+		SetWriteDeadline(time.Time) error
+	}
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	d.w.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return d.w.Write(p)
+}
+
+func (d deadlineWriter) Close() error { return d.w.Close() }
+
 // rwc joins the buffered reader of a connection with the connection.
 type rwc struct {
 	*bufio.Reader
@@ -306,7 +327,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		return
 	}
 	defer stop()
-	var t mcp.Transport = &mcp.IOTransport{Reader: rwc{br, c}, Writer: c}
+	var t mcp.Transport = &mcp.IOTransport{Reader: rwc{br, c}, Writer: deadlineWriter{c}}
 	var stdin, stdout *os.File
 	if req.Stdio {
 		if stdin, stdout, err = stdioFiles(fds); err != nil {
@@ -315,7 +336,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		}
 		defer stdin.Close()
 		defer stdout.Close()
-		t = &mcp.IOTransport{Reader: stdin, Writer: stdout}
+		t = &mcp.IOTransport{Reader: stdin, Writer: deadlineWriter{stdout}}
 	}
 	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
 		return

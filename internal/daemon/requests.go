@@ -37,8 +37,8 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if len(req.Argv) == 0 {
 			return fail(errors.New("argv: must not be empty"))
 		}
-		if req.TimeoutSecs < 0 {
-			return fail(fmt.Errorf("timeout_secs %v: must be >= 0", req.TimeoutSecs))
+		if req.TimeoutSecs < 0 || req.TimeoutSecs > 1e8 || req.TimeoutSecs != req.TimeoutSecs {
+			return fail(fmt.Errorf("timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
 		}
 		spec := job.Spec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
 			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second))}

@@ -82,6 +82,12 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 
 	waitErr := cmd.Wait()
 	code, sig := exitStatus(cmd.ProcessState)
+	// The leader is reaped: from now on its pid may be reused, so stop()
+	// and the timers must not signal it. What is left of the group is
+	// cleaned up here (a pid that is still some group's id is never reused).
+	j.mu.Lock()
+	j.pgid = 0
+	j.mu.Unlock()
 	leftover := cleanupGroup(pid, m.o.LeftoverGrace)
 	// Every process of the group is gone, so all the job wrote is in the
 	// pipes or already read. Normally the readers reach EOF at once. If
@@ -278,6 +284,18 @@ func (j *Job) closeStreams() {
 		j.stderr.Close()
 		st := j.stderr.Stats()
 		j.info.StderrBytes, j.info.StderrDropped = st.Total, st.Dropped
+	}
+	// A file that failed (disk full, I/O error) is not "past the cap".
+	for _, s := range []*output.Stream{j.stdout, j.stderr} {
+		if s == nil {
+			continue
+		}
+		if err := s.Err(); err != nil && !strings.Contains(j.info.Error, err.Error()) {
+			if j.info.Error != "" {
+				j.info.Error += "; "
+			}
+			j.info.Error += err.Error()
+		}
 	}
 }
 

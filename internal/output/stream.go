@@ -182,9 +182,9 @@ func (s *Stream) Close() error {
 // releaseKeep is how many of the last bytes Release keeps in memory.
 const releaseKeep = 16 << 10
 
-// Release shrinks the ring of a closed stream to its last 16 KiB and closes
-// the read handle; older bytes are then served from the file. It is a no-op
-// on an open stream.
+// Release shrinks the ring of a closed stream to its last 16 KiB, plus any
+// bytes its file lacks, and closes the read handle; older bytes are then
+// served from the file. It is a no-op on an open stream.
 func (s *Stream) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,8 +195,16 @@ func (s *Stream) Release() {
 		s.readFile.Close()
 		s.readFile = nil
 	}
-	keep := min(int64(releaseKeep), s.total-s.ringStart())
-	start := s.total - keep
+	// Keep the last releaseKeep bytes, and every byte the file lacks (past
+	// its cap, after a write error, or a memory-only stream): those exist
+	// only here.
+	start := max(s.total-int64(releaseKeep), s.ringStart())
+	if s.path == "" || s.werr != nil {
+		start = s.ringStart()
+	} else if s.inFile < start {
+		start = max(s.inFile, s.ringStart())
+	}
+	keep := s.total - start
 	tail := make([]byte, keep)
 	s.copyRing(tail, start)
 	s.ring, s.ringBase = tail, start

@@ -157,3 +157,24 @@ func TestNoFileUntilFirstWrite(t *testing.T) {
 		t.Error("negative offset accepted")
 	}
 }
+
+// Bytes the file never got stay readable after Release.
+func TestReleaseKeepsBytesPastTheCap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.out")
+	s, _ := Create(path, &Options{RingSize: 1 << 20, FileCap: 1000})
+	all := fill(100<<10, 5)
+	s.Write(all)
+	s.Close()
+	s.Release()
+	got, skipped := readAll(t, s, 0, 7000)
+	if skipped != 0 || !bytes.Equal(got, all) {
+		t.Fatalf("after release: %d bytes, %d skipped, want all %d", len(got), skipped, len(all))
+	}
+	m, _ := Create("", &Options{RingSize: 1 << 20})
+	m.Write(all)
+	m.Close()
+	m.Release()
+	if got, _ := readAll(t, m, 0, 7000); !bytes.Equal(got, all) {
+		t.Fatalf("memory-only stream lost bytes at release: %d of %d", len(got), len(all))
+	}
+}

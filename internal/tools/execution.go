@@ -74,7 +74,7 @@ func waitArg(p *float64, def float64) (time.Duration, string, error) {
 	if p != nil {
 		w = *p
 	}
-	if w < 0 {
+	if w < 0 || w != w {
 		return 0, "", fmt.Errorf("wait_seconds %v: must be >= 0", w)
 	}
 	note := ""
@@ -89,12 +89,9 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if strings.TrimSpace(in.Cmd) == "" {
 		return nil, TaskStatus{}, errors.New("cmd: must not be empty")
 	}
-	var timeout time.Duration
-	if in.TimeoutSecs != nil {
-		if *in.TimeoutSecs < 0 {
-			return nil, TaskStatus{}, fmt.Errorf("timeout_secs %v: must be >= 0", *in.TimeoutSecs)
-		}
-		timeout = time.Duration(*in.TimeoutSecs * float64(time.Second))
+	timeout, err := seconds(in.TimeoutSecs, 0, "timeout_secs")
+	if err != nil {
+		return nil, TaskStatus{}, err
 	}
 	wait, note, err := waitArg(in.WaitSeconds, 3)
 	if err != nil {
@@ -117,6 +114,11 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		}
 	}
 	in2 := j.Info()
+	if in2.State.Terminal() { // failed to start, or already over
+		st := h.taskStatus(in2)
+		st.Note = note
+		return text(renderStatus(st)), st, nil
+	}
 	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: in2.StdoutPath, StderrPath: in2.StderrPath, Note: note}
 	msg := "task started: id=" + in2.ID
 	if in2.State == job.Pending {

@@ -84,7 +84,9 @@ func ParseGroups(groups []string) ([]string, error) {
 }
 
 // NewServer builds the MCP server of one session. The returned stop func
-// detaches it from the inbox; call it when the session ends.
+// detaches it from the inbox and waits for its notification sender; call it
+// once the session's transport is closed (a send blocked on a client that
+// stopped reading ends only then).
 func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), error) {
 	groups, err := ParseGroups(groups)
 	if err != nil {
@@ -127,7 +129,41 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	}
 	h.addAlways(srv)
 	h.addResources(srv)
-	stop := d.Inbox.Subscribe(func(c inbox.Change) { notifyChange(srv, c) })
+	// Each server sends its notifications from its own goroutine, fed
+	// through a bounded queue: a client that stops reading delays only its
+	// own notifications, never the inbox or other sessions. When the queue
+	// is full, changes for this session are dropped (get_loose_ends always
+	// has the current state).
+	notes := make(chan inbox.Change, 256)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case c := <-notes:
+				notifyChange(srv, c)
+			case <-quit:
+				return
+			}
+		}
+	}()
+	unsub := d.Inbox.Subscribe(func(c inbox.Change) {
+		select {
+		case notes <- c:
+		default:
+			d.Logger.Warn("notification dropped: session not reading", "session", sess.ID)
+		}
+	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			unsub()
+			close(quit)
+			wg.Wait()
+		})
+	}
 	return srv, stop, nil
 }
 

@@ -180,13 +180,20 @@ func resolveDir(sess *Session, dir string) (string, error) {
 	return dir, nil
 }
 
+// maxSeconds bounds every seconds argument (about 3 years): larger values
+// would overflow a time.Duration.
+const maxSeconds = 1e8
+
 func seconds(p *float64, def float64, field string) (time.Duration, error) {
 	v := def
 	if p != nil {
 		v = *p
 	}
-	if v < 0 {
+	if v < 0 || v != v {
 		return 0, fmt.Errorf("%s %v: must be >= 0", field, v)
+	}
+	if v > maxSeconds {
+		return 0, fmt.Errorf("%s %v: must be <= %g", field, v, float64(maxSeconds))
 	}
 	return time.Duration(v * float64(time.Second)), nil
 }
@@ -324,11 +331,12 @@ const truncMarker = "\x00TRUNC\x00"
 func inline(s *output.Stream, limit int64) (string, int64) {
 	total := s.Stats().Total
 	if total <= limit {
-		return decode(readRange(s, 0, total)), 0
+		all, skipped := readRange(s, 0, total)
+		return decode(all), skipped
 	}
 	half := limit / 2
-	head := readRange(s, 0, half)
-	tail := readRange(s, total-half, total)
+	head, _ := readRange(s, 0, half)
+	tail, _ := readRange(s, total-half, total)
 	// Cut on rune boundaries.
 	if len(head) > 0 && !utf8.FullRune(head[lastRuneStart(head):]) {
 		head = head[:lastRuneStart(head)]
@@ -349,17 +357,23 @@ func lastRuneStart(b []byte) int {
 	return len(b)
 }
 
-func readRange(s *output.Stream, from, to int64) []byte {
-	var out []byte
+// readRange reads [from, to) of a stream. Bytes no longer kept anywhere
+// (past the file cap and out of the ring) are left out; skipped counts them
+// and a gap marker stands where they were.
+func readRange(s *output.Stream, from, to int64) (out []byte, skipped int64) {
 	for from < to {
 		c, err := s.Read(from, int(min(to-from, 1<<20)))
 		if err != nil || c.Next <= from {
 			break
 		}
+		if c.Skipped > 0 {
+			skipped += c.Skipped
+			out = append(out, fmt.Sprintf("\n[... %d bytes no longer kept ...]\n", c.Skipped)...)
+		}
 		out = append(out, c.Data...)
 		from = c.Next
 	}
-	return out
+	return out, skipped
 }
 
 func decode(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
@@ -447,7 +461,8 @@ func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, e
 
 func fullRune(b []byte) bool { return utf8.FullRune(b) }
 
-// readFileAt reads up to max bytes of a file from off.
+// readFileAt reads up to max bytes of a file from off, ending on a rune
+// boundary unless the file ends there.
 func readFileAt(path string, off int64, max int) ([]byte, int64) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -455,6 +470,12 @@ func readFileAt(path string, off int64, max int) ([]byte, int64) {
 	}
 	defer f.Close()
 	buf := make([]byte, max)
-	n, _ := f.ReadAt(buf, off)
-	return buf[:n], off + int64(n)
+	n, err := f.ReadAt(buf, off)
+	buf = buf[:n]
+	if err == nil { // more follows: do not split a rune
+		if cut := lastRuneStart(buf); cut < len(buf) && !utf8.FullRune(buf[cut:]) {
+			buf = buf[:cut]
+		}
+	}
+	return buf, off + int64(len(buf))
 }

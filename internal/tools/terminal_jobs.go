@@ -152,8 +152,11 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 	if stream != "both" && stream != "stdout" && stream != "stderr" {
 		return nil, JobLogs{}, fmt.Errorf("stream %q: must be stdout, stderr or both", in.Stream)
 	}
-	if in.SinceOffset < 0 || in.StderrOffset < 0 {
-		return nil, JobLogs{}, errors.New("since_offset: must be >= 0")
+	if in.SinceOffset < 0 {
+		return nil, JobLogs{}, fmt.Errorf("since_offset %d: must be >= 0", in.SinceOffset)
+	}
+	if in.StderrOffset < 0 {
+		return nil, JobLogs{}, fmt.Errorf("stderr_offset %d: must be >= 0", in.StderrOffset)
 	}
 	maxKB := in.MaxKB
 	if maxKB == 0 {

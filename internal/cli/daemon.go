@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES] [--handle-ttl D] [--handle-cap BYTES]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES]", run: runDaemon})
 }
 
 func runDaemon(ctx context.Context, e Env, args []string) error {
@@ -24,6 +24,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	maxRunning := fs.Int("max-running", 64, "jobs running at once; the rest wait pending")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGINT and SIGKILL when a job is stopped")
 	fileCap := fs.Int64("file-cap", 1<<30, "cap of each job output file in bytes (past it bytes are counted as dropped)")
+	retain := fs.Duration("retain", 7*24*time.Hour, "how long ended jobs (records and output files) are kept; 0 keeps them forever")
 	handleTTL := fs.Duration("handle-ttl", 5*time.Minute, "how long a terminal_exec output handle lives after its last use")
 	handleCap := fs.Int64("handle-cap", 64<<20, "bytes all output handles together may refer to (least recently used go first)")
 	if err := parse(fs, args); err != nil {
@@ -52,7 +53,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	return daemon.Run(ctx, daemon.Config{
 		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
-		HandleTTL: *handleTTL, HandleCap: *handleCap,
+		HandleTTL: *handleTTL, HandleCap: *handleCap, Retain: retainArg(*retain),
 	})
 }
 
@@ -68,4 +69,13 @@ func tuneGC() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(1 << 30)
 	}
+}
+
+// retainArg maps the --retain flag (0 = forever) onto Config.Retain
+// (negative = forever).
+func retainArg(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

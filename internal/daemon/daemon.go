@@ -41,6 +41,9 @@ type Config struct {
 	MaxRunning int
 	Grace      time.Duration
 	FileCap    int64
+	// Retain is how long ended jobs (records and output files) are kept.
+	// If zero, 7 days; negative keeps them forever.
+	Retain time.Duration
 	// HandleTTL and HandleCap configure terminal_exec output handles
 	// (zero: 5 minutes, 64 MiB).
 	HandleTTL time.Duration
@@ -124,6 +127,11 @@ func Run(ctx context.Context, cfg Config) error {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
+		d.prune(ctx)
+	}()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
 		<-ctx.Done()
 		ln.Close()
 		if httpSrv != nil {
@@ -166,6 +174,32 @@ func Run(ctx context.Context, cfg Config) error {
 	d.wg.Wait()
 	d.st.Close()
 	return nil
+}
+
+// prune removes ended jobs older than the retention, now and every hour,
+// until ctx ends.
+func (d *daemon) prune(ctx context.Context) {
+	keep := d.cfg.Retain
+	if keep == 0 {
+		keep = 7 * 24 * time.Hour
+	}
+	if keep < 0 {
+		return
+	}
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		if n, err := d.jobs.Prune(ctx, time.Now().Add(-keep)); err != nil {
+			d.log.Error("prune old jobs", "err", err)
+		} else if n > 0 {
+			d.log.Info("pruned old jobs", "count", n, "older_than", keep)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (d *daemon) addCloser(f func()) {

@@ -77,12 +77,14 @@ func TestStalledClientDoesNotBlockOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The healthy session hears about the changes (a burst may be
+	// coalesced, never silenced).
 	deadline := time.Now().Add(10 * time.Second)
-	for updates.Load() < 400 && time.Now().Before(deadline) {
+	for updates.Load() < 100 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if n := updates.Load(); n < 400 {
-		t.Errorf("healthy session got %d of 400 notifications", n)
+	if n := updates.Load(); n < 100 {
+		t.Errorf("healthy session got %d notifications for 400 changes", n)
 	}
 	var le struct {
 		Todos []json.RawMessage `json:"todos"`

@@ -522,3 +522,41 @@ func h0wait(t *testing.T, j *Job) Info {
 	}
 	return in
 }
+
+func TestPrune(t *testing.T) {
+	h := newHarness(t, Options{})
+	old := h.start(Spec{Cmd: "echo old"})
+	oldInfo := h.wait(old)
+	time.Sleep(5 * time.Millisecond) // records keep milliseconds
+	cut := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	newer := h.start(Spec{Cmd: "echo newer"})
+	h.wait(newer)
+	running := h.start(Spec{Cmd: "sleep 30"})
+	// Let the writer store the ends.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rec, err := h.st.GetJob(context.Background(), old.ID())
+		if err == nil && rec.State == "done" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	n, err := h.m.Prune(context.Background(), cut)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v; want 1", n, err)
+	}
+	if _, err := h.m.Lookup(context.Background(), old.ID()); !errors.Is(err, ErrNotFound) {
+		t.Errorf("old job still there: %v", err)
+	}
+	if _, err := os.Stat(oldInfo.StdoutPath); !os.IsNotExist(err) {
+		t.Errorf("old output file kept: %v", err)
+	}
+	for _, j := range []*Job{newer, running} {
+		if _, err := h.m.Lookup(context.Background(), j.ID()); err != nil {
+			t.Errorf("job %s pruned: %v", j.ID(), err)
+		}
+	}
+	h.m.Kill(running.ID(), true)
+	h.wait(running)
+}

@@ -494,3 +494,35 @@ func fromRecord(r store.Job) Info {
 		StderrDropped: r.StderrDropped, Leftover: r.Leftover,
 	}
 }
+
+// Prune forgets jobs that ended before t: their records, their output
+// files, and the Job objects this daemon still held for them. It returns
+// how many were removed.
+func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
+	n := 0
+	for {
+		old, err := m.o.Store.DeleteJobsEndedBefore(ctx, before, 500)
+		if err != nil {
+			return n, err
+		}
+		m.mu.Lock()
+		for _, rec := range old {
+			if j, ok := m.jobs[rec.ID]; ok && j.Info().State.Terminal() {
+				delete(m.jobs, rec.ID)
+				m.removeOrder(rec.ID)
+			}
+		}
+		m.mu.Unlock()
+		for _, rec := range old {
+			for _, p := range []string{rec.StdoutPath, rec.StderrPath} {
+				if p != "" {
+					os.Remove(p)
+				}
+			}
+		}
+		n += len(old)
+		if len(old) < 500 {
+			return n, nil
+		}
+	}
+}

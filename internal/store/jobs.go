@@ -142,3 +142,24 @@ func nullInt(p *int) any {
 
 // IsNotFound reports whether err is ErrNotFound.
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// DeleteJobsEndedBefore deletes the records of jobs that ended before t
+// (at most limit of them, oldest first) and returns what was deleted, so
+// the caller can remove their files.
+func (s *Store) DeleteJobsEndedBefore(ctx context.Context, t time.Time, limit int) ([]Job, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE ended_at > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?`,
+		t.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list old jobs: %w", err)
+	}
+	old, err := scanJobs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("list old jobs: %w", err)
+	}
+	for _, j := range old {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM jobs WHERE id = ? AND ended_at = ?`, j.ID, j.Ended.UnixMilli()); err != nil {
+			return nil, fmt.Errorf("delete job %s: %w", j.ID, err)
+		}
+	}
+	return old, nil
+}

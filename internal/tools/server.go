@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -134,8 +135,9 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	// own notifications, never the inbox or other sessions. When the queue
 	// is full, changes for this session are dropped (get_loose_ends always
 	// has the current state).
-	notes := make(chan inbox.Change, 256)
+	notes := make(chan inbox.Change, 1024)
 	quit := make(chan struct{})
+	var dropped atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -144,6 +146,13 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 			select {
 			case c := <-notes:
 				notifyChange(srv, c)
+				if len(notes) == 0 && dropped.Swap(false) {
+					// Some changes were dropped: one more update tells
+					// subscribers to read the current state.
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: LooseEndsURI})
+					cancel()
+				}
 			case <-quit:
 				return
 			}
@@ -153,7 +162,9 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		select {
 		case notes <- c:
 		default:
-			d.Logger.Warn("notification dropped: session not reading", "session", sess.ID)
+			if !dropped.Swap(true) {
+				d.Logger.Warn("notifications dropped: session not reading", "session", sess.ID)
+			}
 		}
 	})
 	var once sync.Once

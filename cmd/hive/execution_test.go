@@ -210,11 +210,7 @@ func TestNamesAndKill(t *testing.T) {
 
 func TestPendingCancelledByKill(t *testing.T) {
 	state := stateDir(t)
-	d := hiveCmd(state, "daemon", "--max-running", "1")
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go d.Wait()
+	startDaemon(t, state, "--max-running", "1")
 	s := connect(t, state, t.TempDir())
 	var a, b taskStatus
 	s.mustCall("run", map[string]any{"cmd": "sleep 30", "wait_seconds": 0}, &a)

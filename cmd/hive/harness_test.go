@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -211,4 +212,32 @@ func (s *session) mustCall(name string, args map[string]any, out any) string {
 		s.t.Fatalf("%s(%v): tool error: %s", name, args, text)
 	}
 	return text
+}
+
+// startDaemon starts `hive daemon ARGS` for the state dir and returns once
+// it answers on its socket, so no bridge starts a second one with other
+// flags. The state dir's cleanup stops it.
+func startDaemon(t *testing.T, state string, args ...string) {
+	t.Helper()
+	d := hiveCmd(state, append([]string{"daemon"}, args...)...)
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go d.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for daemonPid(state) != d.Process.Pid || !socketAnswers(state) {
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not come up")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func socketAnswers(state string) bool {
+	c, err := net.Dial("unix", filepath.Join(state, "hive.sock"))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

@@ -27,11 +27,7 @@ func freePort(t *testing.T) string {
 // startHTTPDaemon starts `hive daemon --http ADDR` and waits until it answers.
 func startHTTPDaemon(t *testing.T, state, addr string, extra ...string) {
 	t.Helper()
-	d := hiveCmd(state, append([]string{"daemon", "--http", addr}, extra...)...)
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go d.Wait()
+	startDaemon(t, state, append([]string{"--http", addr}, extra...)...)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if c, err := net.Dial("tcp", addr); err == nil {

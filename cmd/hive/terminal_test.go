@@ -298,11 +298,7 @@ func TestTerminalJobs(t *testing.T) {
 // how many were dropped.
 func TestJobLogsDroppedOffset(t *testing.T) {
 	state := stateDir(t)
-	d := hiveCmd(state, "daemon", "--file-cap", "1000")
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go d.Wait()
+	startDaemon(t, state, "--file-cap", "1000")
 	s := connect(t, state, t.TempDir())
 	var st struct {
 		JobID string `json:"job_id"`
@@ -387,11 +383,7 @@ func TestJobLogsProgress(t *testing.T) {
 // Output past the file cap is still shown whole while the memory ring has it.
 func TestExecOutputPastFileCap(t *testing.T) {
 	state := stateDir(t)
-	d := hiveCmd(state, "daemon", "--file-cap", "1000")
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go d.Wait()
+	startDaemon(t, state, "--file-cap", "1000")
 	s := connect(t, state, t.TempDir())
 	var e envelope
 	s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 20000"}, &e)

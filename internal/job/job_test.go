@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -105,8 +106,8 @@ func readAll(t *testing.T, j *Job, stderr bool) string {
 
 // alive reports whether pid is a live, non-zombie process.
 func alive(pid int) bool {
-	st, ok := readStat(pid)
-	return ok && st.state != 'Z' && st.state != 'X'
+	st, ok := proc.Read(pid)
+	return ok && st.Alive()
 }
 
 func TestExitCodesAndOutput(t *testing.T) {

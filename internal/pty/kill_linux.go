@@ -1,14 +1,13 @@
 package pty
 
 import (
-	"bytes"
 	"errors"
-	"os"
-	"strconv"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // killWait bounds how long killSession waits for killed processes to die.
@@ -99,41 +98,19 @@ func waitPidfds(fds []int, deadline time.Time) {
 
 // sessionProcs lists the live (not zombie) processes of session sid.
 func sessionProcs(sid int) []int {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
 	var pids []int
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if s, ok := procSession(pid); ok && s == sid {
-			pids = append(pids, pid)
-		}
+	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Session == sid }) {
+		pids = append(pids, st.Pid)
 	}
 	return pids
 }
 
-// procSession reads the session id of a live process from /proc/PID/stat;
-// ok is false for a process that is gone or a zombie.
+// procSession reads the session id of a live process; ok is false for a
+// process that is gone or a zombie.
 func procSession(pid int) (sid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
+	st, ok := proc.Read(pid)
+	if !ok || !st.Alive() {
 		return 0, false
 	}
-	// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 4 || f[0][0] == 'Z' || f[0][0] == 'X' {
-		return 0, false
-	}
-	sid, err = strconv.Atoi(string(f[3]))
-	return sid, err == nil
+	return st.Session, true
 }

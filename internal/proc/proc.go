@@ -1,0 +1,20 @@
+// Package proc reads the process table: what hive needs to know about
+// processes it did not start or no longer waits on (group members left
+// behind by a job, the processes of a PTY session, processes of a dead
+// daemon's jobs). It reads /proc on Linux; elsewhere it knows nothing and
+// callers fall back to process-group signals.
+package proc
+
+// Stat is what hive reads of a process's /proc/PID/stat.
+type Stat struct {
+	Pid     int
+	State   byte // 'R', 'S', 'Z' (zombie), ...
+	Pgrp    int
+	Session int
+	// Start is the start time in clock ticks after boot: with the pid, it
+	// identifies a process across pid reuse.
+	Start uint64
+}
+
+// Alive reports whether the process is running (not a zombie).
+func (s Stat) Alive() bool { return s.State != 'Z' && s.State != 'X' }

@@ -1,0 +1,71 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// Supported reports whether this platform has a readable process table.
+const Supported = true
+
+// Read returns the Stat of pid; ok is false when the process is gone.
+func Read(pid int) (Stat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return Stat{}, false
+	}
+	// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return Stat{}, false
+	}
+	f := bytes.Fields(b[i+2:])
+	// f[0] is field 3 (state); pgrp is field 5, session 6, starttime 22.
+	if len(f) < 20 {
+		return Stat{}, false
+	}
+	pgrp, _ := strconv.Atoi(string(f[2]))
+	sid, _ := strconv.Atoi(string(f[3]))
+	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
+	return Stat{Pid: pid, State: f[0][0], Pgrp: pgrp, Session: sid, Start: start}, true
+}
+
+// Live lists the running (non-zombie) processes that match keep (nil
+// keeps all).
+func Live(keep func(Stat) bool) []Stat {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var out []Stat
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		st, ok := Read(pid)
+		if !ok || !st.Alive() || (keep != nil && !keep(st)) {
+			continue
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// HasEnv reports whether the environment of pid holds the exact line kv
+// ("KEY=value"). Processes of other users cannot be read: false.
+func HasEnv(pid int, kv string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, line := range bytes.Split(b, []byte{0}) {
+		if string(line) == kv {
+			return true
+		}
+	}
+	return false
+}

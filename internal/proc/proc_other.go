@@ -1,0 +1,15 @@
+//go:build !linux
+
+package proc
+
+// Supported reports whether this platform has a readable process table.
+const Supported = false
+
+// Read knows nothing without /proc.
+func Read(pid int) (Stat, bool) { return Stat{}, false }
+
+// Live knows nothing without /proc.
+func Live(keep func(Stat) bool) []Stat { return nil }
+
+// HasEnv knows nothing without /proc.
+func HasEnv(pid int, kv string) bool { return false }

@@ -73,6 +73,13 @@ func TestRunInlineResult(t *testing.T) {
 	if _, _, ok := s.todoFor(st.ID); ok {
 		t.Errorf("inline result left a todo")
 	}
+	// The tool envelope logged the call before and after.
+	log, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
+	for _, want := range []string{`msg="tool call"`, `tool=run`, `exit 3`, `msg="tool done"`, `duration_ms=`, `outcome=ok`} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("daemon.log lacks %q", want)
+		}
+	}
 }
 
 func TestRunBackgroundStatusAndTodo(t *testing.T) {

@@ -102,116 +102,108 @@ func (g *pathGlob) match(path string) bool {
 	return false
 }
 
-// expandBraces turns "a{b,c}d" into ["abd", "acd"], keeping escapes and
-// character classes intact for the token parser.
-func expandBraces(p string) ([]string, error) {
-	open := -1
+// scanGlob walks the glob pattern p from byte index i and calls top with
+// the index of each byte outside character classes that is not escaped (the
+// `\` of an escape is passed, the byte it escapes is skipped). A class runs
+// from `[` to the next `]`, except that a `]` first in the class (after an
+// optional `!` or `^`) is a member. The walk stops at the first byte for
+// which top returns false and returns its index, or returns -1 at the end.
+func scanGlob(p string, i int, top func(i int) bool) int {
 	inClass := false
 	classStart := 0
-	for i := 0; i < len(p); i++ {
+	for ; i < len(p); i++ {
 		c := p[i]
 		switch {
 		case inClass:
 			if c == ']' && i > classStart {
 				inClass = false
 			}
-		case c == '\\':
-			i++
+			continue
 		case c == '[':
 			inClass = true
 			classStart = i + 1
 			if classStart < len(p) && (p[classStart] == '!' || p[classStart] == '^') {
 				classStart++
 			}
-		case c == '{':
-			open = i
+			continue
 		}
-		if open >= 0 {
-			break
+		if !top(i) {
+			return i
+		}
+		if c == '\\' {
+			i++
 		}
 	}
+	return -1
+}
+
+// expandBraces turns "a{b,c}d" into ["abd", "acd"], keeping escapes and
+// character classes intact for the token parser.
+func expandBraces(p string) ([]string, error) {
+	open := scanGlob(p, 0, func(i int) bool { return p[i] != '{' })
 	if open < 0 {
 		return []string{stripStrayCloseBraces(p)}, nil
 	}
 	// Find the matching close and the top-level commas.
 	var parts []string
 	start := open + 1
-	inClass = false
-	for i := open + 1; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case inClass:
-			if c == ']' && i > classStart {
-				inClass = false
-			}
-		case c == '\\':
-			i++
-		case c == '[':
-			inClass = true
-			classStart = i + 1
-			if classStart < len(p) && (p[classStart] == '!' || p[classStart] == '^') {
-				classStart++
-			}
-		case c == '{':
-			return nil, errors.New("nested alternate groups are not allowed")
-		case c == ',':
+	end := scanGlob(p, open+1, func(i int) bool {
+		switch p[i] {
+		case '{', '}':
+			return false
+		case ',':
 			parts = append(parts, p[start:i])
 			start = i + 1
-		case c == '}':
-			parts = append(parts, p[start:i])
-			prefix := p[:open]
-			rest, err := expandBraces(p[i+1:])
-			if err != nil {
-				return nil, err
-			}
-			if len(parts)*len(rest) > maxGlobExpansions {
-				return nil, errGlobTooManyAlternatives
-			}
-			out := make([]string, 0, len(parts)*len(rest))
-			for _, a := range parts {
-				for _, r := range rest {
-					out = append(out, prefix+a+r)
-				}
-			}
-			return out, nil
+		}
+		return true
+	})
+	switch {
+	case end < 0:
+		return nil, errors.New("unclosed alternate group; missing '}'")
+	case p[end] == '{':
+		return nil, errors.New("nested alternate groups are not allowed")
+	}
+	parts = append(parts, p[start:end])
+	prefix := p[:open]
+	rest, err := expandBraces(p[end+1:])
+	if err != nil {
+		return nil, err
+	}
+	if len(parts)*len(rest) > maxGlobExpansions {
+		return nil, errGlobTooManyAlternatives
+	}
+	out := make([]string, 0, len(parts)*len(rest))
+	for _, a := range parts {
+		for _, r := range rest {
+			out = append(out, prefix+a+r)
 		}
 	}
-	return nil, errors.New("unclosed alternate group; missing '}'")
+	return out, nil
 }
 
 // stripStrayCloseBraces drops unescaped '}' outside classes: ripgrep treats
-// an unopened '}' as an empty group, not as a literal.
+// an unopened '}' as an empty group, not as a literal. A dangling '\' at the
+// end comes back doubled, so the token parser reads it as an escaped '\'
+// rather than rejecting it as ripgrep does.
 func stripStrayCloseBraces(p string) string {
 	if !strings.Contains(p, "}") {
 		return p
 	}
 	var b strings.Builder
-	inClass := false
-	classStart := 0
-	for i := 0; i < len(p); i++ {
-		c := p[i]
+	kept := 0 // p[:kept] is written
+	scanGlob(p, 0, func(i int) bool {
 		switch {
-		case inClass:
-			if c == ']' && i > classStart {
-				inClass = false
-			}
-		case c == '\\':
-			b.WriteByte(c)
-			if i+1 < len(p) {
-				i++
-				c = p[i]
-			}
-		case c == '[':
-			inClass = true
-			classStart = i + 1
-			if classStart < len(p) && (p[classStart] == '!' || p[classStart] == '^') {
-				classStart++
-			}
-		case c == '}':
-			continue
+		case p[i] == '}':
+			b.WriteString(p[kept:i])
+			kept = i + 1
+		case p[i] == '\\' && i == len(p)-1:
+			b.WriteString(p[kept:])
+			b.WriteByte('\\')
+			kept = len(p)
 		}
-		b.WriteByte(c)
-	}
+		return true
+	})
+	b.WriteString(p[kept:])
 	return b.String()
 }
 

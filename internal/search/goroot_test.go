@@ -1,9 +1,7 @@
 package search
 
 import (
-	"context"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"testing"
 )
@@ -27,17 +25,9 @@ func TestGOROOTAgree(t *testing.T) {
 		{Pattern: "ELF|PNG|GIF8|PK", MaxResults: 100000},
 	} {
 		o.Dir = src
-		got, err := GrepBuiltin(context.Background(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := GrepRG(context.Background(), rg, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got.Engine, want.Engine = "", ""
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%q in %s:\n%s", o.Pattern, o.Path, diffResults(got, want))
+		got, diff := compareEngines(t, rg, o)
+		if diff != "" {
+			t.Errorf("%q in %s:\n%s", o.Pattern, o.Path, diff)
 		} else if got.Count == 0 {
 			t.Errorf("%q in %s: no match", o.Pattern, o.Path)
 		}

@@ -197,30 +197,23 @@ var perlClassBodies = sync.OnceValue(func() map[byte]string {
 
 func mergeTables(ts ...*unicode.RangeTable) [][2]rune {
 	var rs [][2]rune
+	// add appends a table range: whole when its stride is 1, else each
+	// member on its own.
+	add := func(lo, hi, stride rune) {
+		for ; lo <= hi; lo += stride {
+			if stride == 1 {
+				rs = append(rs, [2]rune{lo, hi})
+				return
+			}
+			rs = append(rs, [2]rune{lo, lo})
+		}
+	}
 	for _, t := range ts {
 		for _, r := range t.R16 {
-			for lo := rune(r.Lo); lo <= rune(r.Hi); lo += rune(r.Stride) {
-				hi := lo
-				if r.Stride == 1 {
-					hi = rune(r.Hi)
-				}
-				rs = append(rs, [2]rune{lo, hi})
-				if r.Stride == 1 {
-					break
-				}
-			}
+			add(rune(r.Lo), rune(r.Hi), rune(r.Stride))
 		}
 		for _, r := range t.R32 {
-			for lo := rune(r.Lo); lo <= rune(r.Hi); lo += rune(r.Stride) {
-				hi := lo
-				if r.Stride == 1 {
-					hi = rune(r.Hi)
-				}
-				rs = append(rs, [2]rune{lo, hi})
-				if r.Stride == 1 {
-					break
-				}
-			}
+			add(rune(r.Lo), rune(r.Hi), rune(r.Stride))
 		}
 	}
 	slices.SortFunc(rs, func(a, b [2]rune) int { return int(a[0] - b[0]) })

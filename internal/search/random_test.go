@@ -1,14 +1,10 @@
 package search
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"reflect"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -79,32 +75,7 @@ func TestRandomTreesAgree(t *testing.T) {
 	for seed := range uint64(25) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		repo := randomTree(t, r)
-		for _, hidden := range []bool{false, true} {
-			for _, noIgnore := range []bool{false, true} {
-				args := []string{"--files", "--no-config", "--no-ignore-global", "--glob=!.git", "--", repo}
-				if hidden {
-					args = append([]string{"--hidden"}, args...)
-				}
-				if noIgnore {
-					args = append([]string{"--no-ignore"}, args...)
-				}
-				out, _ := exec.Command(rg, args...).Output()
-				var want []string
-				for _, p := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-					if p != "" {
-						want = append(want, filepath.ToSlash(strings.TrimPrefix(p, repo+string(filepath.Separator))))
-					}
-				}
-				slices.Sort(want)
-				res, err := Glob(context.Background(), GlobOptions{Pattern: "**", Dir: repo, Hidden: hidden, NoIgnore: noIgnore, MaxResults: 100000})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := globPaths(res, false); !reflect.DeepEqual(got, want) {
-					t.Errorf("seed %d hidden=%v noIgnore=%v: glob files\n got %v\nwant %v", seed, hidden, noIgnore, got, want)
-				}
-			}
-		}
+		checkGlobMatchesRGFiles(t, rg, repo, fmt.Sprintf("seed %d ", seed))
 		for i := range 4 {
 			o := Options{Pattern: randPatterns[r.IntN(len(randPatterns))], Dir: repo, Hidden: i&1 == 1,
 				MaxResults: 1 + r.IntN(40), Context: r.IntN(3), IgnoreCase: r.IntN(3) == 0, FixedStrings: r.IntN(5) == 0}
@@ -114,17 +85,8 @@ func TestRandomTreesAgree(t *testing.T) {
 			if r.IntN(4) == 0 {
 				o.Type = "go"
 			}
-			got, err := GrepBuiltin(context.Background(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := GrepRG(context.Background(), rg, o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got.Engine, want.Engine = "", ""
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("seed %d options %+v:\n%s", seed, o, diffResults(got, want))
+			if _, diff := compareEngines(t, rg, o); diff != "" {
+				t.Errorf("seed %d options %+v:\n%s", seed, o, diff)
 			}
 		}
 	}

@@ -214,29 +214,41 @@ func grepCases() []grepCase {
 func TestEnginesAgree(t *testing.T) {
 	rg := rgPath(t)
 	repo := buildFixture(t)
-	ctx := context.Background()
 	for _, tc := range grepCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			o := tc.o
 			o.Dir = repo
-			got, err := GrepBuiltin(ctx, o)
-			if err != nil {
-				t.Fatalf("builtin: %v", err)
-			}
-			want, err := GrepRG(ctx, rg, o)
-			if err != nil {
-				t.Fatalf("rg: %v", err)
-			}
-			if got.Engine != EngineBuiltin || want.Engine != EngineRG {
-				t.Errorf("engines = %q, %q", got.Engine, want.Engine)
-			}
-			got.Engine, want.Engine = "", ""
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("results differ\n%s", diffResults(got, want))
+			got, diff := compareEngines(t, rg, o)
+			if diff != "" {
+				t.Errorf("results differ\n%s", diff)
 			}
 			checkCase(t, tc, got)
 		})
 	}
+}
+
+// compareEngines runs o through GrepBuiltin and GrepRG (with the rg binary
+// at rg) and returns the builtin result, its Engine cleared, with a diff
+// against rg's, "" when they agree. It stops the test if either engine
+// fails, and fails it if either reports another engine's name.
+func compareEngines(t *testing.T, rg string, o Options) (Result, string) {
+	t.Helper()
+	got, err := GrepBuiltin(context.Background(), o)
+	if err != nil {
+		t.Fatalf("builtin: %v", err)
+	}
+	want, err := GrepRG(context.Background(), rg, o)
+	if err != nil {
+		t.Fatalf("rg: %v", err)
+	}
+	if got.Engine != EngineBuiltin || want.Engine != EngineRG {
+		t.Errorf("engines = %q, %q", got.Engine, want.Engine)
+	}
+	got.Engine, want.Engine = "", ""
+	if reflect.DeepEqual(got, want) {
+		return got, ""
+	}
+	return got, diffResults(got, want)
 }
 
 // TestOutsidePath searches a path outside Dir: paths come back absolute.
@@ -244,17 +256,9 @@ func TestOutsidePath(t *testing.T) {
 	rg := rgPath(t)
 	repo := buildFixture(t)
 	o := Options{Pattern: "needle", Dir: filepath.Join(repo, "sub"), Path: "../web", Globs: []string{"*.js"}}
-	got, err := GrepBuiltin(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := GrepRG(context.Background(), rg, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Engine, want.Engine = "", ""
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("results differ\n%s", diffResults(got, want))
+	got, diff := compareEngines(t, rg, o)
+	if diff != "" {
+		t.Errorf("results differ\n%s", diff)
 	}
 	if len(got.Matches) != 1 || got.Matches[0].Path != filepath.Join(repo, "web", "app.js") {
 		t.Errorf("matches = %+v, want one in %s", got.Matches, filepath.Join(repo, "web", "app.js"))
@@ -390,13 +394,24 @@ func TestMatchDetails(t *testing.T) {
 	}
 }
 
+// inputErrorCase is a call that must fail with an *InputError on field.
+type inputErrorCase[O any] struct {
+	name  string
+	o     O
+	field string
+}
+
+// checkInputError fails t unless err is an *InputError on field.
+func checkInputError(t *testing.T, err error, field string) {
+	t.Helper()
+	if ie, ok := errors.AsType[*InputError](err); !ok || ie.Field != field {
+		t.Errorf("err = %v, want InputError on %q", err, field)
+	}
+}
+
 func TestInputErrors(t *testing.T) {
 	repo := buildFixture(t)
-	tests := []struct {
-		name  string
-		o     Options
-		field string
-	}{
+	tests := []inputErrorCase[Options]{
 		{"bad regex", Options{Pattern: "(unclosed"}, "pattern"},
 		{"bad repetition", Options{Pattern: "a**"}, "pattern"},
 		{"newline", Options{Pattern: "a\nb"}, "pattern"},
@@ -422,13 +437,7 @@ func TestInputErrors(t *testing.T) {
 					o.Dir = repo
 				}
 				_, err := grep(context.Background(), o)
-				var ie *InputError
-				if !errors.As(err, &ie) {
-					t.Fatalf("err = %v, want *InputError", err)
-				}
-				if ie.Field != tt.field {
-					t.Errorf("field = %q, want %q (%v)", ie.Field, tt.field, err)
-				}
+				checkInputError(t, err, tt.field)
 			})
 		}
 	}

@@ -395,3 +395,30 @@ func TestExecOutputPastFileCap(t *testing.T) {
 		t.Errorf("stdout %d bytes (truncated %d), want the whole %d", len(e.Stdout), e.StdoutTruncatedBytes, want.Len())
 	}
 }
+
+func TestPTYAndSearchBadInput(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	tests := []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"terminal_pty_open", map[string]any{"cols": 5000}, "cols"},
+		{"terminal_pty_open", map[string]any{"name": "Bad Name"}, "name"},
+		{"terminal_pty_open", map[string]any{"cwd": "/no/such/dir"}, "cwd"},
+		{"terminal_pty_send", map[string]any{"session_id": "pty_00000000", "input": "x"}, "session_id"},
+		{"terminal_pty_read", map[string]any{"session_id": "nope"}, "session_id"},
+		{"terminal_rg", map[string]any{"pattern": "x", "type": "no-such-type"}, "type"},
+		{"terminal_rg", map[string]any{"pattern": "x", "path": "/no/such/path"}, "path"},
+		{"terminal_glob", map[string]any{"pattern": "[unclosed"}, "pattern"},
+		{"terminal_job_logs", map[string]any{"job_id": "x", "stream": "both2"}, "stream"},
+		{"terminal_output_get", map[string]any{"output_handle": "out_1", "stream": "stdin"}, "stream"},
+	}
+	for _, tt := range tests {
+		text, isErr := s.call(tt.tool, tt.args, nil)
+		if !isErr || !strings.Contains(text, tt.want) {
+			t.Errorf("%s %v: isError=%v %q, want an error naming %q", tt.tool, tt.args, isErr, text, tt.want)
+		}
+	}
+}

@@ -433,3 +433,47 @@ func TestCLI(t *testing.T) {
 		t.Errorf("second daemon: %q %v", out, err)
 	}
 }
+
+// SIGTERM stops the daemon cleanly: running jobs are stopped (their
+// processes gone) and recorded as interrupted; the socket is removed.
+func TestDaemonSIGTERM(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	var st taskStatus
+	s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
+	child := waitPidFile(t, pidFile)
+	pid := daemonPid(state)
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(20 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not exit on SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if processAlive(child) {
+		t.Errorf("job process %d survived the daemon's shutdown", child)
+	}
+	if _, err := os.Stat(filepath.Join(state, "hive.sock")); !os.IsNotExist(err) {
+		t.Errorf("socket left behind: %v", err)
+	}
+	s2 := connect(t, state, t.TempDir())
+	var end taskStatus
+	s2.mustCall("status", map[string]any{"id": st.ID}, &end)
+	if end.Status != "interrupted" {
+		t.Errorf("job after shutdown: %+v", end)
+	}
+}
+
+// A daemon that cannot start gives the bridge a clear error naming its log.
+func TestBridgeReportsDaemonFailure(t *testing.T) {
+	// A unix socket path longer than the kernel allows: the daemon fails.
+	state := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+	cmd := hiveCmd(state, "mcp")
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), filepath.Join(state, "daemon.log")) {
+		t.Errorf("bridge without a daemon: %v %q", err, out)
+	}
+}

@@ -134,14 +134,16 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 		}
 		select {
 		case err := <-exited:
-			// Lost a start race to another daemon? Then it answers soon.
-			if _, cerr := Call(l, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
-				return nil
+			// It may have lost a start race to another daemon: that one
+			// answers within moments. Otherwise it failed.
+			lost := time.Now().Add(300 * time.Millisecond)
+			for time.Now().Before(lost) {
+				if _, cerr := Call(l, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
+					return nil
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("daemon exited (%v); see %s", err, l.Log())
-			}
-			exited <- err
+			return fmt.Errorf("daemon exited (%v); see %s", err, l.Log())
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -30,8 +30,14 @@ func lockFile(path string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// maxSocketPath is the longest unix socket path Linux and macOS accept.
+const maxSocketPath = 103
+
 // listenUnix removes a stale socket file and listens with mode 0600.
 func listenUnix(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %q is %d bytes, unix sockets allow %d: use a shorter --state-dir", path, len(path), maxSocketPath)
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
 	}

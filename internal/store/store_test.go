@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestMigrationsAndReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hive.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if v, _ := s.SchemaVersion(ctx); v != len(migrations) {
+		t.Errorf("schema version %d, want %d", v, len(migrations))
+	}
+	code := 3
+	want := Job{ID: "j1", Cmd: "echo", Argv: []string{"echo", "a b"}, State: "done", ExitCode: &code,
+		Created: time.UnixMilli(1000), Ended: time.UnixMilli(2000), StdoutBytes: 7}
+	if err := s.PutJob(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(path) // migrations are not applied twice
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.GetJob(ctx, "j1")
+	if err != nil || got.Cmd != "echo" || len(got.Argv) != 2 || got.Argv[1] != "a b" || *got.ExitCode != 3 || got.StdoutBytes != 7 || !got.Ended.Equal(want.Ended) {
+		t.Fatalf("reopened record %+v, %v", got, err)
+	}
+	if _, err := s.GetJob(ctx, "nope"); !IsNotFound(err) {
+		t.Errorf("missing job: %v", err)
+	}
+}
+
+func TestTodoUpsertSemantics(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	a, changed, _ := s.UpsertTodo(ctx, "bash", "k", "running")
+	if !changed {
+		t.Error("new todo not reported as changed")
+	}
+	b, changed, _ := s.UpsertTodo(ctx, "bash", "k", "running")
+	if changed || b.ID != a.ID {
+		t.Errorf("same summary: changed=%v id %d→%d", changed, a.ID, b.ID)
+	}
+	c, changed, _ := s.UpsertTodo(ctx, "bash", "k", "done")
+	if !changed || c.ID != a.ID {
+		t.Errorf("new summary: changed=%v id %d→%d", changed, a.ID, c.ID)
+	}
+	if n, _ := s.DeleteTodos(ctx, a.ID, 999); n != 1 {
+		t.Errorf("deleted %d, want 1", n)
+	}
+	if deleted, _ := s.DeleteTodoKey(ctx, "bash", "k"); deleted {
+		t.Error("deleted a todo twice")
+	}
+}

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"net"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"

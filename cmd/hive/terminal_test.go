@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -237,9 +236,8 @@ func TestExecForegroundTimeoutKillsGroup(t *testing.T) {
 	if !e.TimedOut || e.AutoBackgrounded || e.Stdout != "started\n" || e.ExitCode == nil {
 		t.Fatalf("%+v", e)
 	}
-	b, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid == 0 || processAlive(pid) {
+	pid := waitPidFile(t, pidFile)
+	if processAlive(pid) {
 		t.Errorf("background child %d survived the timeout", pid)
 	}
 }

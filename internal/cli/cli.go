@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/hivetools/hive/internal/paths"
@@ -119,12 +118,4 @@ func interspersed(fs *flag.FlagSet, args []string) []string {
 		pos = append(pos, a)
 	}
 	return append(flags, pos...)
-}
-
-func exe() string {
-	p, err := os.Executable()
-	if err != nil {
-		return os.Args[0]
-	}
-	return p
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hivetools/hive/internal/store"
 )
@@ -188,6 +187,3 @@ func (in *Inbox) MarkDone(ctx context.Context, ids []int64) (int, error) {
 func (in *Inbox) Todos(ctx context.Context) ([]store.Todo, error) {
 	return in.st.ListTodos(ctx)
 }
-
-// Age is a helper for renderings: how long ago t was.
-func Age(t time.Time) time.Duration { return time.Since(t).Round(time.Second) }

@@ -234,10 +234,3 @@ func (j *Job) Detach() bool {
 	}
 	return true
 }
-
-// Detached reports whether the job reports through loose ends.
-func (j *Job) Detached() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.detached
-}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -339,16 +338,13 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 		return nil, err
 	}
 	out := make([]Info, 0, len(recs))
-	seen := map[string]bool{}
 	for _, r := range recs {
 		in := fromRecord(r)
 		if j, err := m.Get(r.ID); err == nil {
 			in = j.Info() // live counters
 		}
-		seen[in.ID] = true
 		out = append(out, in)
 	}
-	sort.SliceStable(out, func(a, b int) bool { return out[a].Created.After(out[b].Created) })
 	return out, nil
 }
 

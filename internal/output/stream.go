@@ -48,7 +48,7 @@ type Stream struct {
 	f        *os.File
 	werr     error // first file write error; later bytes are counted dropped
 	closed   bool
-	changed  chan struct{} // closed and replaced on every write and at Close
+	changed  chan struct{} // made by Changed, closed (and dropped) by the next Write or Close
 	readFile *os.File      // lazily opened for reads older than the ring
 }
 
@@ -57,7 +57,7 @@ type Stream struct {
 // the stream in memory only: old bytes that leave the ring are then lost
 // from reads, but never from the count.
 func Create(path string, opts *Options) (*Stream, error) {
-	s := &Stream{path: path, changed: make(chan struct{})}
+	s := &Stream{path: path}
 	size := DefaultRingSize
 	s.fileCap = DefaultFileCap
 	if opts != nil {
@@ -123,8 +123,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 	}
 	s.appendRing(p)
 	s.total += n
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.wakeLocked()
 	return len(p), nil
 }
 
@@ -169,8 +168,7 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.closed = true
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.wakeLocked()
 	if s.f != nil {
 		if err := s.f.Close(); err != nil && s.werr == nil {
 			s.werr = fmt.Errorf("close output file %q: %w", s.path, err)
@@ -259,12 +257,29 @@ func (s *Stream) Err() error {
 	return s.werr
 }
 
-// Changed returns a channel that is closed at the next Write or at Close.
-// Waiters select on it instead of polling.
+// Changed returns a channel that is closed at the next Write or at Close
+// (already closed once the stream is). Waiters select on it instead of
+// polling. A write with no waiter allocates nothing.
 func (s *Stream) Changed() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return closedChan
+	}
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
 	return s.changed
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// wakeLocked wakes the waiters of Changed.
+func (s *Stream) wakeLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // Chunk is the answer of Read.

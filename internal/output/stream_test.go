@@ -137,6 +137,11 @@ func TestChangedWakesWaiters(t *testing.T) {
 	ch = s.Changed()
 	s.Close()
 	<-ch // closed by Close
+	select {
+	case <-s.Changed(): // nothing more can happen: ready at once
+	default:
+		t.Error("Changed after Close blocks")
+	}
 	if _, err := s.Write([]byte("y")); err != ErrClosed {
 		t.Errorf("write after close: %v", err)
 	}

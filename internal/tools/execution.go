@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -226,12 +225,7 @@ func fileTail(path string, n int64) []byte {
 
 // decodeTail makes text of a tail: a cut rune at the start is dropped and
 // invalid bytes are replaced.
-func decodeTail(b []byte) string {
-	for i := 0; i < 3 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
-		b = b[1:]
-	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
-}
+func decodeTail(b []byte) string { return decode(skipContinuation(b)) }
 
 func describeEnd(in job.Info) string {
 	s := string(in.State)

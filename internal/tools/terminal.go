@@ -337,15 +337,27 @@ func inline(s *output.Stream, limit int64) (string, int64) {
 	half := limit / 2
 	head, _ := readRange(s, 0, half)
 	tail, _ := readRange(s, total-half, total)
-	// Cut on rune boundaries.
-	if len(head) > 0 && !utf8.FullRune(head[lastRuneStart(head):]) {
-		head = head[:lastRuneStart(head)]
-	}
-	for len(tail) > 0 && !utf8.RuneStart(tail[0]) {
-		tail = tail[1:]
-	}
+	head, tail = cutPartialRune(head), skipContinuation(tail)
 	shown := int64(len(head) + len(tail))
 	return decode(head) + truncMarker + decode(tail), total - shown
+}
+
+// cutPartialRune drops an incomplete UTF-8 sequence at the end of b: the
+// rest of it follows in the next read.
+func cutPartialRune(b []byte) []byte {
+	if cut := lastRuneStart(b); cut < len(b) && !utf8.FullRune(b[cut:]) {
+		return b[:cut]
+	}
+	return b
+}
+
+// skipContinuation drops the bytes at the start of b that continue a rune
+// cut off before it (at most 3).
+func skipContinuation(b []byte) []byte {
+	for i := 0; i < 3 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
+		b = b[1:]
+	}
+	return b
 }
 
 func lastRuneStart(b []byte) int {
@@ -445,11 +457,8 @@ func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, e
 		return nil, OutputPage{}, err
 	}
 	data := c.Data
-	// Do not split a rune at the end of a page: the next page starts there.
-	if !c.EOF || c.Next < s.Stats().Total {
-		if cut := lastRuneStart(data); cut < len(data) && !utf8.FullRune(data[cut:]) {
-			data = data[:cut]
-		}
+	if !c.EOF { // do not split a rune at the end of a page: the next page starts there
+		data = cutPartialRune(data)
 	}
 	next := c.Offset + int64(len(data))
 	p := OutputPage{Data: decode(data), Offset: c.Offset, NextOffset: next, EOF: c.EOF && next == c.Next}
@@ -458,8 +467,6 @@ func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, e
 	}
 	return text(p.Data), p, nil
 }
-
-func fullRune(b []byte) bool { return utf8.FullRune(b) }
 
 // readFileAt reads up to max bytes of a file from off, ending on a rune
 // boundary unless the file ends there.
@@ -473,9 +480,7 @@ func readFileAt(path string, off int64, max int) ([]byte, int64) {
 	n, err := f.ReadAt(buf, off)
 	buf = buf[:n]
 	if err == nil { // more follows: do not split a rune
-		if cut := lastRuneStart(buf); cut < len(buf) && !utf8.FullRune(buf[cut:]) {
-			buf = buf[:cut]
-		}
+		buf = cutPartialRune(buf)
 	}
 	return buf, off + int64(len(buf))
 }

@@ -247,8 +247,22 @@ func waitJob(ctx context.Context, j *job.Job, forOutput bool, stream string, out
 			return
 		}
 		c1, c2 := so.Changed(), se.Changed()
-		if (stream != "stderr" && so.Stats().Total > outOff) || (stream != "stdout" && se.Stats().Total > errOff) {
+		outSt, errSt := so.Stats(), se.Stats()
+		if (stream != "stderr" && outSt.Total > outOff) || (stream != "stdout" && errSt.Total > errOff) {
 			return
+		}
+		if outSt.Closed && errSt.Closed { // no more output: only the end is left
+			select {
+			case <-j.Done():
+			case <-ctx.Done():
+			}
+			return
+		}
+		if outSt.Closed { // a closed stream's channel is always ready: wait on the other
+			c1 = nil
+		}
+		if errSt.Closed {
+			c2 = nil
 		}
 		select {
 		case <-c1:
@@ -283,8 +297,8 @@ func readChunk(j *job.Job, info job.Info, stderr bool, off int64, max int) *Stre
 		return &StreamChunk{Offset: off, NextOffset: off}
 	}
 	data := c.Data
-	if cut := lastRuneStart(data); cut < len(data) && !fullRune(data[cut:]) && !c.EOF {
-		data = data[:cut]
+	if !c.EOF {
+		data = cutPartialRune(data)
 	}
 	return &StreamChunk{Data: decode(data), Offset: c.Offset, NextOffset: c.Offset + int64(len(data)), DroppedBytes: c.Skipped}
 }

@@ -48,9 +48,8 @@ type Deps struct {
 	// defaults is made.
 	Handles *handles.Store
 
-	schemas *mcp.SchemaCache
-	term    *terminal
-	once    sync.Once
+	term *terminal
+	once sync.Once
 }
 
 // Session is what hive knows of one client session.
@@ -94,7 +93,6 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		return nil, nil, err
 	}
 	d.once.Do(func() {
-		d.schemas = mcp.NewSchemaCache()
 		if d.Logger == nil {
 			d.Logger = slog.New(slog.DiscardHandler)
 		}
@@ -104,7 +102,6 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		d.term = &terminal{d: d, handles: d.Handles}
 	})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hive", Version: d.Version}, &mcp.ServerOptions{
-		SchemaCache:        d.schemas,
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		Capabilities: &mcp.ServerCapabilities{

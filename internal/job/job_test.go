@@ -561,3 +561,59 @@ func TestPrune(t *testing.T) {
 	h.m.Kill(running.ID(), true)
 	h.wait(running)
 }
+
+// Records of short jobs are written in batches a little later; List and
+// Lookup see them at once anyway (they wait for the writer), and a new
+// manager on the same store knows every id, so it never hands one out
+// twice.
+func TestRecordsBatchedButReadable(t *testing.T) {
+	h := newHarness(t, Options{})
+	var ids []string
+	for range 30 {
+		j := h.start(Spec{Argv: []string{"true"}, Attached: true})
+		h.wait(j)
+		ids = append(ids, j.ID())
+	}
+	done, err := h.m.List(context.Background(), 0, Done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != len(ids) {
+		t.Fatalf("List(done) right after the jobs: %d jobs, want %d", len(done), len(ids))
+	}
+	for _, id := range ids {
+		rec, err := h.st.GetJob(context.Background(), id)
+		if err != nil || rec.State != string(Done) {
+			t.Errorf("store record of %s after List: %+v %v", id, rec, err)
+		}
+	}
+
+	m2, err := New(Options{Dir: filepath.Join(h.dir, "bash-tasks"), Store: h.st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close(context.Background())
+	for _, id := range ids {
+		n, ok := parseHexID(id)
+		if !ok {
+			t.Fatalf("random id %q is not 8 hex digits", id)
+		}
+		if _, ok := m2.hexIDs[n]; !ok {
+			t.Errorf("a new manager does not know id %s", id)
+		}
+	}
+}
+
+func TestHexIDs(t *testing.T) {
+	for _, n := range []uint32{0, 1, 0xdeadbeef, 0xffffffff, 0x0a0b0c0d} {
+		id := formatHexID(n)
+		if got, ok := parseHexID(id); !ok || got != n || len(id) != 8 {
+			t.Errorf("%d → %q → %d %v", n, id, got, ok)
+		}
+	}
+	for _, s := range []string{"", "abc", "DEADBEEF", "deadbeeg", "deadbeef0", "web-1234"} {
+		if _, ok := parseHexID(s); ok {
+			t.Errorf("parseHexID(%q) accepted", s)
+		}
+	}
+}

@@ -2,11 +2,10 @@ package job
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,10 +67,13 @@ type Manager struct {
 
 	records *recordWriter
 
-	mu      sync.Mutex
-	jobs    map[string]*Job // jobs started by this daemon, by id
-	order   []string        // ids in start order, for trimming
-	queue   []*Job          // pending, FIFO
+	mu   sync.Mutex
+	jobs map[string]*Job // jobs started by this daemon, by id
+	// hexIDs holds every id of the form of a random id (8 hex digits) that
+	// the store has, so a new random id is checked without a query.
+	hexIDs  map[uint32]struct{}
+	order   []string // ids in start order, for trimming
+	queue   []*Job   // pending, FIFO
 	running int
 	closed  bool
 }
@@ -111,10 +113,20 @@ func New(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("create output dir %q: %w", o.Dir, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}}
+	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, hexIDs: map[uint32]struct{}{}}
 	if err := m.recover(); err != nil {
 		cancel()
 		return nil, err
+	}
+	ids, err := o.Store.JobIDs(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, id := range ids {
+		if n, ok := parseHexID(id); ok {
+			m.hexIDs[n] = struct{}{}
+		}
 	}
 	m.records = newRecordWriter(o.Store, o.Logger)
 	return m, nil
@@ -197,15 +209,15 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		}
 	} else {
 		for {
-			id = newID()
-			if _, ok := m.jobs[id]; ok {
-				continue
+			n := rand.Uint32()
+			if _, ok := m.hexIDs[n]; !ok {
+				id = formatHexID(n)
+				break
 			}
-			if _, err := m.o.Store.GetJob(context.Background(), id); err == nil {
-				continue
-			}
-			break
 		}
+	}
+	if n, ok := parseHexID(id); ok {
+		m.hexIDs[n] = struct{}{}
 	}
 	j := &Job{m: m, spec: spec, detached: !spec.Attached, done: make(chan struct{}), started: make(chan struct{})}
 	j.info = Info{
@@ -316,6 +328,7 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Info, error) {
 	if j, err := m.Get(id); err == nil {
 		return j.Info(), nil
 	}
+	m.records.flush()
 	rec, err := m.o.Store.GetJob(ctx, id)
 	if store.IsNotFound(err) {
 		return Info{}, fmt.Errorf("job %q: %w", id, ErrNotFound)
@@ -333,6 +346,7 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 	for i, s := range states {
 		ss[i] = string(s)
 	}
+	m.records.flush() // the store is the index: bring it up to date
 	recs, err := m.o.Store.ListJobs(ctx, limit, ss...)
 	if err != nil {
 		return nil, err
@@ -452,10 +466,35 @@ func (m *Manager) notifyLocked(j *Job) {
 	}
 }
 
-func newID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// A random job id is 8 lowercase hex digits.
+func formatHexID(n uint32) string {
+	const digits = "0123456789abcdef"
+	var b [8]byte
+	for i := 7; i >= 0; i-- {
+		b[i] = digits[n&0xf]
+		n >>= 4
+	}
+	return string(b[:])
+}
+
+// parseHexID reports whether id has the form of a random id, and its value.
+func parseHexID(id string) (uint32, bool) {
+	if len(id) != 8 {
+		return 0, false
+	}
+	var n uint32
+	for i := range 8 {
+		c := id[i]
+		switch {
+		case c >= '0' && c <= '9':
+			n = n<<4 | uint32(c-'0')
+		case c >= 'a' && c <= 'f':
+			n = n<<4 | uint32(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return n, true
 }
 
 func joinArgv(argv []string) string {
@@ -506,6 +545,11 @@ func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
 			if j, ok := m.jobs[rec.ID]; ok && j.Info().State.Terminal() {
 				delete(m.jobs, rec.ID)
 				m.removeOrder(rec.ID)
+			}
+			if _, ok := m.jobs[rec.ID]; !ok {
+				if n, ok := parseHexID(rec.ID); ok {
+					delete(m.hexIDs, n)
+				}
 			}
 		}
 		m.mu.Unlock()

@@ -4,33 +4,44 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/hivetools/hive/internal/store"
 )
 
+// recordLinger is how long a record that nobody waits for may stay
+// queued: writes within it share one commit, and a short job's start and
+// end become one write.
+const recordLinger = 10 * time.Millisecond
+
 // recordWriter writes job records on its own goroutine, so that a job's
-// end does not wait for the store. Writes of the same job coalesce (the
-// latest snapshot wins, which keeps them in order), and a caller that
-// needs its record durable before it goes on waits for it.
+// start and end do not wait for the store. Writes of the same job
+// coalesce (the latest snapshot wins, which keeps them in order), and
+// what is queued is written together in one transaction. A caller that
+// needs the store up to date before it goes on (a detached job's start, a
+// reader of the store) waits for it, which ends the linger at once.
 type recordWriter struct {
 	st  *store.Store
 	log *slog.Logger
 
 	mu      sync.Mutex
-	pending map[string]*pendingWrite
+	pending map[string]store.Job
 	order   []string
+	queued  uint64 // puts so far
+	written uint64 // puts in the store
+	waiters []flushWaiter
 	wake    chan struct{}
 	closed  bool
 	done    chan struct{}
 }
 
-type pendingWrite struct {
-	rec     store.Job
-	waiters []chan struct{}
+type flushWaiter struct {
+	upTo uint64
+	ch   chan struct{}
 }
 
 func newRecordWriter(st *store.Store, log *slog.Logger) *recordWriter {
-	w := &recordWriter{st: st, log: log, pending: map[string]*pendingWrite{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &recordWriter{st: st, log: log, pending: map[string]store.Job{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go w.loop()
 	return w
 }
@@ -38,31 +49,50 @@ func newRecordWriter(st *store.Store, log *slog.Logger) *recordWriter {
 // put queues rec; with wait it returns once rec (or a later snapshot of
 // the same job) is written.
 func (w *recordWriter) put(rec store.Job, wait bool) {
-	var ch chan struct{}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		w.write(rec)
 		return
 	}
-	p, ok := w.pending[rec.ID]
-	if !ok {
-		p = &pendingWrite{}
-		w.pending[rec.ID] = p
+	if _, ok := w.pending[rec.ID]; !ok {
 		w.order = append(w.order, rec.ID)
 	}
-	p.rec = rec
-	if wait {
-		ch = make(chan struct{})
-		p.waiters = append(p.waiters, ch)
-	}
+	w.pending[rec.ID] = rec
+	w.queued++
+	ch := w.waitLocked(wait)
 	w.mu.Unlock()
+	w.signal()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// flush returns once every record queued before the call is written.
+func (w *recordWriter) flush() {
+	w.mu.Lock()
+	ch := w.waitLocked(w.written < w.queued)
+	w.mu.Unlock()
+	if ch != nil {
+		w.signal()
+		<-ch
+	}
+}
+
+// waitLocked registers a waiter for everything queued so far, if want.
+func (w *recordWriter) waitLocked(want bool) chan struct{} {
+	if !want {
+		return nil
+	}
+	ch := make(chan struct{})
+	w.waiters = append(w.waiters, flushWaiter{upTo: w.queued, ch: ch})
+	return ch
+}
+
+func (w *recordWriter) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
-	}
-	if ch != nil {
-		<-ch
 	}
 }
 
@@ -74,26 +104,63 @@ func (w *recordWriter) write(rec store.Job) {
 
 func (w *recordWriter) loop() {
 	defer close(w.done)
+	linger := time.NewTimer(recordLinger)
+	linger.Stop()
 	for {
 		w.mu.Lock()
-		order, pending := w.order, w.pending
-		w.order, w.pending = nil, map[string]*pendingWrite{}
-		closed := w.closed
+		n, urgent, closed := len(w.order), len(w.waiters) > 0, w.closed
 		w.mu.Unlock()
-		for _, id := range order {
-			p := pending[id]
-			w.write(p.rec)
-			for _, ch := range p.waiters {
-				close(ch)
+		if n == 0 {
+			if closed {
+				return
 			}
-		}
-		if len(order) > 0 {
+			<-w.wake
 			continue
 		}
-		if closed {
-			return
+		if !urgent && !closed {
+			linger.Reset(recordLinger)
+		wait:
+			for {
+				select {
+				case <-linger.C:
+					break wait
+				case <-w.wake:
+					w.mu.Lock()
+					urgent, closed = len(w.waiters) > 0, w.closed
+					w.mu.Unlock()
+					if urgent || closed {
+						linger.Stop()
+						break wait
+					}
+				}
+			}
 		}
-		<-w.wake
+		w.mu.Lock()
+		order, pending, upTo := w.order, w.pending, w.queued
+		w.order, w.pending = nil, map[string]store.Job{}
+		w.mu.Unlock()
+		recs := make([]store.Job, len(order))
+		for i, id := range order {
+			recs[i] = pending[id]
+		}
+		if err := w.st.PutJobs(context.Background(), recs); err != nil {
+			// One bad record must not lose the others: write them one by one.
+			for _, rec := range recs {
+				w.write(rec)
+			}
+		}
+		w.mu.Lock()
+		w.written = upTo
+		kept := w.waiters[:0]
+		for _, fw := range w.waiters {
+			if fw.upTo <= upTo {
+				close(fw.ch)
+			} else {
+				kept = append(kept, fw)
+			}
+		}
+		w.waiters = kept
+		w.mu.Unlock()
 	}
 }
 
@@ -107,9 +174,6 @@ func (w *recordWriter) close() {
 	}
 	w.closed = true
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 	<-w.done
 }

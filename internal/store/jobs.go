@@ -47,7 +47,11 @@ const argvSep = "\x00"
 
 // PutJob inserts or replaces the record with j.ID.
 func (s *Store) PutJob(ctx context.Context, j Job) error {
-	_, err := s.putJob.ExecContext(ctx,
+	return s.execPut(ctx, s.putJob, j)
+}
+
+func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
+	_, err := st.ExecContext(ctx,
 		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
 		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
 		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
@@ -162,4 +166,48 @@ func (s *Store) DeleteJobsEndedBefore(ctx context.Context, t time.Time, limit in
 		}
 	}
 	return old, nil
+}
+
+// JobIDs returns the id of every job record.
+func (s *Store) JobIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs`)
+	if err != nil {
+		return nil, fmt.Errorf("list job ids: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list job ids: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list job ids: %w", err)
+	}
+	return ids, nil
+}
+
+// PutJobs writes several records in one transaction: one commit instead
+// of one each.
+func (s *Store) PutJobs(ctx context.Context, jobs []Job) error {
+	if len(jobs) == 1 {
+		return s.PutJob(ctx, jobs[0])
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("put jobs: %w", err)
+	}
+	st := tx.StmtContext(ctx, s.putJob)
+	for _, j := range jobs {
+		if err := s.execPut(ctx, st, j); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("put jobs: %w", err)
+	}
+	return nil
 }

@@ -73,12 +73,26 @@ func TestRunInlineResult(t *testing.T) {
 	if _, _, ok := s.todoFor(st.ID); ok {
 		t.Errorf("inline result left a todo")
 	}
-	// The tool envelope logged the call before and after.
-	log, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
-	for _, want := range []string{`msg="tool call"`, `tool=run`, `exit 3`, `msg="tool done"`, `duration_ms=`, `outcome=ok`} {
-		if !strings.Contains(string(log), want) {
-			t.Errorf("daemon.log lacks %q", want)
+	// The tool envelope logged the call before and after. The daemon
+	// writes its log off the call's path, so the last line may trail the
+	// answer by a moment.
+	wants := []string{`msg="tool call"`, `tool=run`, `exit 3`, `msg="tool done"`, `duration_ms=`, `outcome=ok`}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		log, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
+		var missing []string
+		for _, want := range wants {
+			if !strings.Contains(string(log), want) {
+				missing = append(missing, want)
+			}
 		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon.log lacks %q", missing)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

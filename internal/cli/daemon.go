@@ -49,7 +49,9 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(e.Stderr, nil))
+	logw := newLogWriter(e.Stderr)
+	defer logw.Close()
+	log := slog.New(slog.NewTextHandler(logw, nil))
 	return daemon.Run(ctx, daemon.Config{
 		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,

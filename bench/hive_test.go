@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -281,4 +283,75 @@ func wantDone(st taskStatus) error {
 		return fmt.Errorf("task %s: status %q exit_code %s error %q, want done, 0", st.ID, st.Status, code, st.Error)
 	}
 	return nil
+}
+
+// rawSession is an MCP client with no SDK: it writes JSON-RPC lines to a
+// `hive mcp` bridge and reads the answers. It measures hive's round trip
+// without any client library's own decoding and scheduling.
+type rawSession struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	r   *bufio.Reader
+	id  int
+}
+
+func connectRaw(b *testing.B, d *daemon) *rawSession {
+	b.Helper()
+	cmd := exec.Command(d.bin, "mcp", "--state-dir", d.dir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start hive mcp: %v", err)
+	}
+	s := &rawSession{cmd: cmd, in: in, r: bufio.NewReaderSize(out, 1<<20)}
+	b.Cleanup(func() {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("hive mcp (raw client) exit: %v", err)
+		}
+	})
+	if _, err := s.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hive-bench-raw","version":"0"}}`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := fmt.Fprint(in, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// call sends one request and returns its result, skipping notifications.
+func (s *rawSession) call(method, params string) (json.RawMessage, error) {
+	s.id++
+	if _, err := fmt.Fprintf(s.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", s.id, method, params); err != nil {
+		return nil, err
+	}
+	for {
+		line, err := s.r.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("%s: read answer: %w", method, err)
+		}
+		var msg struct {
+			ID     *int            `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(line, &msg); err != nil {
+			return nil, fmt.Errorf("%s: answer %q: %w", method, line, err)
+		}
+		if msg.ID == nil || *msg.ID != s.id {
+			continue // a notification
+		}
+		if msg.Error != nil {
+			return nil, fmt.Errorf("%s: %s", method, msg.Error.Message)
+		}
+		return msg.Result, nil
+	}
 }

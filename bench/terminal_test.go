@@ -14,32 +14,68 @@ import (
 // BenchmarkExecRoundTrip compares a terminal_exec("true") call through a
 // real bridge and daemon (direct exec: no shell in between) against
 // spawning `true` directly from this process, alternating in one run.
-// ratio = exec/spawn (target <= 1.5).
+// The call is made by two clients, each iteration doing one of each plus
+// one spawn:
+//   - sdk: the go-sdk MCP client, what a Go agent uses; its own decoding
+//     and goroutine handoffs are part of its time;
+//   - raw: JSON-RPC lines written to the bridge and the answer line read,
+//     no client library: hive's own round trip (bridge, daemon, tool,
+//     process).
+//
+// ratio = sdk-exec/spawn, raw-ratio = raw-exec/spawn (target <= 1.5).
 func BenchmarkExecRoundTrip(b *testing.B) {
 	d := startDaemon(b)
 	sess := connectMCP(b, d)
+	raw := connectRaw(b, d)
 	ctx := context.Background()
 	params := &mcp.CallToolParams{Name: "terminal_exec", Arguments: map[string]any{"cmd": "true"}}
-	if _, err := sess.CallTool(ctx, params); err != nil {
-		b.Fatal(err)
-	}
-	var execD, spawnD time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		res, err := sess.CallTool(ctx, params)
-		execD += time.Since(t0)
-		if err != nil || res.IsError {
-			b.Fatalf("terminal_exec: %v %+v", err, res)
-		}
+	const rawParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
+	check := func(structured any) {
 		var env struct {
 			ExitCode  *int   `json:"exit_code"`
 			ShellKind string `json:"shell_kind"`
 		}
-		raw, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(raw, &env); err != nil || env.ExitCode == nil || *env.ExitCode != 0 || env.ShellKind != "direct" {
-			b.Fatalf("envelope %s", raw)
+		data, _ := json.Marshal(structured)
+		if err := json.Unmarshal(data, &env); err != nil || env.ExitCode == nil || *env.ExitCode != 0 || env.ShellKind != "direct" {
+			b.Fatalf("envelope %s", data)
 		}
+	}
+	// Warm up every path once.
+	if _, err := sess.CallTool(ctx, params); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := raw.call("tools/call", rawParams); err != nil {
+		b.Fatal(err)
+	}
+	if err := exec.Command("true").Run(); err != nil {
+		b.Fatal(err)
+	}
+	var sdkD, rawD, spawnD time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		res, err := sess.CallTool(ctx, params)
+		sdkD += time.Since(t0)
+		if err != nil || res.IsError {
+			b.Fatalf("terminal_exec: %v %+v", err, res)
+		}
+		check(res.StructuredContent)
+
+		t0 = time.Now()
+		out, err := raw.call("tools/call", rawParams)
+		rawD += time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			IsError           bool            `json:"isError"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil || r.IsError {
+			b.Fatalf("terminal_exec (raw): %s", out)
+		}
+		check(r.StructuredContent)
+
 		t0 = time.Now()
 		if err := exec.Command("true").Run(); err != nil {
 			b.Fatal(err)
@@ -48,9 +84,11 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 	}
 	b.StopTimer()
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
-	b.ReportMetric(per(execD), "exec-ns/op")
+	b.ReportMetric(per(sdkD), "sdk-exec-ns/op")
+	b.ReportMetric(per(rawD), "raw-exec-ns/op")
 	b.ReportMetric(per(spawnD), "spawn-ns/op")
-	b.ReportMetric(per(execD)/per(spawnD), "ratio")
+	b.ReportMetric(per(sdkD)/per(spawnD), "ratio")
+	b.ReportMetric(per(rawD)/per(spawnD), "raw-ratio")
 }
 
 // BenchmarkToolsListSize reports the size of tools/list for all groups

@@ -361,7 +361,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		return
 	}
 	defer stop()
-	var t mcp.Transport = &mcp.IOTransport{Reader: rwc{br, c}, Writer: deadlineWriter{c}}
+	var t mcp.Transport = &lineTransport{r: rwc{br, c}, w: deadlineWriter{c}}
 	var stdin, stdout *os.File
 	if req.Stdio {
 		if stdin, stdout, err = stdioFiles(fds); err != nil {
@@ -370,7 +370,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		}
 		defer stdin.Close()
 		defer stdout.Close()
-		t = &mcp.IOTransport{Reader: stdin, Writer: deadlineWriter{stdout}}
+		t = &lineTransport{r: stdin, w: deadlineWriter{stdout}}
 	}
 	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
 		return

@@ -157,7 +157,11 @@ func (d *daemon) stop(b *testing.B) {
 	select {
 	case err := <-done:
 		if err != nil {
-			b.Errorf("hive daemon exit after SIGTERM: %v", err)
+			log, _ := os.ReadFile(filepath.Join(d.dir, "bench-daemon.log"))
+			if len(log) > 8192 {
+				log = log[len(log)-8192:]
+			}
+			b.Errorf("hive daemon exit after SIGTERM: %v; its log ends:\n%s", err, log)
 		}
 	case <-time.After(20 * time.Second):
 		d.cmd.Process.Kill()

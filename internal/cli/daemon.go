@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -49,9 +48,8 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	tuneGC()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	logw := newLogWriter(e.Stderr)
-	defer logw.Close()
-	log := slog.New(slog.NewTextHandler(logw, nil))
+	log, closeLog := newAsyncLog(e.Stderr, nil)
+	defer closeLog()
 	return daemon.Run(ctx, daemon.Config{
 		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,

@@ -617,3 +617,24 @@ func TestHexIDs(t *testing.T) {
 		}
 	}
 }
+
+// A job without stdin reads /dev/null (one file the manager shares), and
+// a fast writer's output, which grows its pipe on the way, arrives whole.
+func TestSharedDevNullAndPipeGrowth(t *testing.T) {
+	h := newHarness(t, Options{})
+	for range 3 {
+		in := h.wait(h.start(Spec{Cmd: "cat; echo done"}))
+		if in.State != Done || in.ExitCode == nil || *in.ExitCode != 0 || in.StdoutBytes != 5 {
+			t.Fatalf("cat of no stdin: %+v", in)
+		}
+	}
+	const size = 16 << 20
+	j := h.start(Spec{Cmd: fmt.Sprintf("head -c %d /dev/urandom | od -An -v -tx1 | head -c %d", size, size)})
+	in := h.wait(j)
+	if in.State != Done || in.StdoutBytes != size || in.StdoutDropped != 0 {
+		t.Fatalf("fast writer: %+v", in)
+	}
+	if fi, err := os.Stat(in.StdoutPath); err != nil || fi.Size() != size {
+		t.Fatalf("output file: %v %v", fi, err)
+	}
+}

@@ -66,6 +66,7 @@ type Manager struct {
 	wg     sync.WaitGroup // every goroutine the manager starts
 
 	records *recordWriter
+	devNull *os.File // the stdin of jobs without one
 
 	mu   sync.Mutex
 	jobs map[string]*Job // jobs started by this daemon, by id
@@ -129,6 +130,9 @@ func New(o Options) (*Manager, error) {
 		}
 	}
 	m.records = newRecordWriter(o.Store, o.Logger)
+	if f, err := os.Open(os.DevNull); err == nil {
+		m.devNull = f // else exec opens it for each job
+	}
 	return m, nil
 }
 
@@ -439,6 +443,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		j.release()
 	}
 	m.records.close()
+	if m.devNull != nil {
+		m.devNull.Close() // every job has ended: no start can use it now
+	}
 	return nil
 }
 

@@ -19,6 +19,9 @@ import (
 // holds a pipe open then cannot delay completion by more.
 const drainQuiet = 200 * time.Millisecond
 
+// fullPipe is a read that drained a full pipe of the default size (64 KiB).
+const fullPipe = 64 << 10
+
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // begin starts the job's process. It returns the rest of the job's life
@@ -75,10 +78,9 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	j.createStreamsLocked()
 	j.mu.Unlock()
 	j.markStarted()
-	var rwg sync.WaitGroup
-	rwg.Add(2)
-	go func() { defer rwg.Done(); pump(pipes.outR, j.stdout) }()
-	go func() { defer rwg.Done(); pump(pipes.errR, j.stderr) }()
+	pumped := make(chan struct{}, 2)
+	go func() { pump(pipes.outR, j.stdout); pumped <- struct{}{} }()
+	go func() { pump(pipes.errR, j.stderr); pumped <- struct{}{} }()
 
 	waitErr := cmd.Wait()
 	code, sig := exitStatus(cmd.ProcessState)
@@ -94,20 +96,39 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	// not, something that left the group holds a pipe open: after a short
 	// grace the readers take what the pipes hold and stop, so it cannot
 	// delay the job's end.
-	drained := make(chan struct{})
-	go func() { rwg.Wait(); close(drained) }()
-	grace := time.NewTimer(drainQuiet)
-	select {
-	case <-drained:
-	case <-grace.C:
-		for _, r := range []*os.File{pipes.outR, pipes.errR} {
-			if r.SetReadDeadline(time.Now()) != nil {
-				r.Close() // no deadlines on this platform's pipes
+	n := 0
+	for n < 2 { // usually both are done already: no timer
+		select {
+		case <-pumped:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	if n < 2 {
+		grace := time.NewTimer(drainQuiet)
+	wait:
+		for n < 2 {
+			select {
+			case <-pumped:
+				n++
+			case <-grace.C:
+				break wait
 			}
 		}
-		<-drained
+		grace.Stop()
+		if n < 2 {
+			for _, r := range []*os.File{pipes.outR, pipes.errR} {
+				if r.SetReadDeadline(time.Now()) != nil {
+					r.Close() // no deadlines on this platform's pipes
+				}
+			}
+			for ; n < 2; n++ {
+				<-pumped
+			}
+		}
 	}
-	grace.Stop()
 	pipes.closeAll()
 
 	j.mu.Lock()
@@ -201,8 +222,6 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 		p.closeAll()
 		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	tunePipe(p.outW)
-	tunePipe(p.errW)
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
@@ -215,6 +234,8 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	}
 	if j.spec.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(j.spec.Stdin)
+	} else if m.devNull != nil {
+		cmd.Stdin = m.devNull // one open file for all jobs, not an open per job
 	}
 	return cmd, p, nil
 }
@@ -260,10 +281,18 @@ func pump(r *os.File, s *output.Stream) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
+	grown := false
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			s.Write(buf[:n])
+		}
+		if n >= fullPipe && !grown {
+			// The pipe was full: a fast writer. A larger pipe lets it
+			// run ahead in bigger steps. Most jobs never get here and
+			// keep the default pipe (no syscall spent on them).
+			tunePipe(r)
+			grown = true
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {

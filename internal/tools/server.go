@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/shell"
 )
 
 // Group names.
@@ -57,6 +59,22 @@ type Session struct {
 	Cwd string   // the client's working directory
 	Env []string // the client's environment (nil: the daemon's)
 	ID  string   // a short id for logs
+
+	baseOnce sync.Once
+	base     []string // Env (or the daemon's) deduplicated, zsh variables removed
+}
+
+// baseEnv is the environment commands of this session start from. It is
+// worked out once; callers must not change its elements.
+func (s *Session) baseEnv() []string {
+	s.baseOnce.Do(func() {
+		env := s.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		s.base = shell.CleanEnv(dedupEnv(env))
+	})
+	return s.base[:len(s.base):len(s.base)] // an append copies
 }
 
 // ParseGroups validates a group list; empty means AllGroups.

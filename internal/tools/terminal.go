@@ -123,11 +123,10 @@ func plan(cmd, requested string) (argv []string, kind string, autoShell bool, er
 
 // sessionEnv is the session's environment plus overrides, zsh variables removed.
 func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
-	env := sess.Env
-	if env == nil {
-		env = os.Environ()
+	env := sess.baseEnv()
+	if len(extra) == 0 {
+		return env, nil
 	}
-	env = append([]string(nil), env...)
 	keys := make([]string, 0, len(extra))
 	for k := range extra {
 		if k == "" || strings.ContainsAny(k, "=\x00") {

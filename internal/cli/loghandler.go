@@ -6,14 +6,16 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 )
 
 // asyncLog takes the daemon's logging off the callers' path: a record is
 // cloned and queued, and one goroutine formats and writes it. A tool call
 // logs two lines, and formatting and writing them on the call's path
 // cost more than the daemon's own work for a short command. Lines keep
-// their order; the output is flushed whenever the queue runs empty, so a
-// line reaches the file within moments. A writer that cannot keep up
+// their order; the goroutine wakes for the first line, lets the lines of
+// the next 2 ms gather, writes them and flushes, so a line reaches the
+// file within moments. A writer that cannot keep up
 // makes callers wait once maxQueued records are queued, so memory stays
 // bounded and nothing is dropped.
 type asyncLog struct {
@@ -22,6 +24,7 @@ type asyncLog struct {
 	mu     sync.Mutex
 	cond   *sync.Cond // signalled when the queue is taken
 	queue  []queuedRecord
+	idle   bool // the loop waits for a first record: a push must wake it
 	closed bool
 	wake   chan struct{}
 	done   chan struct{}
@@ -33,6 +36,10 @@ type queuedRecord struct {
 }
 
 const maxQueued = 4096
+
+// logLinger is how long the log goroutine lets lines gather after a first
+// one arrives.
+const logLinger = 2 * time.Millisecond
 
 // newAsyncLog returns a logger that writes text records to w, and a func
 // that writes out what is queued and stops the goroutine (later records
@@ -57,10 +64,14 @@ func (a *asyncLog) push(h slog.Handler, r slog.Record) {
 		return
 	}
 	a.queue = append(a.queue, queuedRecord{h, r})
+	wake := a.idle
+	a.idle = false
 	a.mu.Unlock()
-	select {
-	case a.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case a.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -71,6 +82,7 @@ func (a *asyncLog) loop() {
 		a.mu.Lock()
 		batch, closed := a.queue, a.closed
 		a.queue = spare[:0]
+		a.idle = len(batch) == 0 && !closed
 		a.cond.Broadcast()
 		a.mu.Unlock()
 		for i := range batch {
@@ -88,6 +100,9 @@ func (a *asyncLog) loop() {
 			return
 		}
 		<-a.wake
+		// Let the lines of the moment gather: one wake-up and one write
+		// for all of them, instead of one per line.
+		time.Sleep(logLinger)
 	}
 }
 

@@ -30,6 +30,7 @@ type recordWriter struct {
 	queued  uint64 // puts so far
 	written uint64 // puts in the store
 	waiters []flushWaiter
+	idle    bool // the loop waits for a first record: a put must wake it
 	wake    chan struct{}
 	closed  bool
 	done    chan struct{}
@@ -61,8 +62,14 @@ func (w *recordWriter) put(rec store.Job, wait bool) {
 	w.pending[rec.ID] = rec
 	w.queued++
 	ch := w.waitLocked(wait)
+	// A lingering loop needs no wake-up for a record nobody waits for:
+	// it writes it with the others when the linger ends.
+	wake := w.idle || ch != nil
+	w.idle = false
 	w.mu.Unlock()
-	w.signal()
+	if wake {
+		w.signal()
+	}
 	if ch != nil {
 		<-ch
 	}
@@ -109,6 +116,7 @@ func (w *recordWriter) loop() {
 	for {
 		w.mu.Lock()
 		n, urgent, closed := len(w.order), len(w.waiters) > 0, w.closed
+		w.idle = n == 0 && !closed
 		w.mu.Unlock()
 		if n == 0 {
 			if closed {

@@ -238,6 +238,25 @@ func TestEscapedWriterDoesNotHang(t *testing.T) {
 	exec.Command("pkill", "-f", "^sleep 30$").Run()
 }
 
+// The same after enough output that the job's pipe was grown: growing it
+// must leave the read end in the poller, where the drain's deadline can
+// stop the reader.
+func TestEscapedWriterAfterBulkOutput(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	defer exec.Command("pkill", "-f", "^sleep 31$").Run()
+	h := newHarness(t, Options{})
+	j := h.start(Spec{Cmd: `setsid sleep 31 & head -c 300000 /dev/zero`})
+	in := h.wait(j)
+	if in.State != Done || in.StdoutBytes != 300000 {
+		t.Fatalf("state %s, %d bytes", in.State, in.StdoutBytes)
+	}
+	if in.Duration() > 5*time.Second {
+		t.Errorf("took %v: the escaped writer held the job", in.Duration())
+	}
+}
+
 // A 3-level tree whose deepest process ignores SIGINT and SIGTERM is fully
 // gone after kill.
 func TestKillTree(t *testing.T) {

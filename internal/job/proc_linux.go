@@ -39,8 +39,14 @@ func pids(sts []proc.Stat) []int {
 }
 
 // tunePipe enlarges a pipe to 1 MiB so a fast writer blocks less often.
+// It goes through SyscallConn: f.Fd() would put the file in blocking mode
+// and take it out of the poller (no more read deadlines).
 func tunePipe(f *os.File) {
-	unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
 }
 
 // terminateMarked terminates every process whose environment holds the

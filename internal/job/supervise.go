@@ -19,8 +19,8 @@ import (
 // holds a pipe open then cannot delay completion by more.
 const drainQuiet = 200 * time.Millisecond
 
-// fullPipe is a read that drained a full pipe of the default size (64 KiB).
-const fullPipe = 64 << 10
+// bulkOutput is the output after which a job's pipe is grown.
+const bulkOutput = 64 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
@@ -281,18 +281,19 @@ func pump(r *os.File, s *output.Stream) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
-	grown := false
+	var total int64
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
 			s.Write(buf[:n])
-		}
-		if n >= fullPipe && !grown {
-			// The pipe was full: a fast writer. A larger pipe lets it
-			// run ahead in bigger steps. Most jobs never get here and
-			// keep the default pipe (no syscall spent on them).
-			tunePipe(r)
-			grown = true
+			if total < bulkOutput && total+int64(n) >= bulkOutput {
+				// A job with this much output may have more: a larger
+				// pipe lets it run ahead in bigger steps. Most jobs never
+				// get here and keep the default pipe (no syscall spent
+				// on them).
+				tunePipe(r)
+			}
+			total += int64(n)
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -16,6 +16,7 @@ import (
 type toolSchemas struct {
 	in       *jsonschema.Schema
 	resolved *jsonschema.Resolved // of in: what arguments are checked against
+	check    *argCheck            // the same check, cheaper; nil: use resolved
 	out      *jsonschema.Schema   // compact
 }
 
@@ -44,7 +45,11 @@ func schemasFor[In, Out any]() *toolSchemas {
 		panic(fmt.Sprintf("output schema of %v: %v", reflect.TypeFor[Out](), err))
 	}
 	compact(out)
-	v, _ := schemaCache.LoadOrStore(key, &toolSchemas{in: in, resolved: resolved, out: out})
+	sc := &toolSchemas{in: in, resolved: resolved, out: out}
+	if c, ok := compileArgCheck(in); ok {
+		sc.check = c
+	}
+	v, _ := schemaCache.LoadOrStore(key, sc)
 	return v.(*toolSchemas)
 }
 
@@ -55,8 +60,8 @@ func schemasFor[In, Out any]() *toolSchemas {
 // validate, into the type; the output again to validate it) with a
 // decoder that allocates 32 KiB each time, which was a third of a
 // terminal_exec("true") round trip. Here the arguments are decoded twice
-// with encoding/json (a map for the schema check, then the type) and the
-// output is marshaled once. The output is not validated at run time: it
+// with encoding/json (a map for the schema check, then the type), checked
+// by argCheck, and the output is marshaled once. The output is not validated at run time: it
 // is marshaled from the very type its schema is derived from
 // (TestOutputsMatchSchemas checks each type against its schema).
 //
@@ -68,7 +73,7 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 	t.InputSchema = sc.in
 	t.OutputSchema = sc.out
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		in, err := decodeArgs[In](req.Params.Arguments, sc.resolved)
+		in, err := decodeArgs[In](req.Params.Arguments, sc)
 		if err != nil {
 			return errResult(fmt.Errorf("validating \"arguments\": %w", err)), nil
 		}
@@ -97,7 +102,7 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 // decodeArgs checks a call's arguments against the input schema (types,
 // required properties, no unknown ones) and decodes them. Absent
 // arguments are an empty object.
-func decodeArgs[In any](args json.RawMessage, resolved *jsonschema.Resolved) (In, error) {
+func decodeArgs[In any](args json.RawMessage, sc *toolSchemas) (In, error) {
 	var in In
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -109,9 +114,15 @@ func decodeArgs[In any](args json.RawMessage, resolved *jsonschema.Resolved) (In
 	if m == nil {
 		m = map[string]any{}
 	}
-	var v any = m
-	if err := resolved.Validate(&v); err != nil {
-		return in, err
+	if sc.check != nil {
+		if err := sc.check.check(m, ""); err != nil {
+			return in, err
+		}
+	} else {
+		var v any = m
+		if err := sc.resolved.Validate(&v); err != nil {
+			return in, err
+		}
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
 		return in, err

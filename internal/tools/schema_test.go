@@ -100,7 +100,7 @@ func filled(rt reflect.Type, depth int) reflect.Value {
 
 func TestDecodeArgs(t *testing.T) {
 	sc := schemasFor[runIn, TaskStatus]()
-	in, err := decodeArgs[runIn](json.RawMessage(`{"cmd":"echo hi","name":"web","wait_seconds":1.5}`), sc.resolved)
+	in, err := decodeArgs[runIn](json.RawMessage(`{"cmd":"echo hi","name":"web","wait_seconds":1.5}`), sc)
 	if err != nil || in.Cmd != "echo hi" || in.Name != "web" || in.WaitSeconds == nil || *in.WaitSeconds != 1.5 {
 		t.Fatalf("good arguments: %+v %v", in, err)
 	}
@@ -119,7 +119,7 @@ func TestDecodeArgs(t *testing.T) {
 		{`{"cmd":`, "JSON"},
 	}
 	for _, tt := range bad {
-		_, err := decodeArgs[runIn](json.RawMessage(tt.args), sc.resolved)
+		_, err := decodeArgs[runIn](json.RawMessage(tt.args), sc)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want one naming %q", tt.args, err, tt.want)
 		}

@@ -2,8 +2,9 @@
 # run.sh — build and run hive's job-engine benchmarks, then print the key
 # numbers. Usage: bench/run.sh   (from anywhere)
 #
-#   RT_BENCHTIME   -benchtime of BenchmarkRunRoundTrip (default 3s)
-#   RT_COUNT       -count of BenchmarkRunRoundTrip     (default 3)
+#   RT_BENCHTIME   -benchtime of BenchmarkRunRoundTrip and
+#                  BenchmarkExecRoundTrip              (default 3s)
+#   RT_COUNT       -count of both                      (default 3)
 #   CAP_BENCHTIME  -benchtime of BenchmarkCapture1G    (default 2x; each
 #                  iteration writes 2 GiB, the run needs 4 GiB free)
 #   CAP_COUNT      -count of BenchmarkCapture1G        (default 1)
@@ -19,8 +20,9 @@ out=${OUT:-$(mktemp -t hive-bench.XXXXXX)}
 
 echo "# $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3), load: $(cut -d' ' -f1-3 /proc/loadavg)"
 go vet ./bench/
-go test -run '^$' -bench '^BenchmarkRunRoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
+go test -run '^$' -bench '^Benchmark(Run|Exec)RoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
 	-timeout 30m ./bench/ | tee "$out"
+go test -run '^$' -bench '^BenchmarkToolsListSize$' -benchtime=20x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
 	-timeout 60m ./bench/ | tee -a "$out"
 
@@ -36,6 +38,11 @@ awk '
 		printf "              ping %.2f ms  status %.2f ms  | run phases (p50): accept %.2f  spawn %.2f  exit %.2f  reply %.2f ms\n",
 			m["ping-ns/op"]/1e6, m["status-ns/op"]/1e6, m["p50-accept-us"]/1e3, m["p50-spawn-us"]/1e3, m["p50-exit-us"]/1e3, m["p50-reply-us"]/1e3
 		rt += m["ratio"]; nrt++
+	} else if ($1 ~ /ExecRoundTrip/) {
+		printf "ExecRoundTrip raw client %.2f ms  go-sdk client %.2f ms  spawn %.2f ms  raw-ratio %.2f  sdk ratio %.2f (target <= 1.5)\n",
+			m["raw-exec-ns/op"]/1e6, m["sdk-exec-ns/op"]/1e6, m["spawn-ns/op"]/1e6, m["raw-ratio"], m["ratio"]
+	} else if ($1 ~ /ToolsListSize/) {
+		printf "%-45s %d bytes\n", $1, m["bytes"]
 	} else if ($1 ~ /Capture1G/) {
 		printf "Capture1G     hive %.0f MB/s  bash %.0f MB/s  throughput-ratio %.2f (target >= 0.8)  daemon peak RSS %.1f MiB (target < 100)  daemon CPU %.2f s/GiB\n",
 			m["hive-MB/s"], m["bash-MB/s"], m["throughput-ratio"], m["daemon-peak-rss-MiB"], m["daemon-cpu-s/GiB"]

@@ -67,6 +67,7 @@ type Manager struct {
 
 	records *recordWriter
 	devNull *os.File // the stdin of jobs without one
+	paths   *pathCache
 
 	mu   sync.Mutex
 	jobs map[string]*Job // jobs started by this daemon, by id
@@ -133,6 +134,7 @@ func New(o Options) (*Manager, error) {
 	if f, err := os.Open(os.DevNull); err == nil {
 		m.devNull = f // else exec opens it for each job
 	}
+	m.paths = newPathCache()
 	return m, nil
 }
 
@@ -446,6 +448,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.devNull != nil {
 		m.devNull.Close() // every job has ended: no start can use it now
 	}
+	m.paths.close()
 	return nil
 }
 

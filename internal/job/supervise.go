@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -203,7 +202,7 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	if m.o.Owner != "" {
 		env = append(env[:len(env):len(env)], EnvJobID+"="+j.info.ID, EnvJobOwner+"="+m.o.Owner)
 	}
-	path, err := lookPath(argv[0], env, j.spec.Dir)
+	path, err := m.paths.lookPath(argv[0], env, j.spec.Dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -238,40 +237,6 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 		cmd.Stdin = m.devNull // one open file for all jobs, not an open per job
 	}
 	return cmd, p, nil
-}
-
-// lookPath resolves name against the PATH of env (not the daemon's).
-func lookPath(name string, env []string, dir string) (string, error) {
-	if strings.ContainsRune(name, filepath.Separator) || strings.ContainsRune(name, '/') {
-		p := name
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("exec %q: %w", name, err)
-		}
-		return p, nil
-	}
-	pathEnv := ""
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, "PATH") {
-			pathEnv = v
-		}
-	}
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) && dir != "" {
-			d = filepath.Join(dir, d)
-		}
-		for _, cand := range candidates(filepath.Join(d, name)) {
-			if executable(cand) == nil {
-				return cand, nil
-			}
-		}
-	}
-	return "", fmt.Errorf("exec %q: %w", name, exec.ErrNotFound)
 }
 
 // pump copies a pipe into a stream until EOF, or until the supervisor

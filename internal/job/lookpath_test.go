@@ -1,0 +1,116 @@
+package job
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func writeExec(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitPath polls lookPath until it answers want ("" for not found): the
+// cache learns of a change from inotify, a moment after it happened.
+func waitPath(t *testing.T, c *pathCache, env []string, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := c.lookPath("tool", env, "")
+		if err != nil {
+			got = ""
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lookPath = %q (%v), want %q", got, err, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPathCache(t *testing.T) {
+	c := newPathCache()
+	defer c.close()
+	a, b := t.TempDir(), t.TempDir()
+	env := []string{"HOME=/x", "PATH=" + a + string(filepath.ListSeparator) + b}
+	writeExec(t, filepath.Join(b, "tool"))
+	waitPath(t, c, env, filepath.Join(b, "tool"))
+
+	if runtime.GOOS == "linux" {
+		// Answers come from the cache: no more searches.
+		c.mu.Lock()
+		n := c.searches
+		c.mu.Unlock()
+		for range 10 {
+			if p, err := c.lookPath("tool", env, ""); err != nil || p != filepath.Join(b, "tool") {
+				t.Fatalf("cached lookPath = %q %v", p, err)
+			}
+		}
+		c.mu.Lock()
+		if c.searches != n {
+			t.Errorf("%d searches for 10 cached lookups", c.searches-n)
+		}
+		c.mu.Unlock()
+	}
+
+	// A command installed earlier in PATH shadows the cached one...
+	writeExec(t, filepath.Join(a, "tool"))
+	waitPath(t, c, env, filepath.Join(a, "tool"))
+	// ...removed, the later one is back...
+	os.Remove(filepath.Join(a, "tool"))
+	waitPath(t, c, env, filepath.Join(b, "tool"))
+	// ...made not executable, it is not found...
+	os.Chmod(filepath.Join(b, "tool"), 0o644)
+	waitPath(t, c, env, "")
+	// ...and a renamed one is found under its new name only.
+	os.Chmod(filepath.Join(b, "tool"), 0o755)
+	waitPath(t, c, env, filepath.Join(b, "tool"))
+	os.Rename(filepath.Join(b, "tool"), filepath.Join(b, "tool2"))
+	waitPath(t, c, env, "")
+
+	// A PATH directory that does not exist yet (two levels missing) is
+	// seen once it is created with a command in it.
+	later := filepath.Join(t.TempDir(), "later", "bin")
+	env2 := []string{"PATH=" + later + string(filepath.ListSeparator) + b}
+	writeExec(t, filepath.Join(b, "tool"))
+	waitPath(t, c, env2, filepath.Join(b, "tool"))
+	if runtime.GOOS == "linux" {
+		c.mu.Lock()
+		n := c.searches
+		c.mu.Unlock()
+		c.lookPath("tool", env2, "")
+		c.mu.Lock()
+		if c.searches != n {
+			t.Errorf("a PATH with a missing directory is not cached")
+		}
+		c.mu.Unlock()
+	}
+	if err := os.MkdirAll(later, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeExec(t, filepath.Join(later, "tool"))
+	waitPath(t, c, env2, filepath.Join(later, "tool"))
+}
+
+func TestPathOf(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"A=1", "PATH=/bin:/usr/bin"}, "/bin:/usr/bin"},
+		{[]string{"PATH=/a", "PATH=/b"}, "/b"},
+		{[]string{"PATH=/a", "PATH="}, ""},
+		{[]string{"PATHX=/a", "MYPATH=/b"}, ""},
+	} {
+		if got := pathOf(tt.env); got != tt.want {
+			t.Errorf("pathOf(%q) = %q, want %q", tt.env, got, tt.want)
+		}
+	}
+}

@@ -26,6 +26,7 @@ type asyncLog struct {
 	queue  []queuedRecord
 	idle   bool // the loop waits for a first record: a push must wake it
 	closed bool
+	direct sync.Mutex // orders the writes made after close
 	wake   chan struct{}
 	done   chan struct{}
 }
@@ -57,8 +58,11 @@ func (a *asyncLog) push(h slog.Handler, r slog.Record) {
 		a.cond.Wait()
 	}
 	if a.closed {
-		// The loop has written everything before; write in place.
-		defer a.mu.Unlock()
+		// Once the loop has written everything before, write in place.
+		a.mu.Unlock()
+		<-a.done
+		a.direct.Lock()
+		defer a.direct.Unlock()
 		h.Handle(context.Background(), r)
 		a.out.Flush()
 		return

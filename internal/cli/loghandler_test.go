@@ -143,3 +143,41 @@ func TestAsyncLogIdleThenBusy(t *testing.T) {
 		t.Errorf("%d burst lines, want %d", got, 50*15)
 	}
 }
+
+// Lines logged while close runs, some of them waiting for room in a full
+// queue, are all written once, after the queued ones.
+func TestAsyncLogCloseWhileBusy(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var out bytes.Buffer
+	dst := writerFunc(func(p []byte) (int, error) {
+		<-release
+		mu.Lock()
+		defer mu.Unlock()
+		return out.Write(p)
+	})
+	log, closeLog := newAsyncLog(dst, nil)
+	var wg sync.WaitGroup
+	const per = maxQueued // 4 writers: more than the queue holds
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				log.Info("line", "g", g, "i", i)
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // the queue fills; writers wait
+	closed := make(chan struct{})
+	go func() { closeLog(); close(closed) }()
+	time.Sleep(10 * time.Millisecond)
+	close(release)
+	<-closed
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(out.String(), "\n"); n != 4*per {
+		t.Fatalf("%d lines, want %d", n, 4*per)
+	}
+}

@@ -17,7 +17,10 @@ type toolSchemas struct {
 	in       *jsonschema.Schema
 	resolved *jsonschema.Resolved // of in: what arguments are checked against
 	check    *argCheck            // the same check, cheaper; nil: use resolved
-	out      *jsonschema.Schema   // compact
+	// The input schema and the compact output schema as JSON, marshaled
+	// once: tools/list sends these bytes instead of marshaling every
+	// schema of every tool on every list.
+	inJSON, outJSON json.RawMessage
 }
 
 // schemaCache holds toolSchemas by handler type: every session builds its
@@ -45,7 +48,13 @@ func schemasFor[In, Out any]() *toolSchemas {
 		panic(fmt.Sprintf("output schema of %v: %v", reflect.TypeFor[Out](), err))
 	}
 	compact(out)
-	sc := &toolSchemas{in: in, resolved: resolved, out: out}
+	sc := &toolSchemas{in: in, resolved: resolved}
+	if sc.inJSON, err = json.Marshal(in); err != nil {
+		panic(fmt.Sprintf("input schema of %v: %v", reflect.TypeFor[In](), err))
+	}
+	if sc.outJSON, err = json.Marshal(out); err != nil {
+		panic(fmt.Sprintf("output schema of %v: %v", reflect.TypeFor[Out](), err))
+	}
 	if c, ok := compileArgCheck(in); ok {
 		sc.check = c
 	}
@@ -70,8 +79,8 @@ func schemasFor[In, Out any]() *toolSchemas {
 // every agent turn, so every byte of it counts.
 func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	sc := schemasFor[In, Out]()
-	t.InputSchema = sc.in
-	t.OutputSchema = sc.out
+	t.InputSchema = sc.inJSON
+	t.OutputSchema = sc.outJSON
 	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in, err := decodeArgs[In](req.Params.Arguments, sc)
 		if err != nil {

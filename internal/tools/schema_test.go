@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +124,51 @@ func TestDecodeArgs(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want one naming %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// tools/list sends the schemas marshaled once at registration: a client
+// sees the same input schema (types, required, no unknown properties) and
+// the compact output schema.
+func TestListedSchemas(t *testing.T) {
+	srv := registerAll(t)
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exec *mcp.Tool
+	for _, tool := range res.Tools {
+		if tool.Name == "terminal_exec" {
+			exec = tool
+		}
+	}
+	if exec == nil {
+		t.Fatalf("terminal_exec not listed among %d tools", len(res.Tools))
+	}
+	var in, out struct {
+		Type                 string                     `json:"type"`
+		Required             []string                   `json:"required"`
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties any                        `json:"additionalProperties"`
+	}
+	inRaw, _ := json.Marshal(exec.InputSchema)
+	outRaw, _ := json.Marshal(exec.OutputSchema)
+	if err := json.Unmarshal(inRaw, &in); err != nil || in.Type != "object" || !slices.Contains(in.Required, "cmd") ||
+		in.Properties["timeout_sec"] == nil || in.AdditionalProperties != false {
+		t.Errorf("input schema %s", inRaw)
+	}
+	if err := json.Unmarshal(outRaw, &out); err != nil || out.Properties["exit_code"] == nil || out.Required != nil {
+		t.Errorf("output schema (compact) %s", outRaw)
 	}
 }

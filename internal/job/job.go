@@ -14,6 +14,7 @@ import (
 	"errors"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hivetools/hive/internal/output"
@@ -148,6 +149,12 @@ type Job struct {
 	graceT   *time.Timer
 	timeoutT *time.Timer
 	pgid     int
+	// reaped is set once the leader has been waited for: from then on its
+	// pid may name another process. pidStart is the leader's start time
+	// once read (see Manager.fillPidStart). Both are read by the record
+	// writer without j.mu.
+	reaped   atomic.Bool
+	pidStart atomic.Uint64
 
 	stdout, stderr *output.Stream
 	done           chan struct{}
@@ -173,6 +180,9 @@ func (j *Job) Info() Info {
 
 func (j *Job) snapshotLocked() Info {
 	in := j.info
+	if in.PidStart == 0 {
+		in.PidStart = j.pidStart.Load()
+	}
 	if !in.State.Terminal() {
 		if j.stdout != nil {
 			st := j.stdout.Stats()
@@ -228,6 +238,11 @@ func (j *Job) Detach() bool {
 	}
 	if !j.detached {
 		j.detached = true
+		if j.info.PidStart == 0 && j.pidStart.Load() == 0 && j.pgid != 0 {
+			// Not reaped (pgid is cleared under j.mu when it is): the
+			// pid is still the leader's.
+			j.info.PidStart = procStartTime(j.pgid)
+		}
 		// The caller hands out the id now: the record must be durable.
 		j.m.persistLocked(j)
 		j.m.notifyLocked(j)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -655,5 +656,32 @@ func TestSharedDevNullAndPipeGrowth(t *testing.T) {
 	}
 	if fi, err := os.Stat(in.StdoutPath); err != nil || fi.Size() != size {
 		t.Fatalf("output file: %v %v", fi, err)
+	}
+}
+
+// An attached job's start time is read when its running record is
+// written (not at its start); the record then carries it, as a detached
+// job's does from the start, so a restarted daemon can find the group.
+func TestRunningRecordsCarryPidStart(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("start times come from /proc")
+	}
+	h := newHarness(t, Options{})
+	attached := h.start(Spec{Cmd: "sleep 30", Attached: true})
+	detached := h.start(Spec{Cmd: "sleep 30"})
+	for _, j := range []*Job{attached, detached} {
+		if _, err := h.m.List(context.Background(), 0); err != nil { // waits for the writer
+			t.Fatal(err)
+		}
+		rec, err := h.st.GetJob(context.Background(), j.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := procStartTime(j.Info().Pid)
+		if rec.State != string(Running) || rec.PidStart == 0 || rec.PidStart != want {
+			t.Errorf("job %s (detached %v): record %s pid start %d, want %d", j.ID(), j == detached, rec.State, rec.PidStart, want)
+		}
+		h.m.Kill(j.ID(), true)
+		h.wait(j)
 	}
 }

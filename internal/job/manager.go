@@ -459,14 +459,36 @@ func (m *Manager) Close(ctx context.Context) error {
 // daemon die first, the call fails and the job's processes are found by
 // their Owner mark. j.mu is held.
 func (m *Manager) persistLocked(j *Job) {
-	m.records.put(toRecord(j.snapshotLocked()), j.detached)
+	m.records.put(j, toRecord(j.snapshotLocked()), j.detached)
 }
 
 // persistLaterLocked queues j's record; the writer stores it within
 // moments. Used for a job's end, which must not wait for the store. j.mu
 // is held.
 func (m *Manager) persistLaterLocked(j *Job) {
-	m.records.put(toRecord(j.snapshotLocked()), false)
+	m.records.put(j, toRecord(j.snapshotLocked()), false)
+}
+
+// fillPidStart gives the record of a running job its leader's start time
+// (what lets a restarted daemon stop the group without touching a process
+// that reused the pid), read now, when the record is written: most
+// attached jobs have ended by then and never need it. The value counts
+// only if the leader is still unreaped after the read, so the pid was
+// still its own. Called by the record writer, without locks.
+func fillPidStart(j *Job, rec *store.Job) {
+	if j == nil || rec.State != string(Running) || rec.Pid <= 0 || rec.PidStart != 0 {
+		return
+	}
+	if st := j.pidStart.Load(); st != 0 {
+		rec.PidStart = st
+		return
+	}
+	st := procStartTime(rec.Pid)
+	if st == 0 || j.reaped.Load() {
+		return
+	}
+	j.pidStart.Store(st)
+	rec.PidStart = st
 }
 
 // notifyLocked reports j to OnChange if it is detached. j.mu is held.

@@ -55,7 +55,13 @@ func (j *Job) begin() func() {
 	pid := cmd.Process.Pid
 	j.pgid = pid
 	j.info.Pid = pid
-	j.info.PidStart = procStartTime(pid)
+	if j.detached {
+		// Its id is handed out once the record is stored: the record
+		// must carry what a restarted daemon needs to find the group.
+		// An attached job's start time is read only if its record is
+		// written while it runs (most end before: see fillPidStart).
+		j.info.PidStart = procStartTime(pid)
+	}
 	j.info.State = Running
 	j.info.Started = time.Now()
 	if j.spec.Timeout > 0 {
@@ -82,6 +88,7 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	go func() { pump(pipes.errR, j.stderr); pumped <- struct{}{} }()
 
 	waitErr := cmd.Wait()
+	j.reaped.Store(true)
 	code, sig := exitStatus(cmd.ProcessState)
 	// The leader is reaped: from now on its pid may be reused, so stop()
 	// and the timers must not signal it. What is left of the group is

@@ -25,7 +25,7 @@ type recordWriter struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	pending map[string]store.Job
+	pending map[string]pendingRecord
 	order   []string
 	queued  uint64 // puts so far
 	written uint64 // puts in the store
@@ -36,30 +36,36 @@ type recordWriter struct {
 	done    chan struct{}
 }
 
+type pendingRecord struct {
+	rec store.Job
+	job *Job // nil for records of jobs not in memory
+}
+
 type flushWaiter struct {
 	upTo uint64
 	ch   chan struct{}
 }
 
 func newRecordWriter(st *store.Store, log *slog.Logger) *recordWriter {
-	w := &recordWriter{st: st, log: log, pending: map[string]store.Job{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &recordWriter{st: st, log: log, pending: map[string]pendingRecord{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go w.loop()
 	return w
 }
 
-// put queues rec; with wait it returns once rec (or a later snapshot of
-// the same job) is written.
-func (w *recordWriter) put(rec store.Job, wait bool) {
+// put queues rec, the record of j; with wait it returns once rec (or a
+// later snapshot of the same job) is written.
+func (w *recordWriter) put(j *Job, rec store.Job, wait bool) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
+		fillPidStart(j, &rec)
 		w.write(rec)
 		return
 	}
 	if _, ok := w.pending[rec.ID]; !ok {
 		w.order = append(w.order, rec.ID)
 	}
-	w.pending[rec.ID] = rec
+	w.pending[rec.ID] = pendingRecord{rec, j}
 	w.queued++
 	ch := w.waitLocked(wait)
 	// A lingering loop needs no wake-up for a record nobody waits for:
@@ -145,11 +151,13 @@ func (w *recordWriter) loop() {
 		}
 		w.mu.Lock()
 		order, pending, upTo := w.order, w.pending, w.queued
-		w.order, w.pending = nil, map[string]store.Job{}
+		w.order, w.pending = nil, map[string]pendingRecord{}
 		w.mu.Unlock()
 		recs := make([]store.Job, len(order))
 		for i, id := range order {
-			recs[i] = pending[id]
+			p := pending[id]
+			recs[i] = p.rec
+			fillPidStart(p.job, &recs[i])
 		}
 		if err := w.st.PutJobs(context.Background(), recs); err != nil {
 			// One bad record must not lose the others: write them one by one.

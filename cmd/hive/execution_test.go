@@ -491,3 +491,38 @@ func TestBridgeReportsDaemonFailure(t *testing.T) {
 		t.Errorf("bridge without a daemon: %v %q", err, out)
 	}
 }
+
+// A daemon whose output is the state dir's daemon.log (as when a bridge
+// starts it) moves the log to daemon.log.1 past --log-max, and keeps
+// logging to a fresh daemon.log.
+func TestDaemonLogRotates(t *testing.T) {
+	state := stateDir(t)
+	logPath := filepath.Join(state, "daemon.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := hiveCmd(state, "daemon", "--log-max", "4096")
+	d.Stdout, d.Stderr = logf, logf
+	startDaemonCmd(t, state, d)
+	logf.Close()
+	s := connect(t, state, t.TempDir())
+	for i := range 40 {
+		s.mustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("echo %d", i)}, nil)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cur, _ := os.ReadFile(logPath)
+		prev, _ := os.ReadFile(logPath + ".1")
+		if len(prev) > 0 && strings.Contains(string(cur), `msg="tool done"`) {
+			if len(cur) > 4096+2048 || len(prev) > 4096+2048 {
+				t.Fatalf("daemon.log %d bytes, daemon.log.1 %d bytes: over the cap", len(cur), len(prev))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no rotation: daemon.log %d bytes, daemon.log.1 %d bytes", len(cur), len(prev))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -219,7 +219,12 @@ func (s *session) mustCall(name string, args map[string]any, out any) string {
 // flags. The state dir's cleanup stops it.
 func startDaemon(t *testing.T, state string, args ...string) {
 	t.Helper()
-	d := hiveCmd(state, append([]string{"daemon"}, args...)...)
+	startDaemonCmd(t, state, hiveCmd(state, append([]string{"daemon"}, args...)...))
+}
+
+// startDaemonCmd is startDaemon with the command made by the caller.
+func startDaemonCmd(t *testing.T, state string, d *exec.Cmd) {
+	t.Helper()
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ type rotatingLog struct {
 	size    int64
 	w       *os.File   // where lines go (the daemon's stderr)
 	targets []*os.File // files whose descriptors follow the new file
+	midLine bool       // the last write did not end a line: no rotation yet
 }
 
 // newRotatingLog returns a rotating writer for path if w is that very file
@@ -49,7 +50,7 @@ func newRotatingLog(path string, max int64, w *os.File, targets ...*os.File) *ro
 }
 
 func (r *rotatingLog) Write(p []byte) (int, error) {
-	if r.size > 0 && r.size+int64(len(p)) > r.max {
+	if r.size > 0 && r.size+int64(len(p)) > r.max && !r.midLine {
 		if err := r.rotate(); err != nil {
 			fmt.Fprintf(r.w, "log rotation failed: %v\n", err) // keep logging where we are
 			r.size = 0                                         // and try again after max more bytes
@@ -57,6 +58,9 @@ func (r *rotatingLog) Write(p []byte) (int, error) {
 	}
 	n, err := r.w.Write(p)
 	r.size += int64(n)
+	if n > 0 {
+		r.midLine = p[n-1] != '\n'
+	}
 	return n, err
 }
 

@@ -59,3 +59,30 @@ func TestRotatingLog(t *testing.T) {
 		t.Errorf("stdout still writes to the rotated file")
 	}
 }
+
+// A line that reaches the log in two writes (a buffer boundary) is not
+// split across the two files.
+func TestRotatingLogKeepsLinesWhole(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no rotation on Windows")
+	}
+	path := filepath.Join(t.TempDir(), "daemon.log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := newRotatingLog(path, 1000, f, f)
+	line := strings.Repeat("x", 99) + "\n"
+	for range 9 {
+		r.Write([]byte(line)) // 900 bytes
+	}
+	r.Write([]byte("first half, "))         // 912
+	r.Write([]byte("second half\n" + line)) // past 1000, but the line is open
+	r.Write([]byte(line))                   // rotates here
+	prev, _ := os.ReadFile(path + ".1")
+	cur, _ := os.ReadFile(path)
+	if !strings.Contains(string(prev), "first half, second half\n") || string(cur) != line {
+		t.Errorf("a line was split by the rotation: daemon.log.1 ends %q, daemon.log %q", prev[max(0, len(prev)-130):], cur)
+	}
+}

@@ -70,9 +70,10 @@ func schemasFor[In, Out any]() *toolSchemas {
 // decoder that allocates 32 KiB each time, which was a third of a
 // terminal_exec("true") round trip. Here the arguments are decoded twice
 // with encoding/json (a map for the schema check, then the type), checked
-// by argCheck, and the output is marshaled once. The output is not validated at run time: it
-// is marshaled from the very type its schema is derived from
-// (TestOutputsMatchSchemas checks each type against its schema).
+// by argCheck, and the output is marshaled once. The output is not
+// validated at run time: it is marshaled from the very type its schema is
+// derived from (TestOutputsMatchSchemas checks each type against its
+// schema).
 //
 // The output schema drops "required" and "additionalProperties" (a client
 // reads the output; it need not validate it). tools/list is paid for in

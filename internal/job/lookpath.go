@@ -18,6 +18,9 @@ import (
 //
 // Only PATH values whose every entry is absolute are cached; others are
 // searched each time.
+// maxPathEntries bounds the answers kept.
+const maxPathEntries = 4096
+
 type pathCache struct {
 	watch dirWatcher // nil: nothing is cached
 
@@ -86,6 +89,9 @@ func (c *pathCache) lookPath(name string, env []string, dir string) (string, err
 	if err == nil {
 		c.mu.Lock()
 		if c.gen == gen {
+			if len(c.entries) >= maxPathEntries {
+				clear(c.entries) // many PATHs or names: start over rather than grow
+			}
 			c.entries[key] = p
 		}
 		c.mu.Unlock()

@@ -15,9 +15,9 @@ import (
 // cost more than the daemon's own work for a short command. Lines keep
 // their order; the goroutine wakes for the first line, lets the lines of
 // the next 2 ms gather, writes them and flushes, so a line reaches the
-// file within moments. A writer that cannot keep up
-// makes callers wait once maxQueued records are queued, so memory stays
-// bounded and nothing is dropped.
+// file within moments. A writer that cannot keep up makes callers wait
+// once maxQueued records are queued, so memory stays bounded and nothing
+// is dropped.
 type asyncLog struct {
 	out *bufio.Writer
 

@@ -151,7 +151,7 @@ type Job struct {
 	pgid     int
 	// reaped is set once the leader has been waited for: from then on its
 	// pid may name another process. pidStart is the leader's start time
-	// once read (see Manager.fillPidStart). Both are read by the record
+	// once read (see fillPidStart). Both are read by the record
 	// writer without j.mu.
 	reaped   atomic.Bool
 	pidStart atomic.Uint64

@@ -638,9 +638,10 @@ func TestHexIDs(t *testing.T) {
 	}
 }
 
-// A job without stdin reads /dev/null (one file the manager shares), and
-// a fast writer's output, which grows its pipe on the way, arrives whole.
-func TestSharedDevNullAndPipeGrowth(t *testing.T) {
+// A job without stdin reads an empty stdin (the /dev/null the manager
+// shares), again and again, and a fast writer's output (its pipe is grown
+// on the way) arrives whole. Descriptors: TestFDsReturnToBaseline.
+func TestNoStdinAndBulkOutput(t *testing.T) {
 	h := newHarness(t, Options{})
 	for range 3 {
 		in := h.wait(h.start(Spec{Cmd: "cat; echo done"}))

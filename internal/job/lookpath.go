@@ -72,7 +72,7 @@ func (c *pathCache) lookPath(name string, env []string, dir string) (string, err
 		return p, nil
 	}
 	pathEnv := pathOf(env)
-	if c.watch == nil || !c.watchAll(pathEnv) {
+	if c.watch == nil {
 		return c.search(name, pathEnv, dir)
 	}
 	key := pathEnv + "\x00" + name
@@ -81,7 +81,12 @@ func (c *pathCache) lookPath(name string, env []string, dir string) (string, err
 	gen := c.gen
 	c.mu.Unlock()
 	if ok {
+		// Kept only while its directories are watched: a watch that goes
+		// away is a change, which clears every answer.
 		return p, nil
+	}
+	if !c.watchAll(pathEnv) {
+		return c.search(name, pathEnv, dir)
 	}
 	// The directories are watched from before the search on, so a change
 	// during the search bumps gen and the answer is not kept.

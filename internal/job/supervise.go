@@ -102,38 +102,24 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	// not, something that left the group holds a pipe open: after a short
 	// grace the readers take what the pipes hold and stop, so it cannot
 	// delay the job's end.
-	n := 0
-	for n < 2 { // usually both are done already: no timer
-		select {
-		case <-pumped:
-			n++
-			continue
-		default:
-		}
-		break
-	}
-	if n < 2 {
+	if len(pumped) < 2 { // usually both readers are done already: no timer
 		grace := time.NewTimer(drainQuiet)
-	wait:
-		for n < 2 {
+		for got := 0; got < 2; {
 			select {
 			case <-pumped:
-				n++
+				got++
 			case <-grace.C:
-				break wait
+				for _, r := range []*os.File{pipes.outR, pipes.errR} {
+					if r.SetReadDeadline(time.Now()) != nil {
+						r.Close() // no deadlines on this platform's pipes
+					}
+				}
+				for ; got < 2; got++ {
+					<-pumped
+				}
 			}
 		}
 		grace.Stop()
-		if n < 2 {
-			for _, r := range []*os.File{pipes.outR, pipes.errR} {
-				if r.SetReadDeadline(time.Now()) != nil {
-					r.Close() // no deadlines on this platform's pipes
-				}
-			}
-			for ; n < 2; n++ {
-				<-pumped
-			}
-		}
 	}
 	pipes.closeAll()
 

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -19,6 +21,8 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	switch req.Cmd {
 	case proto.CmdVersion:
 		return proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}
+	case proto.CmdStats:
+		return proto.Response{OK: true, PID: os.Getpid(), Stats: d.stats()}
 	case proto.CmdPs:
 		var states []job.State
 		if !req.All {
@@ -153,6 +157,24 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			return
 		}
 	}
+}
+
+// stats reads the daemon's own figures.
+func (d *daemon) stats() *proto.Stats {
+	st := &proto.Stats{Goroutines: runtime.NumGoroutine(), JobsRunning: d.jobs.Running()}
+	if u, ok := proc.ReadUsage(os.Getpid()); ok {
+		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS
+	}
+	for _, c := range proc.Children(os.Getpid()) {
+		st.Children++
+		if !c.Alive() {
+			st.Zombies++
+		}
+	}
+	if d.deps.PTY != nil {
+		st.PTYSessions = len(d.deps.PTY.List())
+	}
+	return st
 }
 
 func wireJob(in job.Info) proto.Job {

@@ -319,6 +319,13 @@ func (m *Manager) dispatchLocked() {
 	}
 }
 
+// Running is how many jobs are running now.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.running
+}
+
 // Get returns a job started by this daemon and still held in memory.
 func (m *Manager) Get(id string) (*Job, error) {
 	m.mu.Lock()

@@ -9,6 +9,7 @@ package proc
 type Stat struct {
 	Pid     int
 	State   byte // 'R', 'S', 'Z' (zombie), ...
+	PPid    int
 	Pgrp    int
 	Session int
 	// Start is the start time in clock ticks after boot: with the pid, it
@@ -18,3 +19,11 @@ type Stat struct {
 
 // Alive reports whether the process is running (not a zombie).
 func (s Stat) Alive() bool { return s.State != 'Z' && s.State != 'X' }
+
+// Usage is what a process holds: memory, threads and open files.
+type Usage struct {
+	RSS     int64 // resident set size, bytes
+	PeakRSS int64 // the largest RSS so far (VmHWM), bytes
+	Threads int
+	FDs     int // open file descriptors
+}

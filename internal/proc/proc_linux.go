@@ -21,14 +21,15 @@ func Read(pid int) (Stat, bool) {
 		return Stat{}, false
 	}
 	f := bytes.Fields(b[i+2:])
-	// f[0] is field 3 (state); pgrp is field 5, session 6, starttime 22.
+	// f[0] is field 3 (state); ppid is field 4, pgrp 5, session 6, starttime 22.
 	if len(f) < 20 {
 		return Stat{}, false
 	}
+	ppid, _ := strconv.Atoi(string(f[1]))
 	pgrp, _ := strconv.Atoi(string(f[2]))
 	sid, _ := strconv.Atoi(string(f[3]))
 	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
-	return Stat{Pid: pid, State: f[0][0], Pgrp: pgrp, Session: sid, Start: start}, true
+	return Stat{Pid: pid, State: f[0][0], PPid: ppid, Pgrp: pgrp, Session: sid, Start: start}, true
 }
 
 // Live lists the running (non-zombie) processes that match keep (nil
@@ -68,4 +69,62 @@ func HasEnv(pid int, kv string) bool {
 		}
 	}
 	return false
+}
+
+// ReadUsage reads the Usage of pid; ok is false when it cannot be read.
+func ReadUsage(pid int) (Usage, bool) {
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return Usage{}, false
+	}
+	var u Usage
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		k, v, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		f := bytes.Fields(v)
+		if len(f) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(string(f[0]), 10, 64)
+		switch string(k) {
+		case "VmRSS":
+			u.RSS = n << 10
+		case "VmHWM":
+			u.PeakRSS = n << 10
+		case "Threads":
+			u.Threads = int(n)
+		}
+	}
+	d, err := os.Open(dir + "/fd")
+	if err != nil {
+		return Usage{}, false
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	u.FDs = len(names)
+	return u, true
+}
+
+// Children lists the processes whose parent is pid, zombies included.
+func Children(pid int) []Stat {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var out []Stat
+	for _, n := range names {
+		p, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		if st, ok := Read(p); ok && st.PPid == pid {
+			out = append(out, st)
+		}
+	}
+	return out
 }

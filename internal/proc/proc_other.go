@@ -13,3 +13,9 @@ func Live(keep func(Stat) bool) []Stat { return nil }
 
 // HasEnv knows nothing without /proc.
 func HasEnv(pid int, kv string) bool { return false }
+
+// ReadUsage knows nothing without /proc.
+func ReadUsage(pid int) (Usage, bool) { return Usage{}, false }
+
+// Children knows nothing without /proc.
+func Children(pid int) []Stat { return nil }

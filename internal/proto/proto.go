@@ -19,8 +19,9 @@ const (
 	CmdLogs    = "logs"
 	CmdStatus  = "status"
 	CmdVersion = "version"
-	CmdWake    = "wake" // inject an inbox message: {from, body}
-	CmdTodo    = "todo" // upsert a loose-end todo: {subsystem, key, summary}
+	CmdStats   = "stats" // the daemon's own resources (goroutines, fds, memory, children)
+	CmdWake    = "wake"  // inject an inbox message: {from, body}
+	CmdTodo    = "todo"  // upsert a loose-end todo: {subsystem, key, summary}
 )
 
 // Request is the first line of a connection.
@@ -69,10 +70,26 @@ type Response struct {
 	PID     int    `json:"pid,omitempty"`
 	Stdio   bool   `json:"stdio,omitempty"` // the daemon took the bridge's stdio
 
-	Job          *Job  `json:"job,omitempty"`
-	Jobs         []Job `json:"jobs,omitempty"`
-	AlreadyEnded bool  `json:"already_ended,omitempty"`
-	TodoID       int64 `json:"todo_id,omitempty"`
+	Job          *Job   `json:"job,omitempty"`
+	Jobs         []Job  `json:"jobs,omitempty"`
+	AlreadyEnded bool   `json:"already_ended,omitempty"`
+	TodoID       int64  `json:"todo_id,omitempty"`
+	Stats        *Stats `json:"stats,omitempty"`
+}
+
+// Stats is what the daemon holds right now: the figures a leak shows in.
+type Stats struct {
+	Goroutines int   `json:"goroutines"`
+	FDs        int   `json:"fds"`
+	Threads    int   `json:"threads"`
+	RSS        int64 `json:"rss_bytes"`
+	PeakRSS    int64 `json:"peak_rss_bytes"`
+	// Children are the daemon's child processes; Zombies those of them
+	// that have exited and were not yet reaped.
+	Children    int `json:"children"`
+	Zombies     int `json:"zombies"`
+	JobsRunning int `json:"jobs_running"`
+	PTYSessions int `json:"pty_sessions"`
 }
 
 // Job is a job as the CLI shows it.

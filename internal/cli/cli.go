@@ -37,22 +37,35 @@ var commands []command
 
 func register(c command) { commands = append(commands, c) }
 
-// Run runs the subcommand named by args[0].
+// errHelp is what a subcommand returns after printing its help: Run
+// turns it into success, and nothing else happens.
+var errHelp = errors.New("help shown")
+
+// Run runs the subcommand named by args[0]. `-h`, `--help` and `help CMD`
+// print help on stdout and return nil, starting nothing.
 func Run(ctx context.Context, e Env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1) {
 		usage(e.Stdout)
 		if len(args) == 0 {
 			return ErrUsage
 		}
 		return nil
 	}
+	name, rest := args[0], args[1:]
+	if name == "help" {
+		name, rest = args[1], []string{"-h"}
+	}
 	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+		if c.name == name {
+			err := c.run(ctx, e, rest)
+			if errors.Is(err, errHelp) {
+				return nil
+			}
+			return err
 		}
 	}
 	usage(e.Stderr)
-	return fmt.Errorf("%w: unknown command %q", ErrUsage, args[0])
+	return fmt.Errorf("%w: unknown command %q", ErrUsage, name)
 }
 
 func usage(w io.Writer) {
@@ -63,18 +76,55 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nEvery command takes --state-dir DIR (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive).")
 }
 
-// newFlags makes a flag set with the common --state-dir flag.
-func newFlags(name string, e Env) (*flag.FlagSet, *string) {
-	fs := flag.NewFlagSet("hive "+name, flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
-	dir := fs.String("state-dir", "", "state directory")
-	return fs, dir
+// flagSet is a subcommand's flags and where its help goes.
+type flagSet struct {
+	*flag.FlagSet
+	stdout io.Writer
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
+// newFlags makes a flag set with the common --state-dir flag. Its help
+// (see parse) goes to e.Stdout.
+func newFlags(name string, e Env) (*flagSet, *string) {
+	fs := flag.NewFlagSet("hive "+name, flag.ContinueOnError)
+	fs.SetOutput(e.Stderr)
+	line := name
+	for _, c := range commands {
+		if c.name == name {
+			line = c.usage
+		}
+	}
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: hive %s\n", line)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprintln(w, "\nFlags:")
+			fs.PrintDefaults()
+		}
+	}
+	fs.SetOutput(e.Stderr)
+	dir := fs.String("state-dir", "", "state directory (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive)")
+	return &flagSet{FlagSet: fs, stdout: e.Stdout}, dir
+}
+
+// parse parses a subcommand's flags. A -h, -help or --help before any
+// "--" prints the command's help on stdout and returns errHelp, so the
+// command does nothing else.
+func parse(fs *flagSet, args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(fs.stdout)
+			fs.Usage()
+			return errHelp
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil
+			return errHelp
 		}
 		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
@@ -92,7 +142,7 @@ func layout(dir string) (paths.Layout, error) {
 // interspersed moves flags after positional arguments to the front, so
 // `hive logs ID -f` works like `hive logs -f ID`. Arguments after "--"
 // stay where they are.
-func interspersed(fs *flag.FlagSet, args []string) []string {
+func interspersed(fs *flagSet, args []string) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// -h, --help and `help CMD` print the command's usage on stdout and exit
+// 0 without starting anything: no daemon, not even a state dir.
+func TestHelpStartsNothing(t *testing.T) {
+	parent := t.TempDir()
+	state := filepath.Join(parent, "never-created")
+	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "version"} {
+		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {cmd, "-help"}, {"help", cmd}} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				c := hiveCmd(state, args...)
+				var out, errb strings.Builder
+				c.Stdout, c.Stderr = &out, &errb
+				if err := c.Run(); err != nil {
+					t.Fatalf("exit: %v; stderr: %s", err, errb.String())
+				}
+				if !strings.HasPrefix(out.String(), "Usage: hive "+cmd) {
+					t.Errorf("stdout %q: want the usage of %s", out.String(), cmd)
+				}
+				if _, err := os.Stat(state); err == nil {
+					t.Fatalf("%v created the state dir: something was started", args)
+				}
+			})
+		}
+	}
+	// "--" ends the flags: a -h after it is an argument, not a request for help.
+	c := hiveCmd(state, "kill", "--", "-h")
+	out, err := c.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "no hive daemon") {
+		t.Errorf("kill -- -h: %v %s", err, out)
+	}
+}

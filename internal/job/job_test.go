@@ -480,6 +480,33 @@ func TestFDsReturnToBaseline(t *testing.T) {
 	}
 }
 
+// Reading the old bytes of ended jobs (served from their files, past the
+// 16 KiB a released stream keeps) leaves no file open.
+func TestFDsOfEndedJobsReadFromFiles(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.wait(h.start(Spec{Cmd: "echo warm"}))
+	before := countFDs(t)
+	var jobs []*Job
+	for i := 0; i < 20; i++ {
+		j := h.start(Spec{Cmd: "head -c 40000 /dev/zero | tr '\\0' a"})
+		if in := h.wait(j); in.StdoutBytes != 40000 {
+			t.Fatalf("job %d: %+v", i, in)
+		}
+		jobs = append(jobs, j)
+	}
+	for _, j := range jobs {
+		for range 2 {
+			c, err := j.Stdout().Read(0, 1000)
+			if err != nil || len(c.Data) != 1000 || c.Data[0] != 'a' {
+				t.Fatalf("read the start of %s from its file: %v %q", j.ID(), err, c.Data)
+			}
+		}
+	}
+	if after := countFDs(t); after > before {
+		t.Errorf("%d open fds after reading 20 ended jobs' files, %d before", after, before)
+	}
+}
+
 func countFDs(t *testing.T) int {
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {

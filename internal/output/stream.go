@@ -49,7 +49,8 @@ type Stream struct {
 	werr     error // first file write error; later bytes are counted dropped
 	closed   bool
 	changed  chan struct{} // made by Changed, closed (and dropped) by the next Write or Close
-	readFile *os.File      // lazily opened for reads older than the ring
+	readFile *os.File      // lazily opened for reads older than the ring; closed by Release
+	released bool          // after Release: reads open the file for each read only
 }
 
 // Create makes a stream whose file is path (created at the first write;
@@ -189,6 +190,7 @@ func (s *Stream) Release() {
 	if !s.closed {
 		return
 	}
+	s.released = true
 	if s.readFile != nil {
 		s.readFile.Close()
 		s.readFile = nil
@@ -339,15 +341,23 @@ func (s *Stream) Read(off int64, max int) (Chunk, error) {
 	return c, nil
 }
 
+// readFileAt reads buf from the file at off. A live stream keeps the
+// file open for the next read; a released one holds no descriptor, so it
+// opens the file for this read only.
 func (s *Stream) readFileAt(buf []byte, off int64) error {
-	if s.readFile == nil {
-		f, err := os.Open(s.path)
-		if err != nil {
+	f := s.readFile
+	if f == nil {
+		var err error
+		if f, err = os.Open(s.path); err != nil {
 			return fmt.Errorf("open output file %q: %w", s.path, err)
 		}
-		s.readFile = f
+		if s.released {
+			defer f.Close()
+		} else {
+			s.readFile = f
+		}
 	}
-	if _, err := s.readFile.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read output file %q at %d: %w", s.path, off, err)
 	}
 	return nil

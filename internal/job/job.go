@@ -171,6 +171,9 @@ func (j *Job) Started() <-chan struct{} { return j.started }
 // ID is the job's id.
 func (j *Job) ID() string { return j.info.ID }
 
+// Created is when the job was created (its record keeps milliseconds).
+func (j *Job) Created() time.Time { return j.info.Created.Truncate(time.Millisecond) }
+
 // Info returns a snapshot, with live byte counts for a running job.
 func (j *Job) Info() Info {
 	j.mu.Lock()

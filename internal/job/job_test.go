@@ -609,6 +609,32 @@ func TestPrune(t *testing.T) {
 	h.wait(running)
 }
 
+// A name reused after its job ended: pruning the old job's age never
+// touches the new job's record or output file (same path, <name>.out).
+func TestPruneKeepsReusedName(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.wait(h.start(Spec{Cmd: "echo old", Name: "build"}))
+	j := h.start(Spec{Cmd: "echo new; exec sleep 30", Name: "build"})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	<-j.Started()
+	for j.Stdout().Stats().Total < 4 {
+		select {
+		case <-j.Stdout().Changed():
+		case <-ctx.Done():
+			t.Fatal("no output from the new job")
+		}
+	}
+	if n, err := h.m.Prune(ctx, time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("pruned %d (%v): the old record was replaced by the new job's, nothing is old", n, err)
+	}
+	if b, err := os.ReadFile(j.Info().StdoutPath); err != nil || string(b) != "new\n" {
+		t.Errorf("new job's output file: %q %v", b, err)
+	}
+	h.m.Kill(j.ID(), true)
+	h.wait(j)
+}
+
 // Records of short jobs are written in batches a little later; List and
 // Lookup see them at once anyway (they wait for the writer), and a new
 // manager on the same store knows every id, so it never hands one out

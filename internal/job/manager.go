@@ -571,36 +571,40 @@ func fromRecord(r store.Job) Info {
 
 // Prune forgets jobs that ended before t: their records, their output
 // files, and the Job objects this daemon still held for them. It returns
-// how many were removed.
+// how many were removed. A file is removed only if its record was
+// deleted, and while no job of the same id is live: the removal happens
+// under the manager's lock, which a Start of that id needs.
 func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
+	const batch = 64 // files are removed under m.mu: keep each hold short
+	m.records.flush()
 	n := 0
 	for {
-		old, err := m.o.Store.DeleteJobsEndedBefore(ctx, before, 500)
+		old, err := m.o.Store.DeleteJobsEndedBefore(ctx, before, batch)
 		if err != nil {
 			return n, err
 		}
 		m.mu.Lock()
 		for _, rec := range old {
-			if j, ok := m.jobs[rec.ID]; ok && j.Info().State.Terminal() {
+			j, live := m.jobs[rec.ID]
+			if live && !j.Created().Equal(rec.Created) {
+				continue // a newer job of this name: its files are not the old ones
+			}
+			if live {
 				delete(m.jobs, rec.ID)
 				m.removeOrder(rec.ID)
 			}
-			if _, ok := m.jobs[rec.ID]; !ok {
-				if n, ok := parseHexID(rec.ID); ok {
-					delete(m.hexIDs, n)
-				}
+			if id, ok := parseHexID(rec.ID); ok {
+				delete(m.hexIDs, id)
 			}
-		}
-		m.mu.Unlock()
-		for _, rec := range old {
 			for _, p := range []string{rec.StdoutPath, rec.StderrPath} {
 				if p != "" {
 					os.Remove(p)
 				}
 			}
 		}
+		m.mu.Unlock()
 		n += len(old)
-		if len(old) < 500 {
+		if len(old) < batch {
 			return n, nil
 		}
 	}

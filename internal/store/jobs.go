@@ -148,10 +148,17 @@ func nullInt(p *int) any {
 func IsNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // DeleteJobsEndedBefore deletes the records of jobs that ended before t
-// (at most limit of them, oldest first) and returns what was deleted, so
-// the caller can remove their files.
+// (at most limit of them, oldest first) and returns exactly the records
+// it deleted, so the caller can remove their files: a record that changed
+// between the read and the delete (a job of the same name started again)
+// is neither deleted nor returned.
 func (s *Store) DeleteJobsEndedBefore(ctx context.Context, t time.Time, limit int) ([]Job, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE ended_at > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?`,
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("delete old jobs: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE ended_at > 0 AND ended_at < ? ORDER BY ended_at LIMIT ?`,
 		t.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("list old jobs: %w", err)
@@ -160,12 +167,21 @@ func (s *Store) DeleteJobsEndedBefore(ctx context.Context, t time.Time, limit in
 	if err != nil {
 		return nil, fmt.Errorf("list old jobs: %w", err)
 	}
+	deleted := old[:0]
 	for _, j := range old {
-		if _, err := s.db.ExecContext(ctx, `DELETE FROM jobs WHERE id = ? AND ended_at = ?`, j.ID, j.Ended.UnixMilli()); err != nil {
+		res, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id = ? AND created_at = ? AND ended_at = ?`,
+			j.ID, unixMilli(j.Created), unixMilli(j.Ended))
+		if err != nil {
 			return nil, fmt.Errorf("delete job %s: %w", j.ID, err)
 		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			deleted = append(deleted, j)
+		}
 	}
-	return old, nil
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("delete old jobs: %w", err)
+	}
+	return deleted, nil
 }
 
 // JobIDs returns the id of every job record.

@@ -20,14 +20,29 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// rgPath returns the rg binary, skipping the test when it is not installed.
+// rgPath returns the rg binary, skipping the test when it is not
+// installed, except under CI (CI set), where a missing rg fails the test:
+// the differential tests must not pass by skipping there.
 func rgPath(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("rg")
-	if err != nil {
+	p, ok := lookRG(t)
+	if !ok {
 		t.Skip("rg is not installed")
 	}
 	return p
+}
+
+// lookRG finds rg; under CI a missing rg fails t.
+func lookRG(t testing.TB) (string, bool) {
+	t.Helper()
+	p, err := exec.LookPath("rg")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("rg is not installed, and CI=%s: the comparisons with rg must run in CI", os.Getenv("CI"))
+		}
+		return "", false
+	}
+	return p, true
 }
 
 func writeFile(t testing.TB, root, rel string, content []byte) {
@@ -426,7 +441,7 @@ func TestInputErrors(t *testing.T) {
 		{"relative dir", Options{Pattern: "x", Dir: "relative"}, "dir"},
 	}
 	engines := map[string]func(context.Context, Options) (Result, error){"builtin": GrepBuiltin}
-	if rg, err := exec.LookPath("rg"); err == nil {
+	if rg, ok := lookRG(t); ok {
 		engines["rg"] = func(ctx context.Context, o Options) (Result, error) { return GrepRG(ctx, rg, o) }
 	}
 	for name, grep := range engines {
@@ -451,7 +466,7 @@ func TestInputErrors(t *testing.T) {
 // or a glob come back as input errors: a real rg is given a pattern it
 // rejects (bypassing the Go validation that normally catches it first).
 func TestRGRegexErrorMapping(t *testing.T) {
-	if rg, err := exec.LookPath("rg"); err == nil {
+	if rg, ok := lookRG(t); ok {
 		repo := buildFixture(t)
 		p, err := newGrepPlan(Options{Pattern: "x", Dir: repo})
 		if err != nil {
@@ -482,7 +497,7 @@ func TestCanceled(t *testing.T) {
 	if _, err := GrepBuiltin(ctx, Options{Pattern: "needle", Dir: repo}); !errors.Is(err, context.Canceled) {
 		t.Errorf("builtin: err = %v, want context.Canceled", err)
 	}
-	if rg, err := exec.LookPath("rg"); err == nil {
+	if rg, ok := lookRG(t); ok {
 		if _, err := GrepRG(ctx, rg, Options{Pattern: "needle", Dir: repo}); !errors.Is(err, context.Canceled) {
 			t.Errorf("rg: err = %v, want context.Canceled", err)
 		}
@@ -499,7 +514,7 @@ func TestGrepPicksEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := EngineBuiltin
-	if _, err := exec.LookPath("rg"); err == nil {
+	if _, ok := lookRG(t); ok {
 		want = EngineRG
 	}
 	if r.Engine != want || r.Count != 2 {

@@ -186,6 +186,13 @@ func TestBadInput(t *testing.T) {
 		{"cancel_loose_end", map[string]any{"kind": "todo", "id": 999}, "id"},
 		{"cancel_loose_end", map[string]any{"kind": "reminder-x", "id": 1}, "kind"},
 		{"set_status", map[string]any{"text": strings.Repeat("x", 201)}, "text"},
+		// A NUL would be cut by the kernel (or dropped by the parser): refused.
+		{"run", map[string]any{"cmd": "ls /etc/pass\x00wd"}, "cmd: contains a NUL byte"},
+		{"terminal_exec", map[string]any{"cmd": "ls /etc/pass\x00wd"}, "cmd: contains a NUL byte"},
+		{"terminal_exec", map[string]any{"cmd": "true", "cwd": "/tmp\x00x"}, "cwd: contains a NUL byte"},
+		{"terminal_exec", map[string]any{"cmd": "true", "env": map[string]any{"A": "b\x00c"}}, "env[\"A\"]: contains a NUL byte"},
+		{"terminal_job_start", map[string]any{"cmd": "ls /etc/pass\x00wd"}, "cmd: contains a NUL byte"},
+		{"terminal_pty_open", map[string]any{"cmd": "cat /etc/pass\x00wd"}, "cmd: contains a NUL byte"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %v", tt.tool, tt.args), func(t *testing.T) {

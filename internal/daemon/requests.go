@@ -41,6 +41,11 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if len(req.Argv) == 0 {
 			return fail(errors.New("argv: must not be empty"))
 		}
+		for i, a := range req.Argv {
+			if err := job.CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
+				return fail(err)
+			}
+		}
 		if req.TimeoutSecs < 0 || req.TimeoutSecs > 1e8 || req.TimeoutSecs != req.TimeoutSecs {
 			return fail(fmt.Errorf("timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
 		}

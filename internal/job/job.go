@@ -12,7 +12,9 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +63,38 @@ var (
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
+
+// CheckNUL returns an error naming field if s holds a NUL byte: no
+// command line, argument, directory or environment entry can carry one
+// (the kernel would cut it there), so it is refused rather than dropped.
+func CheckNUL(field, s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("%s: contains a NUL byte (at byte %d), which no command can receive", field, i)
+	}
+	return nil
+}
+
+// checkSpecNUL applies CheckNUL to every string of a spec that reaches exec.
+func checkSpecNUL(spec Spec) error {
+	if err := CheckNUL("cmd", spec.Cmd); err != nil {
+		return err
+	}
+	for i, a := range spec.Argv {
+		if err := CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
+			return err
+		}
+	}
+	if err := CheckNUL("cwd", spec.Dir); err != nil {
+		return err
+	}
+	for _, kv := range spec.Env {
+		if strings.IndexByte(kv, 0) >= 0 {
+			k, _, _ := strings.Cut(kv, "=")
+			return CheckNUL(fmt.Sprintf("env %q", strings.ReplaceAll(k, "\x00", `\0`)), kv)
+		}
+	}
+	return nil
+}
 
 // ValidName reports whether name is a valid job name: [a-z0-9-]{1,63}.
 func ValidName(name string) bool { return nameRE.MatchString(name) }

@@ -753,3 +753,21 @@ func TestRunningRecordsCarryPidStart(t *testing.T) {
 		h.wait(j)
 	}
 }
+
+// A NUL byte anywhere exec would see it is refused, naming the field.
+func TestStartRefusesNUL(t *testing.T) {
+	h := newHarness(t, Options{})
+	for _, tt := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Cmd: "ls /etc/pass\x00wd"}, "cmd: contains a NUL byte"},
+		{Spec{Argv: []string{"ls", "a\x00b"}}, "argv[1]: contains a NUL byte"},
+		{Spec{Cmd: "true", Dir: "/tmp\x00"}, "cwd: contains a NUL byte"},
+		{Spec{Cmd: "true", Env: []string{"A=1", "B=x\x00y"}}, `env "B": contains a NUL byte`},
+	} {
+		if _, err := h.m.Start(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Start(%q): %v, want %q", tt.spec.Cmd+strings.Join(tt.spec.Argv, " "), err, tt.want)
+		}
+	}
+}

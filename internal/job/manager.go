@@ -190,6 +190,9 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if spec.Timeout < 0 {
 		return nil, fmt.Errorf("timeout %v: must be >= 0", spec.Timeout)
 	}
+	if err := checkSpecNUL(spec); err != nil {
+		return nil, err
+	}
 	if spec.Name != "" && !ValidName(spec.Name) {
 		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", spec.Name)
 	}

@@ -88,6 +88,9 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if strings.TrimSpace(in.Cmd) == "" {
 		return nil, TaskStatus{}, errors.New("cmd: must not be empty")
 	}
+	if err := job.CheckNUL("cmd", in.Cmd); err != nil {
+		return nil, TaskStatus{}, err
+	}
 	timeout, err := seconds(in.TimeoutSecs, 0, "timeout_secs")
 	if err != nil {
 		return nil, TaskStatus{}, err

@@ -88,6 +88,9 @@ func ptyInfo(in pty.Info) PTYInfo {
 func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 	addTool(s, &mcp.Tool{Name: "terminal_pty_open", Description: "Open a persistent shell (or program) on a PTY; returns session_id."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyOpenIn) (*mcp.CallToolResult, PTYInfo, error) {
+			if err := checkCmdNUL(in.Cmd, in.Cwd, in.Env); err != nil {
+				return nil, PTYInfo{}, err
+			}
 			dir, err := resolveDir(h.sess, in.Cwd)
 			if err != nil {
 				return nil, PTYInfo{}, err

@@ -141,6 +141,24 @@ func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	return shell.CleanEnv(dedupEnv(env)), nil
 }
 
+// checkCmdNUL refuses a NUL byte in a command, its directory or its
+// environment before the command is planned: the shell parser would drop
+// it silently and run a different command.
+func checkCmdNUL(cmd, cwd string, env map[string]string) error {
+	if err := job.CheckNUL("cmd", cmd); err != nil {
+		return err
+	}
+	if err := job.CheckNUL("cwd", cwd); err != nil {
+		return err
+	}
+	for k, v := range env {
+		if err := job.CheckNUL(fmt.Sprintf("env[%q]", k), k+v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // dedupEnv keeps the last value of each key, in first-seen order.
 func dedupEnv(env []string) []string {
 	idx := map[string]int{}
@@ -200,6 +218,9 @@ func seconds(p *float64, def float64, field string) (time.Duration, error) {
 func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.CallToolResult, Envelope, error) {
 	if strings.TrimSpace(in.Cmd) == "" {
 		return nil, Envelope{}, errors.New("cmd: must not be empty")
+	}
+	if err := checkCmdNUL(in.Cmd, in.Cwd, in.Env); err != nil {
+		return nil, Envelope{}, err
 	}
 	autoBg, err := seconds(in.AutoBackgroundAfterSec, defaultAutoBackground, "auto_background_after_sec")
 	if err != nil {

@@ -111,6 +111,9 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if strings.TrimSpace(in.Cmd) == "" {
 		return nil, JobStarted{}, errors.New("cmd: must not be empty")
 	}
+	if err := checkCmdNUL(in.Cmd, in.Cwd, in.Env); err != nil {
+		return nil, JobStarted{}, err
+	}
 	timeout, err := seconds(in.TimeoutSec, 0, "timeout_sec")
 	if err != nil {
 		return nil, JobStarted{}, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
@@ -53,9 +54,8 @@ func Run(o Options) error {
 		c, err := client.OpenStdio(o.Layout, req, in, out)
 		if err == nil {
 			defer c.Close()
-			// Until the daemon ends the session (or dies).
-			_, err := io.Copy(io.Discard, c)
-			return err
+			// Until the daemon ends the session (or dies): it says why.
+			return c.Goodbye(o.Layout)
 		}
 		if !errors.Is(err, client.ErrNoHandOff) {
 			return fmt.Errorf("open mcp session: %w", err)
@@ -66,14 +66,44 @@ func Run(o Options) error {
 		return fmt.Errorf("open mcp session: %w", err)
 	}
 	defer c.Close()
-	up := make(chan error, 1)
+	var inputDone atomic.Bool
 	go func() {
-		_, err := io.Copy(c, o.Stdin)
+		io.Copy(c, o.Stdin)
+		inputDone.Store(true)
 		c.CloseWrite() // the client is done: the daemon ends the session
-		up <- err
 	}()
 	// Daemon → client until the daemon closes. The stdin goroutine may
 	// stay blocked in a read of stdin; the process exits right after.
-	_, err = io.Copy(o.Stdout, c)
-	return err
+	_, err = io.Copy(writerOnly{o.Stdout}, c)
+	if inputDone.Load() {
+		return nil // the client ended the session
+	}
+	var we *writeError
+	if errors.As(err, &we) {
+		return fmt.Errorf("forward to the client: %w", we.err)
+	}
+	// The daemon closed (or lost) the connection under a client that is
+	// still there: it stopped or died. Which one, the socket tells.
+	if _, cerr := client.Call(o.Layout, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
+		return fmt.Errorf("the daemon ended the session (see %s for why)", o.Layout.Log())
+	}
+	return fmt.Errorf("the daemon stopped or died under the session (see %s)", o.Layout.Log())
+}
+
+// writeError marks an error of the client's side (our stdout), to tell it
+// from one of the daemon's connection.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+// writerOnly wraps the errors of w in writeError (and hides any ReadFrom
+// of w, so io.Copy reports each side's errors as they are).
+type writerOnly struct{ w io.Writer }
+
+func (w writerOnly) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil {
+		err = &writeError{err}
+	}
+	return n, err
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N]", run: runDaemon})
 }
 
 func runDaemon(ctx context.Context, e Env, args []string) error {
@@ -26,6 +26,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	retain := fs.Duration("retain", 7*24*time.Hour, "how long ended jobs (records and output files) are kept; 0 keeps them forever")
 	handleTTL := fs.Duration("handle-ttl", 5*time.Minute, "how long a terminal_exec output handle lives after its last use")
 	handleCap := fs.Int64("handle-cap", 64<<20, "bytes all output handles together may refer to (least recently used go first)")
+	maxLine := fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
 	logMax := fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -41,6 +42,9 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	}
 	if *fileCap <= 0 {
 		return fmt.Errorf("%w: --file-cap %d: must be > 0", ErrUsage, *fileCap)
+	}
+	if *maxLine < 1024 {
+		return fmt.Errorf("%w: --max-line-bytes %d: must be >= 1024", ErrUsage, *maxLine)
 	}
 	if *logMax < 0 {
 		return fmt.Errorf("%w: --log-max %d: must be >= 0", ErrUsage, *logMax)
@@ -63,7 +67,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	return daemon.Run(ctx, daemon.Config{
 		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
-		HandleTTL: *handleTTL, HandleCap: *handleCap, Retain: retainArg(*retain),
+		HandleTTL: *handleTTL, HandleCap: *handleCap, Retain: retainArg(*retain), MaxLine: *maxLine,
 	})
 }
 

@@ -153,6 +153,28 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 	}
 }
 
+// Goodbye waits for the end of a stdio MCP session (see OpenStdio) and
+// returns why it ended: nil when the daemon says the client closed its
+// input, the daemon's reason otherwise, or an error saying the daemon
+// went away without a word (it died).
+func (c *Conn) Goodbye(l paths.Layout) error {
+	line, err := c.r.ReadBytes('\n')
+	if len(line) == 0 {
+		if err == nil || errors.Is(err, io.EOF) {
+			return fmt.Errorf("the daemon closed the session without saying why: it may have died (see %s)", l.Log())
+		}
+		return fmt.Errorf("the session's connection to the daemon failed: %w", err)
+	}
+	var resp proto.Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return fmt.Errorf("the daemon ended the session with an unreadable line %q", line)
+	}
+	if !resp.OK {
+		return errors.New(resp.Error)
+	}
+	return nil
+}
+
 // Copy copies the rest of the connection to w.
 func (c *Conn) Copy(w io.Writer) error {
 	_, err := io.Copy(w, c.r)

@@ -5,6 +5,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,9 +16,8 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/handles"
@@ -53,6 +53,14 @@ type Config struct {
 	// ShutdownTimeout bounds how long Run waits for jobs to stop at the
 	// end before SIGKILLing their groups. If zero, Grace + 5 s.
 	ShutdownTimeout time.Duration
+	// MaxLine bounds one inbound JSON-RPC line of an MCP session on the
+	// socket or a bridge's stdio; a longer line is answered with an error
+	// and skipped. If zero, DefaultMaxLine (16 MiB).
+	MaxLine int
+	// RequestTimeout bounds the wait for a socket connection's first line
+	// (a client idle longer gets an error answer) and the write of a
+	// one-line answer. If zero, DefaultRequestTimeout (10 s).
+	RequestTimeout time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
 }
@@ -69,7 +77,11 @@ type daemon struct {
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // every goroutine Run starts
+	connWG sync.WaitGroup // the goroutines serving socket connections
+	// stopping is closed once the engines have stopped at shutdown: MCP
+	// sessions then end, saying so.
+	stopping chan struct{}
 }
 
 // Run serves until ctx is cancelled, then stops jobs, closes the store and
@@ -96,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}}
+	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stopping: make(chan struct{})}
 	if err := d.open(); err != nil {
 		ln.Close()
 		os.Remove(l.Socket())
@@ -154,8 +166,10 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		d.track(c, true)
 		d.wg.Add(1)
+		d.connWG.Add(1)
 		go func() {
 			defer d.wg.Done()
+			defer d.connWG.Done()
 			defer d.track(c, false)
 			defer c.Close()
 			d.serveConn(ctx, c)
@@ -163,9 +177,18 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	d.log.Info("hive daemon stopping")
 	os.Remove(l.Socket())
-	// Stop jobs first so their last loose ends are recorded, then close
-	// the sessions.
+	// Stop jobs first so their last loose ends are recorded and pushed,
+	// then end the sessions: each says why to its bridge. Connections
+	// still open after a moment (a one-shot request stuck in a write, a
+	// client that does not go) are closed.
 	d.close()
+	close(d.stopping)
+	conns := make(chan struct{})
+	go func() { d.connWG.Wait(); close(conns) }()
+	select {
+	case <-conns:
+	case <-time.After(2 * time.Second):
+	}
 	d.connMu.Lock()
 	for c := range d.conns {
 		c.Close()
@@ -272,16 +295,27 @@ func (d *daemon) close() {
 // maxRequestLine bounds the first line of a connection.
 const maxRequestLine = 1 << 20
 
+// DefaultRequestTimeout bounds the wait for a connection's first line,
+// and the write of a one-line answer, unless Config.RequestTimeout says
+// otherwise.
+const DefaultRequestTimeout = 10 * time.Second
+
+// errRequestTooLong is a first line over maxRequestLine.
+var errRequestTooLong = fmt.Errorf("request line longer than %d bytes", maxRequestLine)
+
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		frag, err := br.ReadSlice('\n')
 		line = append(line, frag...)
 		if len(line) > maxRequestLine {
-			return nil, fmt.Errorf("request line longer than %d bytes", maxRequestLine)
+			return nil, errRequestTooLong
 		}
 		if err == nil {
 			return line, nil
+		}
+		if errors.Is(err, io.EOF) && len(bytes.TrimSpace(line)) > 0 {
+			return line, nil // a last line without a newline
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
 			return nil, err
@@ -295,11 +329,28 @@ func writeResp(w io.Writer, r proto.Response) error {
 	return err
 }
 
+// serveConn serves one socket connection: its first line (within
+// requestTimeout) says what it is for. Every first line is answered, a
+// bad one with an error saying what is wrong.
 func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
+	requestTimeout := d.cfg.RequestTimeout
+	if requestTimeout <= 0 {
+		requestTimeout = DefaultRequestTimeout
+	}
+	c.SetDeadline(time.Now().Add(requestTimeout))
 	line, br, fds, err := readHello(c)
 	if err != nil {
+		c.SetWriteDeadline(time.Now().Add(requestTimeout))
+		var ne net.Error
+		switch {
+		case errors.Is(err, errRequestTooLong):
+			writeResp(c, proto.Response{Error: err.Error()})
+		case errors.As(err, &ne) && ne.Timeout():
+			writeResp(c, proto.Response{Error: fmt.Sprintf("request: no complete line within %v", requestTimeout)})
+		}
 		return
 	}
+	c.SetReadDeadline(time.Time{}) // mcp and logs connections live on
 	var req proto.Request
 	if err := json.Unmarshal(line, &req); err != nil {
 		closeFDs(fds)
@@ -312,11 +363,15 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	}
 	switch req.Cmd {
 	case proto.CmdMCP:
+		c.SetWriteDeadline(time.Time{}) // the session sets its own
 		d.serveMCP(ctx, c, br, req, fds)
 	case proto.CmdLogs:
+		c.SetWriteDeadline(time.Time{})
 		d.serveLogs(ctx, c, req)
 	default:
-		writeResp(c, d.handle(ctx, req))
+		resp := d.handle(ctx, req)
+		c.SetWriteDeadline(time.Now().Add(requestTimeout))
+		writeResp(c, resp)
 	}
 }
 
@@ -352,6 +407,10 @@ func (r rwc) Close() error { return r.c.Close() }
 // and the connection only tells whether the bridge is still there: no
 // bytes are copied through the bridge. Without, MCP runs over the
 // connection itself.
+//
+// When a stdio session ends, the daemon says why on the connection (one
+// Response line: OK when the client closed its input, else the reason)
+// before it closes it, so the bridge can tell its user.
 func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
 	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c)}
 	srv, stop, err := tools.NewServer(d.deps, sess, req.Groups)
@@ -361,7 +420,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		return
 	}
 	defer stop()
-	var t mcp.Transport = &lineTransport{r: rwc{br, c}, w: deadlineWriter{c}}
+	lt := &lineTransport{r: rwc{br, c}, w: deadlineWriter{c}, maxLine: d.cfg.MaxLine}
 	var stdin, stdout *os.File
 	if req.Stdio {
 		if stdin, stdout, err = stdioFiles(fds); err != nil {
@@ -370,32 +429,78 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		}
 		defer stdin.Close()
 		defer stdout.Close()
-		t = &lineTransport{r: stdin, w: deadlineWriter{stdout}}
+		lt = &lineTransport{r: stdin, w: deadlineWriter{stdout}, maxLine: d.cfg.MaxLine}
 	}
 	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
 		return
 	}
-	ss, err := srv.Connect(ctx, t, nil)
+	ss, err := srv.Connect(ctx, lt, nil)
 	if err != nil {
 		d.log.Error("mcp connect", "err", err)
 		return
 	}
 	d.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups, "stdio", req.Stdio)
+	// The daemon stopping ends the session (and says so).
+	ended := make(chan struct{})
+	go func() {
+		select {
+		case <-d.stopping:
+			ss.Close()
+		case <-ended:
+		}
+	}()
 	if req.Stdio {
 		// The bridge holds the connection open while it lives; when it
-		// goes, so does the session. When the session ends first, closing
-		// the connection tells the bridge to exit.
+		// goes, so does the session. When the session ends first, the
+		// goodbye line and the closed connection tell the bridge to exit.
 		gone := make(chan struct{})
+		var left atomic.Bool
 		go func() {
 			io.Copy(io.Discard, br)
+			left.Store(true)
 			ss.Close()
 			close(gone)
 		}()
 		ss.Wait()
+		close(ended)
+		bridgeGone := left.Load()
+		reason := d.endReason(lt)
+		if !bridgeGone {
+			resp := proto.Response{OK: reason == nil}
+			if reason != nil {
+				resp.Error = "the daemon ended the session: " + reason.Error()
+			}
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			writeResp(c, resp)
+		}
 		c.Close()
 		<-gone
-	} else {
-		ss.Wait()
+		d.logEnd(sess.ID, reason, bridgeGone)
+		return
 	}
-	d.log.Info("mcp session closed", "session", sess.ID)
+	ss.Wait()
+	close(ended)
+	d.logEnd(sess.ID, d.endReason(lt), false)
+}
+
+// endReason says why a session's transport ended: nil for the client's
+// end of input.
+func (d *daemon) endReason(lt *lineTransport) error {
+	select {
+	case <-d.stopping:
+		return errors.New("the daemon is stopping")
+	default:
+	}
+	return lt.endReason()
+}
+
+func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
+	switch {
+	case bridgeGone:
+		d.log.Info("mcp session closed", "session", id, "reason", "the bridge went away")
+	case reason == nil:
+		d.log.Info("mcp session closed", "session", id, "reason", "end of input")
+	default:
+		d.log.Warn("mcp session closed", "session", id, "reason", reason.Error())
+	}
 }

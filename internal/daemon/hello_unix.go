@@ -5,6 +5,7 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,17 +40,27 @@ func readHello(c net.Conn) (line []byte, br *bufio.Reader, fds []int, err error)
 				return nil, nil, nil, perr
 			}
 		}
-		buf = buf[:len(buf)+n]
+		if n > 0 { // on an error (a deadline, a closed connection) n may be -1
+			buf = buf[:len(buf)+n]
+		}
 		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			if i > maxRequestLine {
+				closeFDs(fds)
+				return nil, nil, nil, errRequestTooLong
+			}
 			rest := append([]byte(nil), buf[i+1:]...)
 			br = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(rest), c), 64<<10)
 			return buf[:i+1], br, fds, nil
 		}
 		if len(buf) > maxRequestLine {
 			closeFDs(fds)
-			return nil, nil, nil, fmt.Errorf("request line longer than %d bytes", maxRequestLine)
+			return nil, nil, nil, errRequestTooLong
 		}
 		if rerr != nil {
+			if errors.Is(rerr, io.EOF) && len(bytes.TrimSpace(buf)) > 0 {
+				// A last line without a newline: the client half-closed.
+				return buf, bufio.NewReader(c), fds, nil
+			}
 			closeFDs(fds)
 			return nil, nil, nil, rerr
 		}

@@ -8,14 +8,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// maxLine bounds one inbound JSON-RPC line (the go-sdk's default).
-const maxLine = mcp.DefaultMaxLineLength
+// DefaultMaxLine bounds one inbound JSON-RPC line unless Config.MaxLine
+// says otherwise (the go-sdk's default, 16 MiB).
+const DefaultMaxLine = mcp.DefaultMaxLineLength
+
+// maxDepth bounds the nesting of arrays and objects in one inbound line.
+// No MCP message needs more than a few levels; a deeper one is refused
+// before anything decodes it.
+const maxDepth = 64
 
 // lineTransport is MCP over newline-delimited JSON-RPC, as the stdio
 // transport defines it, for the daemon's sessions on a bridge's pipes or
@@ -26,28 +33,57 @@ const maxLine = mcp.DefaultMaxLineLength
 // caller's goroutine (its reader is a socket or a pipe in non-blocking
 // mode, so Close unblocks a Read).
 //
+// Bad input never ends the session: a line that is not JSON gets a
+// JSON-RPC parse error (-32700), one that is not a valid message (or is
+// nested deeper than 64 levels, or is longer than the line limit) an
+// invalid-request error (-32600), and the session reads on.
+//
 // Batches (a JSON array of messages, allowed up to protocol 2025-03-26)
 // are received: their messages are handed on one by one and the answers
 // to their requests go back together as one array, as JSON-RPC says.
 type lineTransport struct {
 	r io.ReadCloser
 	w io.WriteCloser
+	// maxLine bounds one inbound line; zero means DefaultMaxLine.
+	maxLine int
+	// conn, once Connect ran, is the connection (for its end reason).
+	conn *lineConn
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &lineConn{r: bufio.NewReaderSize(t.r, 64<<10), rc: t.r, w: t.w, batches: map[jsonrpc.ID]*batch{}}, nil
+	max := t.maxLine
+	if max <= 0 {
+		max = DefaultMaxLine
+	}
+	t.conn = &lineConn{r: bufio.NewReaderSize(t.r, 64<<10), rc: t.r, w: t.w, maxLine: max, batches: map[jsonrpc.ID]*batch{}}
+	return t.conn, nil
+}
+
+// endReason says why the session's connection ended: nil when the client
+// closed its side (end of input), else the read or write error.
+func (t *lineTransport) endReason() error {
+	if t.conn == nil {
+		return nil
+	}
+	t.conn.errMu.Lock()
+	defer t.conn.errMu.Unlock()
+	return t.conn.endErr
 }
 
 type lineConn struct {
-	r  *bufio.Reader
-	rc io.Closer
-	w  io.WriteCloser
+	r       *bufio.Reader
+	rc      io.Closer
+	w       io.WriteCloser
+	maxLine int
 
 	readMu sync.Mutex // Read is called by one goroutine; this guards queue
 	queue  []jsonrpc.Message
 
 	writeMu sync.Mutex
 	batches map[jsonrpc.ID]*batch // requests of batches still unanswered, guarded by writeMu
+
+	errMu  sync.Mutex
+	endErr error // the first read error other than EOF, or write error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -61,6 +97,22 @@ type batch struct {
 
 func (c *lineConn) SessionID() string { return "" }
 
+// ended records why the connection ended (the first reason wins).
+func (c *lineConn) ended(err error) {
+	c.errMu.Lock()
+	if c.endErr == nil {
+		c.endErr = err
+	}
+	c.errMu.Unlock()
+}
+
+// errLineTooLong is a line past the limit; the rest of it was skipped.
+type errLineTooLong struct{ limit int }
+
+func (e errLineTooLong) Error() string {
+	return fmt.Sprintf("request line longer than %d bytes (the daemon's --max-line-bytes limit): skipped", e.limit)
+}
+
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	c.readMu.Lock()
 	defer c.readMu.Unlock()
@@ -69,47 +121,169 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, err
 		}
 		line, err := c.readLine()
+		var tooLong errLineTooLong
+		if errors.As(err, &tooLong) {
+			c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, err.Error())
+			continue
+		}
 		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				c.ended(err)
+			}
 			return nil, err
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
+		if d := depth(line); d > maxDepth {
+			c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON nested %d levels deep, more than the %d allowed", d, maxDepth))
+			continue
+		}
 		if line[0] != '[' {
 			msg, err := decodeMessage(line)
 			if err != nil {
-				return nil, err
+				c.rejectBad(line, err)
+				continue
 			}
 			return msg, nil
 		}
-		if c.queue, err = c.readBatch(line); err != nil {
-			return nil, err
-		}
+		c.queue = c.readBatch(line)
 	}
 	msg := c.queue[0]
 	c.queue = c.queue[1:]
 	return msg, nil
 }
 
+// rejectBad answers a line that is not a valid message: a parse error
+// if it is not JSON, else an invalid-request error with its id if it has
+// a usable one.
+func (c *lineConn) rejectBad(raw []byte, err error) {
+	c.reject(badID(raw), badCode(raw), err.Error())
+}
+
+// badCode is the JSON-RPC code for a bad message: -32700 when it is not
+// JSON at all, else -32600.
+func badCode(raw []byte) int64 {
+	if !json.Valid(raw) {
+		return jsonrpc.CodeParseError
+	}
+	return jsonrpc.CodeInvalidRequest
+}
+
+// badID is the id of a bad message if it has a valid one, else the null id.
+func badID(raw []byte) jsonrpc.ID {
+	var w struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(raw, &w) != nil {
+		return jsonrpc.ID{}
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return jsonrpc.ID{}
+	}
+	return id
+}
+
+// errorAnswer encodes a JSON-RPC error response. An invalid (zero) id is
+// written as null, as JSON-RPC 2.0 wants for errors that have no id to
+// answer.
+func errorAnswer(id jsonrpc.ID, code int64, msg string) []byte {
+	var w struct {
+		Version string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}
+	w.Version, w.Error = "2.0", &jsonrpc.Error{Code: code, Message: msg}
+	if id.IsValid() {
+		w.ID = id.Raw()
+	}
+	data, err := json.Marshal(w)
+	if err != nil { // cannot happen for these fields; answer something valid anyway
+		return []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"internal error"}}`)
+	}
+	return data
+}
+
+// reject writes an error answer for a message that never reaches the
+// server. A write error ends nothing here: the next Read or Write sees it.
+func (c *lineConn) reject(id jsonrpc.ID, code int64, msg string) {
+	c.writeLine(errorAnswer(id, code, msg))
+}
+
+func (c *lineConn) writeLine(data []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.w.Write(append(data, '\n'))
+	if err != nil {
+		c.ended(fmt.Errorf("write to the client: %w", err))
+	}
+	return err
+}
+
+// depth is how deeply arrays and objects nest in a JSON text (outside
+// strings); it stops counting past maxDepth+1.
+func depth(b []byte) int {
+	d, most, inStr, esc := 0, 0, false, false
+	for _, ch := range b {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case ch == '\\':
+				esc = true
+			case ch == '"':
+				inStr = false
+			}
+		case ch == '"':
+			inStr = true
+		case ch == '[' || ch == '{':
+			d++
+			if d > most {
+				most = d
+				if most > maxDepth {
+					return most
+				}
+			}
+		case ch == ']' || ch == '}':
+			d--
+		}
+	}
+	return most
+}
+
 // readLine reads up to a newline (or the end of input, for a last line
-// without one), at most maxLine bytes.
+// without one). A line over the limit is read to its end and dropped:
+// errLineTooLong, and the next call reads the next line.
 func (c *lineConn) readLine() ([]byte, error) {
 	var long []byte
+	skipping := false
 	for {
 		part, err := c.r.ReadSlice('\n')
-		if err == nil && long == nil {
+		if err == nil && long == nil && !skipping {
+			if len(part) > c.maxLine {
+				return nil, errLineTooLong{c.maxLine}
+			}
 			return part, nil // the common case: no copy
 		}
-		if len(long)+len(part) > maxLine {
-			return nil, fmt.Errorf("inbound JSON-RPC line longer than %d bytes", maxLine)
+		if !skipping && len(long)+len(part) > c.maxLine {
+			skipping, long = true, nil
 		}
-		long = append(long, part...)
+		if !skipping {
+			long = append(long, part...)
+		}
 		switch {
 		case err == nil:
+			if skipping {
+				return nil, errLineTooLong{c.maxLine}
+			}
 			return long, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, io.EOF) && skipping:
+			return nil, errLineTooLong{c.maxLine}
 		case errors.Is(err, io.EOF) && len(bytes.TrimSpace(long)) > 0:
 			return long, nil
 		default:
@@ -118,42 +292,54 @@ func (c *lineConn) readLine() ([]byte, error) {
 	}
 }
 
-func (c *lineConn) readBatch(line []byte) ([]jsonrpc.Message, error) {
+// readBatch splits a batch into its messages. Members that are not valid
+// messages are answered with errors within the batch's answer; a batch
+// that is not a JSON array, or is empty, gets one error answer.
+func (c *lineConn) readBatch(line []byte) []jsonrpc.Message {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(line, &raws); err != nil {
-		return nil, fmt.Errorf("unmarshaling jsonrpc batch: %w", err)
+		c.rejectBad(line, fmt.Errorf("unmarshaling jsonrpc batch: %w", err))
+		return nil
 	}
 	if len(raws) == 0 {
-		return nil, errors.New("empty JSON-RPC batch")
+		c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "empty JSON-RPC batch")
+		return nil
 	}
 	msgs := make([]jsonrpc.Message, 0, len(raws))
 	b := &batch{}
+	seen := map[jsonrpc.ID]bool{}
 	var ids []jsonrpc.ID
+	c.writeMu.Lock()
 	for _, raw := range raws {
 		msg, err := decodeMessage(raw)
 		if err != nil {
-			return nil, err
+			b.answers = append(b.answers, errorAnswer(badID(raw), badCode(raw), err.Error()))
+			continue
 		}
 		if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+			if _, dup := c.batches[r.ID]; dup || seen[r.ID] {
+				b.answers = append(b.answers, errorAnswer(r.ID, jsonrpc.CodeInvalidRequest,
+					fmt.Sprintf("JSON-RPC batch repeats the id of an unanswered request: %v", r.ID.Raw())))
+				continue
+			}
+			seen[r.ID] = true
 			ids = append(ids, r.ID)
 		}
 		msgs = append(msgs, msg)
 	}
-	if len(ids) > 0 {
-		c.writeMu.Lock()
-		for _, id := range ids {
-			if _, dup := c.batches[id]; dup {
-				c.writeMu.Unlock()
-				return nil, fmt.Errorf("JSON-RPC batch repeats the id of an unanswered request: %v", id.Raw())
-			}
-		}
-		for _, id := range ids {
-			c.batches[id] = b
-		}
-		b.open = len(ids)
-		c.writeMu.Unlock()
+	for _, id := range ids {
+		c.batches[id] = b
 	}
-	return msgs, nil
+	b.open = len(ids)
+	var now []byte
+	if b.open == 0 && len(b.answers) > 0 { // nothing left to wait for
+		now = append(append([]byte{'['}, bytes.Join(b.answers, []byte{','})...), ']')
+	}
+	c.writeMu.Unlock()
+	if now != nil {
+		c.writeLine(now)
+	}
+	return msgs
 }
 
 // wireMessage is every field a JSON-RPC 2.0 message may have. Method is
@@ -167,10 +353,49 @@ type wireMessage struct {
 	Error   *jsonrpc.Error  `json:"error"`
 }
 
+// wireKeys are wireMessage's keys. JSON-RPC keys are case-sensitive,
+// encoding/json's matching is not: see decodeMessage.
+var wireKeys = []string{"jsonrpc", "id", "method", "params", "result", "error"}
+
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	var w wireMessage
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+	}
+	if foldedKey(data) {
+		// A key like "Method" or "jsonrpC": encoding/json took it for one
+		// of ours. Decode again taking exact keys only, as the go-sdk does.
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+		}
+		w = wireMessage{}
+		for _, k := range wireKeys {
+			v, ok := m[k]
+			if !ok {
+				continue
+			}
+			var dst any
+			switch k {
+			case "jsonrpc":
+				dst = &w.Version
+			case "id":
+				dst = &w.ID
+			case "method":
+				w.Method = v
+			case "params":
+				w.Params = v
+			case "result":
+				w.Result = v
+			case "error":
+				dst = &w.Error
+			}
+			if dst != nil {
+				if err := json.Unmarshal(v, dst); err != nil {
+					return nil, fmt.Errorf("unmarshaling jsonrpc message: %w", err)
+				}
+			}
+		}
 	}
 	if w.Version != "2.0" {
 		return nil, fmt.Errorf("invalid message version tag %q; expected \"2.0\"", w.Version)
@@ -196,6 +421,63 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	return resp, nil
 }
 
+// foldedKey reports whether the top-level object in data has a key that
+// equals one of wireKeys only when case is ignored (or holds an escape,
+// which could spell one). It is a byte scan: messages almost never have
+// one, and then the one decode is all.
+func foldedKey(data []byte) bool {
+	d, inStr, esc := 0, false, false
+	start, hasEsc := -1, false
+	expectKey := false
+	for i, ch := range data {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case ch == '\\':
+				esc, hasEsc = true, true
+			case ch == '"':
+				inStr = false
+				if start >= 0 {
+					key := data[start:i]
+					if hasEsc {
+						return true // rare: let the exact decode judge it
+					}
+					for _, k := range wireKeys {
+						if len(key) == len(k) && string(key) != k && strings.EqualFold(string(key), k) {
+							return true
+						}
+					}
+					start = -1
+				}
+			}
+			continue
+		}
+		switch ch {
+		case '"':
+			inStr = true
+			if d == 1 && expectKey {
+				start, hasEsc = i+1, false
+				expectKey = false
+			}
+		case '{':
+			d++
+			if d == 1 {
+				expectKey = true
+			}
+		case '[':
+			d++
+		case '}', ']':
+			d--
+		case ',':
+			if d == 1 {
+				expectKey = true
+			}
+		}
+	}
+	return false
+}
+
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -216,7 +498,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			data = append(append([]byte{'['}, bytes.Join(b.answers, []byte{','})...), ']')
 		}
 	}
-	_, err = c.w.Write(append(data, '\n'))
+	if _, err = c.w.Write(append(data, '\n')); err != nil {
+		c.ended(fmt.Errorf("write to the client: %w", err))
+	}
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -16,6 +17,11 @@ import (
 // lineServer serves a small MCP server on a lineTransport over two real
 // pipes; the test writes lines to in and reads lines from out.
 func lineServer(t *testing.T) (in io.WriteCloser, out *bufio.Reader) {
+	return lineServerMax(t, 0)
+}
+
+// lineServerMax is lineServer with a line limit (0: the default).
+func lineServerMax(t *testing.T, maxLine int) (in io.WriteCloser, out *bufio.Reader) {
 	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -32,7 +38,7 @@ func lineServer(t *testing.T) (in io.WriteCloser, out *bufio.Reader) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, struct{}, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, struct{}{}, nil
 	})
-	ss, err := srv.Connect(context.Background(), &lineTransport{r: inR, w: outW}, nil)
+	ss, err := srv.Connect(context.Background(), &lineTransport{r: inR, w: outW, maxLine: maxLine}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,12 +146,93 @@ func TestDecodeMessage(t *testing.T) {
 	}
 }
 
-func TestLineConnRejectsOverlongLine(t *testing.T) {
-	c := &lineConn{r: bufio.NewReaderSize(strings.NewReader(strings.Repeat("x", maxLine+10)+"\n"), 64<<10)}
-	if _, err := c.Read(context.Background()); err == nil || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("overlong line: %v", err)
+// Bad input is answered with a JSON-RPC error and the session goes on:
+// what is not JSON gets -32700, what is JSON but no valid message -32600
+// (with its id when it has one), as do an empty batch, nesting past the
+// limit and a line past the length limit (read to its end and skipped).
+func TestLineConnAnswersBadInput(t *testing.T) {
+	const limit = 4096
+	in, out := lineServerMax(t, limit)
+	deep := strings.Repeat("[", 100) + strings.Repeat("]", 100)
+	tests := []struct {
+		name, line string
+		code       int
+		id         string // the id the error carries, as JSON
+		says       string
+	}{
+		{"not JSON", "hello there", -32700, "null", "unmarshaling"},
+		{"cut JSON", `{"jsonrpc":"2.0","id":1,"method":"ping"`, -32700, "null", "unmarshaling"},
+		{"raw NUL", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"pi\x00ng\"}", -32700, "null", "invalid character"},
+		{"NUL outside JSON", "\x00", -32700, "null", "invalid character"},
+		{"empty batch", "[]", -32600, "null", "empty JSON-RPC batch"},
+		{"wrong version", `{"jsonrpc":"1.0","id":5,"method":"ping"}`, -32600, "5", "version"},
+		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, -32600, `"m"`, "method"},
+		{"id a bool", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, "null", "id"},
+		{"a bare string", `"ping"`, -32600, "null", "unmarshaling"},
+		{"deep nesting", deep, -32600, "null", "nested 65 levels deep, more than the 64 allowed"},
+		{"deep nesting in a string is fine to count as text", `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"s":"` + deep + `"}}`, 0, "6", ""},
+		{"line over the limit", `{"jsonrpc":"2.0","id":7,"method":"ping","params":{"s":"` + strings.Repeat("x", 3*limit) + `"}}`, -32600, "null", "longer than 4096 bytes"},
 	}
-	c = &lineConn{r: bufio.NewReader(strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`))}
+	for i, tt := range tests {
+		send(t, in, tt.line)
+		var a struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		line := answerLine(t, out)
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("%s: answer %q is not JSON: %v", tt.name, line, err)
+		}
+		switch {
+		case tt.code == 0 && a.Error != nil:
+			t.Errorf("%s: error %s, want an answer", tt.name, line)
+		case tt.code != 0 && (a.Error == nil || a.Error.Code != tt.code || !strings.Contains(a.Error.Message, tt.says)):
+			t.Errorf("%s: answer %s, want code %d saying %q", tt.name, line, tt.code, tt.says)
+		case string(a.ID) != tt.id:
+			t.Errorf("%s: answer id %s, want %s", tt.name, a.ID, tt.id)
+		}
+		// The session goes on.
+		send(t, in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 100+i))
+		if line := answerLine(t, out); !strings.Contains(line, fmt.Sprintf(`"id":%d`, 100+i)) || strings.Contains(line, "error") {
+			t.Fatalf("after %s: ping answered %s", tt.name, line)
+		}
+	}
+	// A batch with bad members: they are answered inside the batch's answer.
+	send(t, in, `[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"1.0","id":21,"method":"ping"},42]`)
+	var answers []struct {
+		ID    int `json:"id"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	line := answerLine(t, out)
+	if err := json.Unmarshal([]byte(line), &answers); err != nil || len(answers) != 3 {
+		t.Fatalf("mixed batch answer %s (%v)", line, err)
+	}
+	errs := 0
+	for _, a := range answers {
+		if a.Error != nil {
+			errs++
+			if a.Error.Code != -32600 {
+				t.Errorf("bad batch member answered %s", line)
+			}
+		}
+	}
+	if errs != 2 {
+		t.Errorf("mixed batch: %d errors in %s, want 2", errs, line)
+	}
+	// A batch of bad members only is answered at once.
+	send(t, in, `[1,2]`)
+	if line := answerLine(t, out); !strings.HasPrefix(line, "[") || strings.Count(line, "-32600") != 2 {
+		t.Errorf("all-bad batch answered %s", line)
+	}
+}
+
+func TestLineConnLastLineAndEOF(t *testing.T) {
+	c := &lineConn{r: bufio.NewReader(strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)), maxLine: DefaultMaxLine}
 	if msg, err := c.Read(context.Background()); err != nil || msg == nil {
 		t.Fatalf("last line without newline: %v", err)
 	}

@@ -252,9 +252,14 @@ func (d *daemon) open() error {
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir,
-		OnChange: func(in job.Info) {
-			if _, err := d.inbox.UpsertTodo(context.Background(), tools.TodoSubsystem, in.ID, tools.TodoSummary(in)); err != nil {
-				d.log.Error("upsert job todo", "job", in.ID, "err", err)
+		// A detached job's loose end is written with its record, in
+		// one transaction, and published once committed.
+		Todo: func(in job.Info) store.Todo {
+			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in)}
+		},
+		OnCommit: func(changed []store.Todo) {
+			for _, t := range changed {
+				d.inbox.Published(t)
 			}
 		},
 	})

@@ -58,7 +58,11 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
-		w := wireJob(j.Info())
+		in, err := d.jobs.Durable(j)
+		if err != nil {
+			return fail(err)
+		}
+		w := wireJob(in)
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdKill:
 		in, err := d.jobs.Kill(req.ID, req.Force)

@@ -133,6 +133,12 @@ func (in *Inbox) UpsertTodo(ctx context.Context, subsystem, key, summary string)
 	return t, nil
 }
 
+// Published publishes a todo that changed in a transaction of someone
+// else's (the job engine writes a job's todo with its record).
+func (in *Inbox) Published(t store.Todo) {
+	in.emit(Change{Todo: t})
+}
+
 // ClearKey clears the todo (subsystem, key) if there is one.
 func (in *Inbox) ClearKey(ctx context.Context, subsystem, key string) error {
 	deleted, err := in.st.DeleteTodoKey(ctx, subsystem, key)

@@ -189,6 +189,9 @@ type Job struct {
 	// writer without j.mu.
 	reaped   atomic.Bool
 	pidStart atomic.Uint64
+	// seq is the sequence number of the job's latest record put: Sync
+	// waits for it.
+	seq atomic.Uint64
 
 	stdout, stderr *output.Stream
 	done           chan struct{}
@@ -264,14 +267,17 @@ func (j *Job) Stderr() *output.Stream {
 }
 
 // Detach hands an attached job over to the loose-end machinery: from now
-// on its progress is reported through OnChange. It returns false, and
-// changes nothing, if the job has already ended: the caller then has the
-// result and should deliver it inline.
-func (j *Job) Detach() bool {
+// on its progress is recorded with its loose end (Options.Todo). It
+// returns ErrEnded, and changes nothing, if the job has already ended:
+// the caller then has the result and should deliver it inline. It returns
+// once the handover is committed (the caller hands out the job's id
+// next); if that fails, the job is killed and the error wraps
+// ErrNotRecorded.
+func (j *Job) Detach() error {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.info.State.Terminal() {
-		return false
+		j.mu.Unlock()
+		return ErrEnded
 	}
 	if !j.detached {
 		j.detached = true
@@ -280,9 +286,12 @@ func (j *Job) Detach() bool {
 			// pid is still the leader's.
 			j.info.PidStart = procStartTime(j.pgid)
 		}
-		// The caller hands out the id now: the record must be durable.
-		j.m.persistLocked(j)
-		j.m.notifyLocked(j)
+		j.m.putLocked(j)
 	}
-	return true
+	j.mu.Unlock()
+	if err := j.m.Sync(j); err != nil {
+		j.stop(Killed, true)
+		return fmt.Errorf("job %s: its handover to the background could not be recorded, so it was killed: %w", j.info.ID, err)
+	}
+	return nil
 }

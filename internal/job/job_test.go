@@ -45,11 +45,7 @@ func newHarness(t *testing.T, o Options) *harness {
 	h.st = st
 	o.Dir = filepath.Join(h.dir, "bash-tasks")
 	o.Store = st
-	o.OnChange = func(in Info) {
-		h.mu.Lock()
-		h.seen = append(h.seen, in)
-		h.mu.Unlock()
-	}
+	o.Todo, o.OnCommit = h.todos()
 	m, err := New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +58,20 @@ func newHarness(t *testing.T, o Options) *harness {
 		st.Close()
 	})
 	return h
+}
+
+// todos gives a manager a Todo func whose summary is the job's state,
+// and an OnCommit that collects what was committed into h.seen.
+func (h *harness) todos() (func(Info) store.Todo, func([]store.Todo)) {
+	return func(in Info) store.Todo {
+			return store.Todo{Subsystem: "job", Key: in.ID, Summary: string(in.State)}
+		}, func(changed []store.Todo) {
+			h.mu.Lock()
+			for _, t := range changed {
+				h.seen = append(h.seen, Info{ID: t.Key, State: State(t.Summary)})
+			}
+			h.mu.Unlock()
+		}
 }
 
 func (h *harness) start(spec Spec) *Job {
@@ -400,14 +410,17 @@ func Test200ConcurrentJobs(t *testing.T) {
 func TestOnChangeDetach(t *testing.T) {
 	h := newHarness(t, Options{})
 	j := h.start(Spec{Cmd: "sleep 0.2", Attached: true})
-	if !j.Detach() {
-		t.Fatal("detach of a running job said it ended")
+	if err := j.Detach(); err != nil {
+		t.Fatalf("detach of a running job: %v", err)
 	}
 	h.wait(j)
 	quick := h.start(Spec{Cmd: "true", Attached: true})
 	h.wait(quick)
-	if quick.Detach() {
-		t.Fatal("detach of an ended job succeeded")
+	if err := quick.Detach(); !errors.Is(err, ErrEnded) {
+		t.Fatalf("detach of an ended job: %v, want ErrEnded", err)
+	}
+	if err := h.m.Sync(j); err != nil {
+		t.Fatal(err)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -451,9 +464,10 @@ func TestRecoverInterrupted(t *testing.T) {
 	// A record whose pid now belongs to another process must not touch it.
 	st.PutJob(context.Background(), store.Job{ID: "reused", Cmd: "x", State: "running", Pid: os.Getpid(),
 		PidStart: 1, Created: time.Now()})
-	var seen []Info
+	h := &harness{t: t}
+	todo, onCommit := h.todos()
 	m, err := New(Options{Dir: filepath.Join(dir, "out"), Store: st, LeftoverGrace: time.Second,
-		OnChange: func(in Info) { seen = append(seen, in) }})
+		Todo: todo, OnCommit: onCommit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,8 +488,10 @@ func TestRecoverInterrupted(t *testing.T) {
 	if in, _ := m.Lookup(context.Background(), "old"); in.State != Done {
 		t.Errorf("finished record changed: %s", in.State)
 	}
-	if len(seen) != 2 {
-		t.Errorf("OnChange saw %d jobs, want 2", len(seen))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.seen) != 2 {
+		t.Errorf("loose ends for %d jobs (%v), want 2", len(h.seen), h.seen)
 	}
 }
 
@@ -769,5 +785,70 @@ func TestStartRefusesNUL(t *testing.T) {
 		if _, err := h.m.Start(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Start(%q): %v, want %q", tt.spec.Cmd+strings.Join(tt.spec.Argv, " "), err, tt.want)
 		}
+	}
+}
+
+// Recovery signals only what it can prove is a job's. A group whose
+// leader is gone may have been taken by an unrelated process that reused
+// the number: its members without the job's mark survive. A process that
+// carries the job's mark is stopped wherever it is.
+func TestRecoverSignalsOnlyProvenProcesses(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("proof needs /proc")
+	}
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	owner := filepath.Join(dir, "state")
+	// An unrelated group whose leader is gone: `sh` exits, its sleep stays
+	// in group <sh's pid>, as after a setsid daemon reused a dead job's pid.
+	sh := exec.Command("sh", "-c", "sleep 3600 >/dev/null 2>&1 & echo $!")
+	sh.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unrelated, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	defer syscall.Kill(unrelated, syscall.SIGKILL)
+	group := sh.Process.Pid
+	if s, ok := proc.Read(unrelated); !ok || s.Pgrp != group {
+		t.Fatalf("planted process %d: %+v, want group %d", unrelated, s, group)
+	}
+	// A process that left its job's group but carries the job's mark.
+	marked := exec.Command("sleep", "3600")
+	marked.Env = append(os.Environ(), EnvJobID+"=escapee", EnvJobOwner+"="+owner)
+	marked.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := marked.Start(); err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan struct{})
+	go func() { marked.Wait(); close(reaped) }()
+	ctx := context.Background()
+	st.PutJob(ctx, store.Job{ID: "reused", Cmd: "x", State: "running", Pid: group, PidStart: 1, Created: time.Now()})
+	st.PutJob(ctx, store.Job{ID: "escapee", Cmd: "y", State: "running", Pid: 999999, PidStart: 1, Created: time.Now()})
+	m, err := New(Options{Dir: filepath.Join(dir, "out"), Store: st, LeftoverGrace: time.Second, Owner: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	select {
+	case <-reaped:
+	case <-time.After(10 * time.Second):
+		marked.Process.Kill()
+		t.Fatal("the marked process was not stopped")
+	}
+	if !alive(unrelated) {
+		t.Error("a process in a reused group id, without the job's mark, was signalled")
+	}
+	for _, id := range []string{"reused", "escapee"} {
+		if in, err := m.Lookup(ctx, id); err != nil || in.State != Interrupted {
+			t.Errorf("%s: %v %s, want interrupted", id, err, in.State)
+		}
+	}
+	if in, _ := m.Lookup(ctx, "escapee"); in.Leftover != 1 {
+		t.Errorf("escapee: %d leftover counted, want 1", in.Leftover)
 	}
 }

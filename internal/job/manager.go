@@ -35,10 +35,16 @@ type Options struct {
 	FileCap int64
 	// RingSize is the per-stream in-memory window. If zero, 4 MiB.
 	RingSize int
-	// OnChange, if set, is called on every state change of a detached job
-	// and when a job is detached, with the job's lock held: it must be
-	// quick and must not call back into the Manager or the Job.
-	OnChange func(Info)
+	// Todo, if set, gives the loose end of a detached job in the state of
+	// its snapshot: it is written with the job's record, in the same
+	// transaction, whenever a detached job's record is (and once when a
+	// job is detached). It runs on whichever goroutine commits, without
+	// locks held; it must be quick and must not call into the Manager.
+	Todo func(Info) store.Todo
+	// OnCommit, if set, hears of the todos a commit changed (new, or a
+	// new summary), after the commit and before anyone waiting for it goes
+	// on. It runs without locks held and must not call into the Manager.
+	OnCommit func(changed []store.Todo)
 	// Logger, if nil, discards.
 	Logger *slog.Logger
 	// Shell is the argv prefix that runs Spec.Cmd. If nil, [bash -c].
@@ -116,10 +122,6 @@ func New(o Options) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, hexIDs: map[uint32]struct{}{}}
-	if err := m.recover(); err != nil {
-		cancel()
-		return nil, err
-	}
 	ids, err := o.Store.JobIDs(ctx)
 	if err != nil {
 		cancel()
@@ -130,7 +132,12 @@ func New(o Options) (*Manager, error) {
 			m.hexIDs[n] = struct{}{}
 		}
 	}
-	m.records = newRecordWriter(o.Store, o.Logger)
+	m.records = newRecordWriter(o.Store, o.Logger, o.Todo, o.OnCommit)
+	if err := m.recover(); err != nil {
+		m.records.close()
+		cancel()
+		return nil, err
+	}
 	if f, err := os.Open(os.DevNull); err == nil {
 		m.devNull = f // else exec opens it for each job
 	}
@@ -144,10 +151,11 @@ func (m *Manager) recover() error {
 	if err != nil {
 		return fmt.Errorf("recover jobs: %w", err)
 	}
+	var last uint64
 	for _, rec := range left {
 		in := fromRecord(rec)
 		if in.State == Running && in.Pid > 0 {
-			if n := terminateOrphanGroup(in.Pid, in.PidStart, m.o.LeftoverGrace); n > 0 {
+			if n := terminateOrphanGroup(in.Pid, in.PidStart, in.ID, m.o.Owner, m.o.LeftoverGrace); n > 0 {
 				in.Leftover = n
 				m.o.Logger.Info("terminated processes of interrupted job", "job", in.ID, "count", n)
 			}
@@ -165,12 +173,12 @@ func (m *Manager) recover() error {
 				*s.bytes = fi.Size()
 			}
 		}
-		if err := m.o.Store.PutJob(ctx, toRecord(in)); err != nil {
-			return fmt.Errorf("recover job %s: %w", in.ID, err)
-		}
-		if m.o.OnChange != nil {
-			m.o.OnChange(in)
-		}
+		last = m.records.put(nil, in, true)
+	}
+	// A store that cannot be written (disk full) must not keep the daemon
+	// from starting: the records stay queued and are retried.
+	if err := m.records.sync(last); err != nil {
+		m.o.Logger.Error("could not record the jobs interrupted by the last daemon's end; retrying", "jobs", len(left), "err", err)
 	}
 	if m.o.Owner != "" {
 		if n := terminateMarked(EnvJobOwner+"="+m.o.Owner, m.o.LeftoverGrace); n > 0 {
@@ -205,6 +213,9 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if spec.Cmd == "" {
 		spec.Cmd = joinArgv(spec.Argv)
 	}
+	if err := m.records.health(); err != nil {
+		return nil, fmt.Errorf("%w: the store cannot be written (%v): no new work until it can, tried again every %v", ErrNotRecorded, err, retryEvery)
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -234,27 +245,66 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(),
 		StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
 	}
-	if old, ok := m.jobs[id]; ok {
-		old.release()
+	var old *Job
+	if o, ok := m.jobs[id]; ok {
+		old = o
 		m.removeOrder(id)
 	}
 	m.jobs[id] = j
 	m.order = append(m.order, id)
 	m.trimLocked()
-	if m.running >= m.o.MaxRunning {
-		m.queue = append(m.queue, j)
+	// A slot is taken now, or the job waits in the queue.
+	now := m.running < m.o.MaxRunning
+	if now {
+		m.running++
+		m.wg.Add(1)
+	}
+	if j.detached {
+		// Its id is handed out: its record must be in the store before
+		// any process starts, so that a store that cannot be written
+		// starts nothing. A job about to start gets its loose end with
+		// its running record; a queued one now.
 		j.mu.Lock()
-		m.persistLocked(j)
-		m.notifyLocked(j)
+		j.seq.Store(m.records.put(j, j.snapshotLocked(), !now))
 		j.mu.Unlock()
-		m.mu.Unlock()
+	}
+	m.mu.Unlock()
+	if old != nil {
+		old.release()
+	}
+	if j.detached {
+		if err := m.Sync(j); err != nil {
+			m.forget(j, err)
+			if now {
+				m.wg.Done()
+				m.slotFreed()
+			}
+			return nil, fmt.Errorf("job %s: %w: nothing was started", id, err)
+		}
+	}
+	if !now {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		j.mu.Lock()
+		switch {
+		case j.info.State.Terminal():
+		case j.reason != "": // stopped while its record was written
+			j.info.Error = "cancelled before it started"
+			j.finishLocked(j.reason)
+		case m.closed:
+			j.info.Error = "the daemon shut down before the job started"
+			j.finishLocked(Interrupted)
+		default:
+			j.mu.Unlock()
+			m.queue = append(m.queue, j)
+			m.dispatchLocked()
+			return j, nil
+		}
+		j.mu.Unlock()
 		return j, nil
 	}
 	// Start it now, outside m.mu, so the caller gets a running (or
 	// failed) job with its pid.
-	m.running++
-	m.wg.Add(1)
-	m.mu.Unlock()
 	run := j.begin()
 	go func() {
 		defer m.wg.Done()
@@ -263,7 +313,59 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		}
 		m.slotFreed()
 	}()
+	if j.detached {
+		// The running record (pid, start time) is what a restarted
+		// daemon needs to find the job's processes.
+		if err := m.Sync(j); err != nil {
+			j.mu.Lock()
+			if j.info.Error == "" {
+				j.info.Error = "its start could not be recorded: " + err.Error()
+			}
+			j.mu.Unlock()
+			j.stop(Killed, true)
+			return nil, fmt.Errorf("job %s: its start could not be recorded, so it was killed: %w", id, err)
+		}
+	}
 	return j, nil
+}
+
+// forget drops a job whose first record could not be written: it never
+// existed for anyone outside this call.
+func (m *Manager) forget(j *Job, err error) {
+	m.mu.Lock()
+	if m.jobs[j.info.ID] == j {
+		delete(m.jobs, j.info.ID)
+		m.removeOrder(j.info.ID)
+	}
+	for i, q := range m.queue {
+		if q == j {
+			m.queue = append(m.queue[:i], m.queue[i+1:]...)
+			break
+		}
+	}
+	m.mu.Unlock()
+	j.mu.Lock()
+	j.info.Error = err.Error()
+	j.detached = false // no loose end for a job nobody was told of
+	j.finishLocked(Failed)
+	j.mu.Unlock()
+}
+
+// Durable returns j's snapshot once it is committed (see Sync): the
+// snapshot to tell a client.
+func (m *Manager) Durable(j *Job) (Info, error) {
+	in := j.Info()
+	if err := m.Sync(j); err != nil {
+		return Info{}, fmt.Errorf("job %s: %w", j.info.ID, err)
+	}
+	return in, nil
+}
+
+// Sync returns once j's latest state is committed to the store: what a
+// caller tells a client of the job must not be contradicted after a
+// crash. The error wraps ErrNotRecorded when the store failed.
+func (m *Manager) Sync(j *Job) error {
+	return m.records.sync(j.seq.Load())
 }
 
 func (m *Manager) slotFreed() {
@@ -340,11 +442,17 @@ func (m *Manager) Get(id string) (*Job, error) {
 }
 
 // Lookup returns the snapshot of any job: live, or recorded in the store.
+// A live job's snapshot is returned once it is committed (see Sync); if
+// it cannot be, the error wraps ErrNotRecorded.
 func (m *Manager) Lookup(ctx context.Context, id string) (Info, error) {
 	if j, err := m.Get(id); err == nil {
-		return j.Info(), nil
+		in := j.Info()
+		if err := m.Sync(j); err != nil {
+			return Info{}, fmt.Errorf("job %s: %w", id, err)
+		}
+		return in, nil
 	}
-	m.records.flush()
+	m.records.flush() // a job trimmed from memory may still have a record queued
 	rec, err := m.o.Store.GetJob(ctx, id)
 	if store.IsNotFound(err) {
 		return Info{}, fmt.Errorf("job %q: %w", id, ErrNotFound)
@@ -362,7 +470,10 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 	for i, s := range states {
 		ss[i] = string(s)
 	}
-	m.records.flush() // the store is the index: bring it up to date
+	// The store is the index: bring it up to date. Should it fail (disk
+	// full), the list shows what is recorded, live states only where they
+	// are the recorded ones.
+	failing := m.records.flush() != nil
 	recs, err := m.o.Store.ListJobs(ctx, limit, ss...)
 	if err != nil {
 		return nil, err
@@ -371,9 +482,18 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 	for _, r := range recs {
 		in := fromRecord(r)
 		if j, err := m.Get(r.ID); err == nil {
-			in = j.Info() // live counters
+			if live := j.Info(); !failing || live.State == in.State {
+				in = live // live counters
+			}
 		}
 		out = append(out, in)
+	}
+	if !failing {
+		// Live states newer than the flush (a job that ended since) are
+		// committed before they are shown.
+		if err := m.records.flush(); err != nil {
+			return m.List(ctx, limit, states...)
+		}
 	}
 	return out, nil
 }
@@ -404,11 +524,18 @@ func (m *Manager) Kill(id string, force bool) (Info, error) {
 			in := j.snapshotLocked()
 			j.mu.Unlock()
 			m.mu.Unlock()
+			if err := m.Sync(j); err != nil {
+				return Info{}, fmt.Errorf("job %s: cancelled, but %w", id, err)
+			}
 			return in, nil
 		}
 	}
 	m.mu.Unlock()
-	return j.stop(Killed, force)
+	in, err := j.stop(Killed, force)
+	if serr := m.Sync(j); serr != nil && err == nil {
+		return Info{}, fmt.Errorf("job %s: signalled, but %w", id, serr)
+	}
+	return in, err
 }
 
 // Close stops the manager: pending jobs are cancelled, running jobs are
@@ -462,21 +589,10 @@ func (m *Manager) Close(ctx context.Context) error {
 	return nil
 }
 
-// persistLocked writes j's record and, once the job is detached (its id
-// handed out), waits until it is in the store: such a job and its pid must
-// survive a daemon crash. An attached job's caller is still waiting on the
-// call, so its record is written shortly after, off its path; should the
-// daemon die first, the call fails and the job's processes are found by
-// their Owner mark. j.mu is held.
-func (m *Manager) persistLocked(j *Job) {
-	m.records.put(j, toRecord(j.snapshotLocked()), j.detached)
-}
-
-// persistLaterLocked queues j's record; the writer stores it within
-// moments. Used for a job's end, which must not wait for the store. j.mu
-// is held.
-func (m *Manager) persistLaterLocked(j *Job) {
-	m.records.put(j, toRecord(j.snapshotLocked()), false)
+// putLocked queues j's record (its current snapshot), with its loose
+// end if it is detached. It never waits; Sync does. j.mu is held.
+func (m *Manager) putLocked(j *Job) {
+	j.seq.Store(m.records.put(j, j.snapshotLocked(), j.detached))
 }
 
 // fillPidStart gives the record of a running job its leader's start time
@@ -499,13 +615,6 @@ func fillPidStart(j *Job, rec *store.Job) {
 	}
 	j.pidStart.Store(st)
 	rec.PidStart = st
-}
-
-// notifyLocked reports j to OnChange if it is detached. j.mu is held.
-func (m *Manager) notifyLocked(j *Job) {
-	if j.detached && m.o.OnChange != nil {
-		m.o.OnChange(j.snapshotLocked())
-	}
 }
 
 // A random job id is 8 lowercase hex digits.

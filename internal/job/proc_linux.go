@@ -24,12 +24,6 @@ func groupMembers(pgid int) []int {
 	return pids(proc.Live(func(s proc.Stat) bool { return s.Pgrp == pgid }))
 }
 
-// groupMembersSince lists live processes of group pgid started at or after
-// start (the leader's recorded start time).
-func groupMembersSince(pgid int, start uint64) []int {
-	return pids(proc.Live(func(s proc.Stat) bool { return s.Pgrp == pgid && s.Start >= start }))
-}
-
 func pids(sts []proc.Stat) []int {
 	out := make([]int, len(sts))
 	for i, s := range sts {
@@ -54,19 +48,14 @@ func tunePipe(f *os.File) {
 // found. Processes of other users cannot be read and are skipped.
 func terminateMarked(mark string, grace time.Duration) int {
 	self := os.Getpid()
-	find := func() []int {
-		return pids(proc.Live(func(s proc.Stat) bool { return s.Pid != self && proc.HasEnv(s.Pid, mark) }))
+	var targets []proc.Pinned
+	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
+		if p, ok := proc.Pin(st.Pid, func(proc.Stat) bool { return proc.HasEnv(st.Pid, mark) }); ok {
+			targets = append(targets, p)
+		}
 	}
-	found := find()
-	for _, p := range found {
-		unix.Kill(p, unix.SIGTERM)
+	if len(targets) == 0 {
+		return 0
 	}
-	deadline := time.Now().Add(grace)
-	for len(find()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, p := range find() {
-		unix.Kill(p, unix.SIGKILL)
-	}
-	return len(found)
+	return proc.Terminate(targets, grace)
 }

@@ -19,8 +19,6 @@ func groupMembers(pgid int) []int {
 	return nil
 }
 
-func groupMembersSince(pgid int, start uint64) []int { return nil }
-
 func tunePipe(f *os.File) {}
 
 // terminateMarked needs /proc; elsewhere only recorded groups are stopped.

@@ -4,10 +4,11 @@ package job
 
 import (
 	"os"
-
-	"github.com/hivetools/hive/internal/output"
 	"syscall"
 	"time"
+
+	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
 )
 
 var (
@@ -86,32 +87,45 @@ func waitGroupGone(pgid int, d time.Duration) bool {
 	}
 }
 
-// terminateOrphanGroup stops the group of a job recorded by a daemon that
-// died. The leader pid must still be the process recorded (same start
-// time), or gone with its group members started after it; a reused pid is
-// never signalled. It returns how many processes were found.
-func terminateOrphanGroup(pid int, start uint64, grace time.Duration) int {
-	if start == 0 {
+// terminateOrphanGroup stops what is left of a job recorded by a daemon
+// that died, signalling only processes proven to be the job's: the group
+// leader by its pid and recorded start time, every other process by the
+// job's mark in its environment (HIVE_JOB_ID=id and HIVE_JOB_OWNER=owner).
+// Membership of the group alone proves nothing once the leader is gone:
+// the group id may then belong to an unrelated process that reused the
+// number. It returns how many processes it terminated.
+func terminateOrphanGroup(pid int, start uint64, id, owner string, grace time.Duration) int {
+	var targets []proc.Pinned
+	if start != 0 {
+		if p, ok := proc.Pin(pid, func(s proc.Stat) bool { return s.Start == start }); ok {
+			targets = append(targets, p)
+			// While the proven leader lives, its group id is its own: the
+			// group's members are the job's.
+			for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pgrp == pid && s.Pid != pid }) {
+				if m, ok := proc.Pin(st.Pid, func(s proc.Stat) bool { return s.Pgrp == pid }); ok {
+					targets = append(targets, m)
+				}
+			}
+		}
+	}
+	seen := map[int]bool{}
+	for _, t := range targets {
+		seen[t.Pid] = true
+	}
+	if owner != "" {
+		idMark, ownerMark := EnvJobID+"="+id, EnvJobOwner+"="+owner
+		for _, st := range proc.Live(func(s proc.Stat) bool { return !seen[s.Pid] && s.Pid != os.Getpid() }) {
+			if p, ok := proc.Pin(st.Pid, func(proc.Stat) bool {
+				return proc.HasEnv(st.Pid, idMark) && proc.HasEnv(st.Pid, ownerMark)
+			}); ok {
+				targets = append(targets, p)
+			}
+		}
+	}
+	if len(targets) == 0 {
 		return 0
 	}
-	if st := procStartTime(pid); st != 0 && st != start {
-		return 0 // pid reused by an unrelated process
-	}
-	members := groupMembersSince(pid, start)
-	if len(members) == 0 {
-		return 0
-	}
-	for _, p := range members {
-		syscall.Kill(p, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(grace)
-	for len(groupMembersSince(pid, start)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, p := range groupMembersSince(pid, start) {
-		syscall.Kill(p, syscall.SIGKILL)
-	}
-	return len(members)
+	return proc.Terminate(targets, grace)
 }
 
 // drainNow reads what the pipe r holds right now, without waiting for more.

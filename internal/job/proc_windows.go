@@ -60,10 +60,10 @@ func candidates(p string) []string {
 	return append(out, p+".exe", p)
 }
 
-func procStartTime(pid int) uint64                                    { return 0 }
-func cleanupGroup(pgid int, grace time.Duration) int                  { return 0 }
-func terminateOrphanGroup(pid int, start uint64, g time.Duration) int { return 0 }
-func tunePipe(f *os.File)                                             {}
+func procStartTime(pid int) uint64                                                      { return 0 }
+func cleanupGroup(pgid int, grace time.Duration) int                                    { return 0 }
+func terminateOrphanGroup(pid int, start uint64, id, owner string, g time.Duration) int { return 0 }
+func tunePipe(f *os.File)                                                               {}
 
 func terminateMarked(mark string, grace time.Duration) int { return 0 }
 

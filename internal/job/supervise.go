@@ -67,8 +67,7 @@ func (j *Job) begin() func() {
 	if j.spec.Timeout > 0 {
 		j.timeoutT = time.AfterFunc(j.spec.Timeout, func() { j.stop(TimedOut, j.spec.KillOnTimeout) })
 	}
-	m.persistLocked(j)
-	m.notifyLocked(j)
+	m.putLocked(j)
 	return func() { j.watch(cmd, pipes) }
 }
 
@@ -300,8 +299,7 @@ func (j *Job) finishLocked(s State) {
 	if j.graceT != nil {
 		j.graceT.Stop()
 	}
-	j.m.persistLaterLocked(j)
-	j.m.notifyLocked(j)
+	j.m.putLocked(j)
 	close(j.done)
 	j.markStarted()
 	if j.stdout != nil {

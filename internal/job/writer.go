@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -14,92 +16,169 @@ import (
 // end become one write.
 const recordLinger = 10 * time.Millisecond
 
-// recordWriter writes job records on its own goroutine, so that a job's
-// start and end do not wait for the store. Writes of the same job
-// coalesce (the latest snapshot wins, which keeps them in order), and
-// what is queued is written together in one transaction. A caller that
-// needs the store up to date before it goes on (a detached job's start, a
-// reader of the store) waits for it, which ends the linger at once.
-type recordWriter struct {
-	st  *store.Store
-	log *slog.Logger
+// retryEvery is how often records that failed to commit (disk full, I/O
+// error) are tried again.
+const retryEvery = time.Second
 
-	mu      sync.Mutex
-	pending map[string]pendingRecord
-	order   []string
-	queued  uint64 // puts so far
-	written uint64 // puts in the store
-	waiters []flushWaiter
-	idle    bool // the loop waits for a first record: a put must wake it
-	wake    chan struct{}
-	closed  bool
-	done    chan struct{}
+// ErrNotRecorded wraps the store's error when a job's state could not be
+// committed: nothing that depends on it may be told to a client.
+var ErrNotRecorded = errors.New("job state not recorded")
+
+// recordWriter writes job records in group commits. A put queues a
+// record and returns at once with its sequence number; sync(seq) returns
+// once every record put up to seq is committed, committing them itself
+// (with whatever else is queued, in one transaction) if no commit is under
+// way. Records nobody waits for are committed by the writer's goroutine
+// after a short linger, so a short job's start and end become one row.
+// Writes of the same job coalesce: the latest snapshot wins, which keeps
+// them in order.
+//
+// With each batch go the loose ends of detached jobs (todo, from
+// Options.Todo), in the same transaction; onCommit hears of those that
+// changed before any waiter of the batch is released.
+//
+// A failed commit keeps its records queued (a newer snapshot of a job
+// replaces its older one) and is retried every second; until a commit
+// succeeds, err reports the failure.
+type recordWriter struct {
+	st       *store.Store
+	log      *slog.Logger
+	todo     func(Info) store.Todo
+	onCommit func([]store.Todo)
+
+	mu         sync.Mutex
+	cond       *sync.Cond // signalled when a commit ends
+	pending    map[string]pendingRecord
+	order      []string
+	queued     uint64 // puts so far: the last put's sequence number
+	committed  uint64 // every put up to this one is in the store
+	committing bool   // a commit is under way (by a syncer or the loop)
+	attempt    uint64 // commits tried so far
+	err        error  // the last commit's error; nil once one succeeds
+	failedUpTo uint64 // the last failed commit held puts up to this one
+	idle       bool   // the loop waits for a first record: a put must wake it
+	wake       chan struct{}
+	closed     bool
+	done       chan struct{}
 }
 
 type pendingRecord struct {
-	rec store.Job
-	job *Job // nil for records of jobs not in memory
+	info   Info
+	job    *Job // nil for records of jobs not in memory
+	notify bool // the job is detached: its loose end goes with the record
 }
 
-type flushWaiter struct {
-	upTo uint64
-	ch   chan struct{}
-}
-
-func newRecordWriter(st *store.Store, log *slog.Logger) *recordWriter {
-	w := &recordWriter{st: st, log: log, pending: map[string]pendingRecord{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newRecordWriter(st *store.Store, log *slog.Logger, todo func(Info) store.Todo, onCommit func([]store.Todo)) *recordWriter {
+	w := &recordWriter{st: st, log: log, todo: todo, onCommit: onCommit, pending: map[string]pendingRecord{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
 	return w
 }
 
-// put queues rec, the record of j; with wait it returns once rec (or a
-// later snapshot of the same job) is written.
-func (w *recordWriter) put(j *Job, rec store.Job, wait bool) {
+// put queues the record of in (the snapshot of j, which may be nil) and
+// returns its sequence number. It never blocks on the store, so it may be
+// called under the job's and the manager's locks. notify says the job is
+// detached: its loose end is written with the record.
+func (w *recordWriter) put(j *Job, in Info, notify bool) uint64 {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		fillPidStart(j, &rec)
-		w.write(rec)
-		return
+	if _, ok := w.pending[in.ID]; !ok {
+		w.order = append(w.order, in.ID)
 	}
-	if _, ok := w.pending[rec.ID]; !ok {
-		w.order = append(w.order, rec.ID)
-	}
-	w.pending[rec.ID] = pendingRecord{rec, j}
+	w.pending[in.ID] = pendingRecord{info: in, job: j, notify: notify}
 	w.queued++
-	ch := w.waitLocked(wait)
-	// A lingering loop needs no wake-up for a record nobody waits for:
-	// it writes it with the others when the linger ends.
-	wake := w.idle || ch != nil
+	seq := w.queued
+	wake := w.idle
 	w.idle = false
 	w.mu.Unlock()
 	if wake {
 		w.signal()
 	}
-	if ch != nil {
-		<-ch
-	}
+	return seq
 }
 
-// flush returns once every record queued before the call is written.
-func (w *recordWriter) flush() {
+// sync returns once every record put up to seq is committed. If no
+// commit is under way it commits what is queued itself; if the commit
+// that held seq fails, it returns that error (wrapping ErrNotRecorded).
+func (w *recordWriter) sync(seq uint64) error {
 	w.mu.Lock()
-	ch := w.waitLocked(w.written < w.queued)
-	w.mu.Unlock()
-	if ch != nil {
-		w.signal()
-		<-ch
+	defer w.mu.Unlock()
+	tried := w.attempt // only a commit started from now on can fail seq
+	for w.committed < seq {
+		if w.attempt > tried && w.err != nil && w.failedUpTo >= seq {
+			return fmt.Errorf("%w: %v", ErrNotRecorded, w.err)
+		}
+		if w.closed && !w.committing && len(w.order) == 0 {
+			return fmt.Errorf("%w: the record writer is closed", ErrNotRecorded)
+		}
+		if w.committing {
+			w.cond.Wait()
+			continue
+		}
+		w.commitLocked()
 	}
+	return nil
 }
 
-// waitLocked registers a waiter for everything queued so far, if want.
-func (w *recordWriter) waitLocked(want bool) chan struct{} {
-	if !want {
-		return nil
+// flush returns once every record queued before the call is committed.
+func (w *recordWriter) flush() error {
+	w.mu.Lock()
+	seq := w.queued
+	w.mu.Unlock()
+	return w.sync(seq)
+}
+
+// health is the last commit's error, nil when the store takes writes.
+func (w *recordWriter) health() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// commitLocked writes everything queued in one transaction. w.mu is held
+// on entry and on return; it is released while the store works.
+func (w *recordWriter) commitLocked() {
+	order, pending, upTo := w.order, w.pending, w.queued
+	w.order, w.pending = nil, map[string]pendingRecord{}
+	w.committing = true
+	w.attempt++
+	w.mu.Unlock()
+
+	recs := make([]store.Job, len(order))
+	var todos []store.Todo
+	for i, id := range order {
+		p := pending[id]
+		recs[i] = toRecord(p.info)
+		fillPidStart(p.job, &recs[i])
+		if p.notify && w.todo != nil {
+			todos = append(todos, w.todo(p.info))
+		}
 	}
-	ch := make(chan struct{})
-	w.waiters = append(w.waiters, flushWaiter{upTo: w.queued, ch: ch})
-	return ch
+	changed, err := w.st.PutJobs(context.Background(), recs, todos)
+	if err == nil && len(changed) > 0 && w.onCommit != nil {
+		w.onCommit(changed)
+	}
+
+	w.mu.Lock()
+	w.committing = false
+	if err != nil {
+		w.log.Error("commit job records", "records", len(recs), "err", err)
+		w.err, w.failedUpTo = err, upTo
+		// Keep them for the retry, unless a newer snapshot came meanwhile.
+		for _, id := range order {
+			if _, newer := w.pending[id]; !newer {
+				w.pending[id] = pending[id]
+				w.order = append(w.order, id)
+			}
+		}
+	} else {
+		if w.err != nil {
+			w.log.Info("job records commit again", "after", w.err)
+		}
+		w.err = nil
+		w.committed = upTo
+	}
+	w.cond.Broadcast()
 }
 
 func (w *recordWriter) signal() {
@@ -109,19 +188,15 @@ func (w *recordWriter) signal() {
 	}
 }
 
-func (w *recordWriter) write(rec store.Job) {
-	if err := w.st.PutJob(context.Background(), rec); err != nil {
-		w.log.Error("persist job", "job", rec.ID, "err", err)
-	}
-}
-
+// loop commits the records nobody waits for, after a linger, and retries
+// failed ones.
 func (w *recordWriter) loop() {
 	defer close(w.done)
-	linger := time.NewTimer(recordLinger)
-	linger.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		w.mu.Lock()
-		n, urgent, closed := len(w.order), len(w.waiters) > 0, w.closed
+		n, closed, failing := len(w.order), w.closed, w.err != nil
 		w.idle = n == 0 && !closed
 		w.mu.Unlock()
 		if n == 0 {
@@ -131,57 +206,33 @@ func (w *recordWriter) loop() {
 			<-w.wake
 			continue
 		}
-		if !urgent && !closed {
-			linger.Reset(recordLinger)
-		wait:
-			for {
-				select {
-				case <-linger.C:
-					break wait
-				case <-w.wake:
-					w.mu.Lock()
-					urgent, closed = len(w.waiters) > 0, w.closed
-					w.mu.Unlock()
-					if urgent || closed {
-						linger.Stop()
-						break wait
-					}
-				}
+		if !closed {
+			wait := recordLinger
+			if failing {
+				wait = retryEvery
+			}
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-w.wake: // closing
+				timer.Stop()
 			}
 		}
 		w.mu.Lock()
-		order, pending, upTo := w.order, w.pending, w.queued
-		w.order, w.pending = nil, map[string]pendingRecord{}
+		if len(w.order) > 0 && !w.committing {
+			w.commitLocked()
+		}
+		closed = w.closed
+		failing = w.err != nil
 		w.mu.Unlock()
-		recs := make([]store.Job, len(order))
-		for i, id := range order {
-			p := pending[id]
-			recs[i] = p.rec
-			fillPidStart(p.job, &recs[i])
+		if closed && failing {
+			return // at shutdown a failing store gets one more try, not a wait
 		}
-		if err := w.st.PutJobs(context.Background(), recs); err != nil {
-			// One bad record must not lose the others: write them one by one.
-			for _, rec := range recs {
-				w.write(rec)
-			}
-		}
-		w.mu.Lock()
-		w.written = upTo
-		kept := w.waiters[:0]
-		for _, fw := range w.waiters {
-			if fw.upTo <= upTo {
-				close(fw.ch)
-			} else {
-				kept = append(kept, fw)
-			}
-		}
-		w.waiters = kept
-		w.mu.Unlock()
 	}
 }
 
-// close writes what is queued and stops the goroutine; later puts write
-// directly.
+// close commits what is queued (one try if the store fails) and stops the
+// goroutine. Later puts are never committed; syncs on them fail.
 func (w *recordWriter) close() {
 	w.mu.Lock()
 	if w.closed {
@@ -192,4 +243,13 @@ func (w *recordWriter) close() {
 	w.mu.Unlock()
 	w.signal()
 	<-w.done
+	w.mu.Lock()
+	for w.committing {
+		w.cond.Wait()
+	}
+	if w.err != nil && len(w.order) > 0 {
+		w.log.Error("job records lost at shutdown: the store fails", "records", len(w.order), "err", w.err)
+	}
+	w.cond.Broadcast()
+	w.mu.Unlock()
 }

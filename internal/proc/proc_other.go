@@ -19,3 +19,9 @@ func ReadUsage(pid int) (Usage, bool) { return Usage{}, false }
 
 // Children knows nothing without /proc.
 func Children(pid int) []Stat { return nil }
+
+var errUnsupported = errorString("no process table on this platform")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

@@ -205,25 +205,37 @@ func (s *Store) JobIDs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// PutJobs writes several records in one transaction: one commit instead
-// of one each.
-func (s *Store) PutJobs(ctx context.Context, jobs []Job) error {
-	if len(jobs) == 1 {
-		return s.PutJob(ctx, jobs[0])
+// PutJobs writes job records and upserts todos in one transaction: all
+// or nothing. It returns the todos that changed (new, or a new summary),
+// with their ids.
+func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, error) {
+	if len(jobs) == 1 && len(todos) == 0 {
+		return nil, s.PutJob(ctx, jobs[0])
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("put jobs: %w", err)
+		return nil, fmt.Errorf("put jobs: %w", err)
 	}
+	defer tx.Rollback()
 	st := tx.StmtContext(ctx, s.putJob)
 	for _, j := range jobs {
 		if err := s.execPut(ctx, st, j); err != nil {
-			tx.Rollback()
-			return err
+			return nil, err
+		}
+	}
+	var changed []Todo
+	now := time.Now()
+	for _, t := range todos {
+		got, ch, err := upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, now)
+		if err != nil {
+			return nil, err
+		}
+		if ch {
+			changed = append(changed, got)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("put jobs: %w", err)
+		return nil, fmt.Errorf("put jobs: %w", err)
 	}
-	return nil
+	return changed, nil
 }

@@ -22,12 +22,23 @@ type Todo struct {
 // UpsertTodo creates the todo (subsystem, key) or updates its summary.
 // changed is false when the row existed with the same summary.
 func (s *Store) UpsertTodo(ctx context.Context, subsystem, key, summary string) (t Todo, changed bool, err error) {
-	now := time.Now()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 	}
 	defer tx.Rollback()
+	t, changed, err = upsertTodo(ctx, tx, subsystem, key, summary, time.Now())
+	if err != nil {
+		return Todo{}, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+	}
+	return t, changed, nil
+}
+
+// upsertTodo is UpsertTodo within a transaction.
+func upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string, now time.Time) (t Todo, changed bool, err error) {
 	var id, created int64
 	var old string
 	err = tx.QueryRowContext(ctx, `SELECT id, summary, created_at FROM todos WHERE subsystem = ? AND key = ?`,
@@ -50,9 +61,6 @@ func (s *Store) UpsertTodo(ctx context.Context, subsystem, key, summary string) 
 			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 		}
 		changed = true
-	}
-	if err := tx.Commit(); err != nil {
-		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 	}
 	return Todo{ID: id, Subsystem: subsystem, Key: key, Summary: summary, Created: fromMilli(created), Updated: now}, changed, nil
 }

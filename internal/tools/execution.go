@@ -108,14 +108,29 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		_, ended := j.Wait(wctx)
 		cancel()
-		if ended || !j.Detach() {
+		if !ended {
+			switch err := j.Detach(); {
+			case errors.Is(err, job.ErrEnded):
+				ended = true
+			case err != nil:
+				return nil, TaskStatus{}, err
+			}
+		}
+		if ended {
 			// Delivered inline: no loose end follows.
-			st := h.taskStatus(j.Info())
+			info, err := h.d.Jobs.Durable(j)
+			if err != nil {
+				return nil, TaskStatus{}, fmt.Errorf("task ran, but %w", err)
+			}
+			st := h.taskStatus(info)
 			st.Note = note
 			return text(renderStatus(st)), st, nil
 		}
 	}
-	in2 := j.Info()
+	in2, err := h.d.Jobs.Durable(j)
+	if err != nil {
+		return nil, TaskStatus{}, err
+	}
 	if in2.State.Terminal() { // failed to start, or already over
 		st := h.taskStatus(in2)
 		st.Note = note
@@ -141,14 +156,20 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 		return nil, TaskStatus{}, err
 	}
 	info, err := h.d.Jobs.Lookup(ctx, in.ID)
-	if err != nil {
+	if errors.Is(err, job.ErrNotFound) {
 		return nil, TaskStatus{}, fmt.Errorf("id %q: no such task", in.ID)
+	}
+	if err != nil {
+		return nil, TaskStatus{}, err
 	}
 	if !info.State.Terminal() && wait > 0 {
 		if j, err := h.d.Jobs.Get(in.ID); err == nil {
 			wctx, cancel := context.WithTimeout(ctx, wait)
-			info, _ = j.Wait(wctx)
+			j.Wait(wctx)
 			cancel()
+			if info, err = h.d.Jobs.Durable(j); err != nil {
+				return nil, TaskStatus{}, err
+			}
 		}
 	}
 	if info.State.Terminal() {

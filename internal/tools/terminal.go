@@ -266,25 +266,36 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if w := shell.Warning(in.Cmd); w != "" {
 		env0.Warning = &w
 	}
-	var info job.Info
 	ended := false
 	if autoBg > 0 {
 		wctx, cancel := context.WithTimeout(ctx, autoBg)
-		info, ended = j.Wait(wctx)
+		_, ended = j.Wait(wctx)
 		cancel()
 		if !ended && ctx.Err() == nil {
-			if j.Detach() {
-				return t.envelope(j, j.Info(), env0, maxKB, true)
+			switch err := j.Detach(); {
+			case err == nil:
+				info, err := t.d.Jobs.Durable(j)
+				if err != nil {
+					return nil, Envelope{}, err
+				}
+				return t.envelope(j, info, env0, maxKB, true)
+			case errors.Is(err, job.ErrEnded):
+				ended = true
+			default:
+				return nil, Envelope{}, err
 			}
-			info, ended = j.Info(), true
 		}
 	} else {
-		info, ended = j.Wait(ctx)
+		_, ended = j.Wait(ctx)
 	}
 	if !ended {
 		// The client gave up on the call: stop the command, it was foreground.
 		t.d.Jobs.Kill(j.ID(), true)
-		info, _ = j.Wait(context.Background())
+		j.Wait(context.Background())
+	}
+	info, err := t.d.Jobs.Durable(j)
+	if err != nil {
+		return nil, Envelope{}, fmt.Errorf("the command ran, but %w", err)
 	}
 	return t.envelope(j, info, env0, maxKB, false)
 }

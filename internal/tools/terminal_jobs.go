@@ -135,7 +135,10 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	info := j.Info()
+	info, err := t.d.Jobs.Durable(j)
+	if err != nil {
+		return nil, JobStarted{}, err
+	}
 	out := JobStarted{JobID: info.ID, Status: string(info.State), Pid: info.Pid, ShellKind: kind, Error: info.Error}
 	msg := fmt.Sprintf("job %s %s (pid %d)", out.JobID, out.Status, out.Pid)
 	if info.Error != "" {
@@ -177,8 +180,11 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 		errOff = in.SinceOffset
 	}
 	info, err := t.d.Jobs.Lookup(ctx, in.JobID)
-	if err != nil {
+	if errors.Is(err, job.ErrNotFound) {
 		return nil, JobLogs{}, fmt.Errorf("job_id %q: no such job", in.JobID)
+	}
+	if err != nil {
+		return nil, JobLogs{}, err
 	}
 	j, _ := t.d.Jobs.Get(info.ID)
 	t0 := time.Now()
@@ -190,7 +196,9 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 		cancel()
 	}
 	if j != nil {
-		info = j.Info()
+		if info, err = t.d.Jobs.Durable(j); err != nil {
+			return nil, JobLogs{}, err
+		}
 	}
 	out := JobLogs{JobID: info.ID, Status: string(info.State), ExitCode: info.ExitCode,
 		RuntimeMs: info.Duration().Milliseconds(), WaitedMs: time.Since(t0).Milliseconds()}

@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 // DefaultRingSize is the number of recent bytes kept in memory per stream.
@@ -96,7 +98,8 @@ func (s *Stream) Write(p []byte) (int, error) {
 	}
 	n := int64(len(p))
 	if s.f == nil && s.path != "" && s.werr == nil {
-		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		// 0600, never through a symlink planted at the path.
+		f, err := paths.OpenFile(s.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
 		if err != nil {
 			s.werr = fmt.Errorf("create output file %q: %w", s.path, err)
 		} else {
@@ -341,7 +344,7 @@ func (s *Stream) Read(off int64, max int) (Chunk, error) {
 
 func (s *Stream) readFileAt(buf []byte, off int64) error {
 	if s.readFile == nil {
-		f, err := os.Open(s.path)
+		f, err := paths.OpenFile(s.path, os.O_RDONLY)
 		if err != nil {
 			return fmt.Errorf("open output file %q: %w", s.path, err)
 		}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // Row 10: a hostile state dir. Another user owns the state dir, or may
@@ -488,27 +489,26 @@ func hostileRun(t *testing.T, dir string, args ...string) (string, int) {
 	return out.String(), cmd.ProcessState.ExitCode()
 }
 
-// stopBridgeDaemon stops the daemon whose pid is in dir's daemon.lock, if
-// one runs (a daemon a bridge started, detached).
+// stopBridgeDaemon stops every process of this test binary still at work
+// on dir: a daemon a bridge started, detached (also one that has not
+// written daemon.lock yet), and what it runs. They are found by their
+// environment and stopped by pid: SIGTERM, SIGKILL after 30 s.
 func stopBridgeDaemon(t *testing.T, dir string) {
-	fi, err := os.Lstat(filepath.Join(dir, "daemon.lock"))
-	if err != nil || !fi.Mode().IsRegular() {
-		return
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "daemon.lock"))
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if pid <= 0 || !alive(pid) {
-		return
-	}
-	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(30 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Errorf("daemon %d did not stop on SIGTERM within 30 s", pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-			return
+	self := os.Getpid()
+	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
+		if !proc.HasEnv(st.Pid, "HIVE_STATE_DIR="+dir) || !proc.HasEnv(st.Pid, "HIVE_RELIABILITY_MAIN=1") {
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		syscall.Kill(st.Pid, syscall.SIGTERM)
+		deadline := time.Now().Add(30 * time.Second)
+		for alive(st.Pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("process %d did not stop on SIGTERM within 30 s", st.Pid)
+				syscall.Kill(st.Pid, syscall.SIGKILL)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 // rotatingLog bounds the daemon log a bridge-started daemon writes to
@@ -29,7 +31,7 @@ func newRotatingLog(path string, max int64, w *os.File, targets ...*os.File) *ro
 	if runtime.GOOS == "windows" {
 		return nil // an open file cannot be renamed there
 	}
-	pfi, err := os.Stat(path)
+	pfi, err := os.Lstat(path) // a symlink is never the daemon's own log
 	if err != nil {
 		return nil
 	}
@@ -68,7 +70,9 @@ func (r *rotatingLog) rotate() error {
 	if err := os.Rename(r.path, r.path+".1"); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(r.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	// Rename moves the name, not what a link points at; the new file is
+	// 0600 and never opened through a link planted since.
+	f, err := paths.OpenFile(r.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY)
 	if err != nil {
 		return err
 	}

@@ -86,3 +86,48 @@ func TestRotatingLogKeepsLinesWhole(t *testing.T) {
 		t.Errorf("a line was split by the rotation: daemon.log.1 ends %q, daemon.log %q", prev[max(0, len(prev)-130):], cur)
 	}
 }
+
+// A daemon.log that is a symlink is not the daemon's own log, even when
+// it points at the daemon's stderr; and rotation replaces a symlink at
+// daemon.log.1 instead of writing through it.
+func TestRotatingLogIgnoresSymlinks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no rotation on Windows")
+	}
+	dir := t.TempDir()
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere.log")
+	f, err := os.OpenFile(elsewhere, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	link := filepath.Join(dir, "daemon.log")
+	os.Symlink(elsewhere, link)
+	if newRotatingLog(link, 1000, f, f) != nil {
+		t.Error("a daemon.log symlink was taken for the daemon's own log")
+	}
+
+	path := filepath.Join(t.TempDir(), "daemon.log")
+	lf, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	target := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(target, []byte("precious"), 0o644)
+	os.Symlink(target, path+".1")
+	r := newRotatingLog(path, 100, lf, lf)
+	line := strings.Repeat("x", 59) + "\n"
+	for range 3 {
+		r.Write([]byte(line))
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Errorf("rotation wrote through the daemon.log.1 symlink: %q", b)
+	}
+	if fi, err := os.Lstat(path + ".1"); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("daemon.log.1 after rotation: %v %v, want the old log", fi.Mode(), err)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("new daemon.log: %v %v, want a 0600 file", fi.Mode(), err)
+	}
+}

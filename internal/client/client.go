@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -37,13 +38,53 @@ func (c *Conn) CloseWrite() error {
 	return nil
 }
 
-// Dial connects to the daemon of the state directory.
+// Dial connects to the daemon of the state directory. Nothing is sent
+// to a socket that may not be the daemon's: the state dir must pass
+// paths.Secure, hive.sock must be a socket (not a symlink) owned by the
+// effective uid, and the process listening on it must run as the
+// effective uid (where the platform tells, see PeerOf). Those refusals
+// wrap paths.ErrInsecure; a missing dir or socket, or one nobody answers
+// on, is ErrNoDaemon.
 func Dial(l paths.Layout) (net.Conn, error) {
+	if err := l.Check(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w (socket %s): %v", ErrNoDaemon, l.Socket(), err)
+		}
+		return nil, err
+	}
+	if err := checkSocket(l); err != nil {
+		return nil, err
+	}
 	c, err := net.DialTimeout("unix", l.Socket(), 2*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("%w (socket %s): %v", ErrNoDaemon, l.Socket(), err)
 	}
+	if err := checkPeer(l, c); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkPeer refuses a connection whose listener runs as another uid.
+func checkPeer(l paths.Layout, c net.Conn) error {
+	p, err := PeerOf(c)
+	if errors.Is(err, ErrNoPeerCred) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("socket %q: %w", l.Socket(), err)
+	}
+	if euid := os.Geteuid(); p.UID != euid {
+		by := fmt.Sprintf("uid %d", p.UID)
+		if p.PID > 0 {
+			by += fmt.Sprintf(" (pid %d)", p.PID)
+		}
+		return &paths.InsecureError{What: "socket", Path: l.Socket(),
+			Problem: fmt.Sprintf("served by a process of %s, not by you (uid %d): refusing to talk to it", by, euid),
+			Fix:     "stop that process and remove the socket"}
+	}
+	return nil
 }
 
 // Open sends req on a new connection and reads the response. On a
@@ -100,16 +141,24 @@ func Call(l paths.Layout, req proto.Request) (proto.Response, error) {
 // Ensure returns once a daemon answers on the socket, starting one if none
 // does: `exe daemon --state-dir DIR` detached in its own session, with its
 // output going to the state dir's daemon.log. It waits up to wait.
+//
+// The state dir is made (0700) if missing and must pass paths.Secure, and
+// a socket that is not the daemon's (see Dial) is an error, not a reason
+// to start one: those errors wrap paths.ErrInsecure.
 func Ensure(l paths.Layout, exe string, wait time.Duration) error {
-	if _, err := Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
+	if err := l.Create(); err != nil {
+		return err
+	}
+	_, err := Call(l, proto.Request{Cmd: proto.CmdVersion})
+	if err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
-		return fmt.Errorf("create state dir %q: %w", l.Dir, err)
+	if errors.Is(err, paths.ErrInsecure) {
+		return err
 	}
-	logf, err := os.OpenFile(l.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logf, err := paths.OpenFile(l.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY)
 	if err != nil {
-		return fmt.Errorf("open daemon log %q: %w", l.Log(), err)
+		return fmt.Errorf("open daemon log: %w", err)
 	}
 	defer logf.Close()
 	devnull, err := os.Open(os.DevNull)

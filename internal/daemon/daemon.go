@@ -92,14 +92,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
-		return fmt.Errorf("create state dir %q: %w", l.Dir, err)
+	// Nothing is made or opened in a dir another user could control.
+	if err := l.Create(); err != nil {
+		return err
 	}
 	// Dial first: a live daemon means "already running".
 	if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
 		return fmt.Errorf("%w for %s (pid %d)", ErrRunning, l.Dir, resp.PID)
 	}
 	unlock, err := lockFile(l.Lock())
+	if errors.Is(err, paths.ErrInsecure) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("%w for %s: %v", ErrRunning, l.Dir, err)
 	}
@@ -162,6 +166,10 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			d.log.Error("accept", "err", err)
 			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if !d.peerAllowed(c) {
+			c.Close()
 			continue
 		}
 		d.track(c, true)
@@ -243,6 +251,9 @@ func (d *daemon) track(c net.Conn, add bool) {
 
 func (d *daemon) open() error {
 	l := d.layout
+	if err := l.MakeDirs(); err != nil {
+		return err
+	}
 	st, err := store.Open(l.DB())
 	if err != nil {
 		return err

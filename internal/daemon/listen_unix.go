@@ -10,11 +10,18 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
-// lockFile takes an exclusive lock on path for the daemon's lifetime.
+// lockFile takes an exclusive lock on path for the daemon's lifetime. A
+// path that is a symlink or not a regular file of ours is refused
+// (paths.ErrInsecure), never followed.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := paths.OpenFile(path, os.O_CREATE|os.O_RDWR)
+	if errors.Is(err, paths.ErrInsecure) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open lock %q: %w", path, err)
 	}

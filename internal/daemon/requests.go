@@ -11,6 +11,7 @@ import (
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -125,7 +126,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		if req.Stderr {
 			path = in.StderrPath
 		}
-		f, err := os.Open(path)
+		f, err := paths.OpenFile(path, os.O_RDONLY) // never through a planted symlink
 		if err != nil {
 			return
 		}

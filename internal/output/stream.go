@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 // DefaultRingSize is the number of recent bytes kept in memory per stream.
@@ -97,7 +99,8 @@ func (s *Stream) Write(p []byte) (int, error) {
 	}
 	n := int64(len(p))
 	if s.f == nil && s.path != "" && s.werr == nil {
-		f, err := os.OpenFile(s.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+		// 0600, never through a symlink planted at the path.
+		f, err := paths.OpenFile(s.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
 		if err != nil {
 			s.werr = fmt.Errorf("create output file %q: %w", s.path, err)
 		} else {
@@ -348,7 +351,7 @@ func (s *Stream) readFileAt(buf []byte, off int64) error {
 	f := s.readFile
 	if f == nil {
 		var err error
-		if f, err = os.Open(s.path); err != nil {
+		if f, err = paths.OpenFile(s.path, os.O_RDONLY); err != nil {
 			return fmt.Errorf("open output file %q: %w", s.path, err)
 		}
 		if s.released {

@@ -2,9 +2,13 @@ package output
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 func fill(n int, seed byte) []byte {
@@ -181,5 +185,60 @@ func TestReleaseKeepsBytesPastTheCap(t *testing.T) {
 	m.Release()
 	if got, _ := readAll(t, m, 0, 7000); !bytes.Equal(got, all) {
 		t.Fatalf("memory-only stream lost bytes at release: %d of %d", len(got), len(all))
+	}
+}
+
+// A symlink planted at a stream's path is never written or read through:
+// the bytes stay countable and readable from memory, the file it points
+// at keeps its content, and reads of released bytes fail instead of
+// returning that file's content.
+func TestSymlinkAtPathNotFollowed(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symlinks need privileges on Windows")
+	}
+	target := filepath.Join(t.TempDir(), "precious")
+	os.WriteFile(target, []byte("precious"), 0o644)
+	path := filepath.Join(t.TempDir(), "s.out")
+
+	s, _ := Create(path, nil)
+	os.Symlink(target, path) // after Create removed what was there
+	s.Write([]byte("hello"))
+	if err := s.Err(); !errors.Is(err, paths.ErrInsecure) {
+		t.Errorf("write through a symlink: Err = %v, want a refusal", err)
+	}
+	if st := s.Stats(); st.Total != 5 || st.InFile != 0 || st.Dropped != 5 {
+		t.Errorf("stats %+v: want 5 written, 0 in the file, 5 dropped", st)
+	}
+	if got := s.Tail(5); string(got) != "hello" {
+		t.Errorf("tail %q, want hello from memory", got)
+	}
+	s.Close()
+
+	os.Remove(path)
+	r, _ := Create(path, &Options{RingSize: 1 << 10})
+	all := fill(64<<10, 3)
+	r.Write(all)
+	r.Close()
+	r.Release()
+	os.Remove(path)
+	os.Symlink(target, path)
+	if c, err := r.Read(0, 100); !errors.Is(err, paths.ErrInsecure) {
+		t.Errorf("read of released bytes through a symlink: %q, %v; want a refusal", c.Data, err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "precious" {
+		t.Errorf("the symlink's target now holds %q", b)
+	}
+}
+
+func TestFileIsPrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no unix modes on Windows")
+	}
+	path := filepath.Join(t.TempDir(), "s.out")
+	s, _ := Create(path, nil)
+	s.Write([]byte("x"))
+	s.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("output file %v %v, want mode 0600", fi.Mode(), err)
 	}
 }

@@ -1,8 +1,12 @@
-// Package paths resolves hive's state directory and the files in it.
+// Package paths resolves hive's state directory and the files in it, and
+// keeps them safe to use: like sshd's StrictModes, a state dir that
+// someone else could write to is refused, and files in it are opened
+// without following symlinks (see Secure and OpenFile).
 package paths
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -28,8 +32,50 @@ func StateDir(flag string) (string, error) {
 	return filepath.Abs(dir)
 }
 
+// ErrInsecure is wrapped by every error that refuses a state dir, or a
+// file, directory or socket in it, because another user could control it.
+// Test for it with errors.Is; the error itself is an *InsecureError.
+var ErrInsecure = errors.New("unsafe to use")
+
+// InsecureError says which path hive refuses, what is wrong with it and
+// how to fix it.
+type InsecureError struct {
+	What    string // "state dir", "file", "socket", ...
+	Path    string
+	Problem string // what is wrong
+	Fix     string // what to do about it
+}
+
+func (e *InsecureError) Error() string {
+	return fmt.Sprintf("%s %q: %s; %s", e.What, e.Path, e.Problem, e.Fix)
+}
+
+// Unwrap returns ErrInsecure.
+func (e *InsecureError) Unwrap() error { return ErrInsecure }
+
 // Layout names the files of one state directory.
 type Layout struct{ Dir string }
+
+// Check reports whether the state dir is safe to use (see Secure). A
+// missing dir gives an error that wraps fs.ErrNotExist.
+func (l Layout) Check() error { return Secure(l.Dir) }
+
+// Create makes the state dir, and any missing parent, with mode 0700 if
+// it does not exist, then checks it (see Secure). An unsafe ancestor is
+// refused before anything is created below it.
+func (l Layout) Create() error { return create(l.Dir) }
+
+// MakeDirs makes the daemon's subdirectories (bash-tasks, pty, reminders)
+// with mode 0700 inside a checked state dir, refusing ones that are
+// symlinks or not directories (see MkdirPrivate).
+func (l Layout) MakeDirs() error {
+	for _, d := range []string{l.Tasks(), l.PTY(), l.Reminders()} {
+		if err := MkdirPrivate(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Socket is the daemon's unix socket.
 func (l Layout) Socket() string { return filepath.Join(l.Dir, "hive.sock") }
@@ -54,3 +100,27 @@ func (l Layout) Reminders() string { return filepath.Join(l.Dir, "reminders") }
 
 // Log is the daemon log a bridge-started daemon writes to.
 func (l Layout) Log() string { return filepath.Join(l.Dir, "daemon.log") }
+
+// ReplaceFile writes data to a new 0600 file next to path and renames it
+// over path: readers see the old content or the new, never a mix, and a
+// symlink at path is replaced, never followed. On error path is left as
+// it was.
+func ReplaceFile(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("replace %q: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %q: %w", path, err)
+	}
+	return nil
+}

@@ -10,10 +10,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 // ErrNotFound is returned when a record does not exist.
@@ -68,7 +72,19 @@ var migrations = []string{
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
+//
+// The database file is created here with mode 0600, without following a
+// symlink, so the -wal and -shm files SQLite creates next to it (with the
+// database's mode) are 0600 too. path, path-wal and path-shm are refused
+// (paths.ErrInsecure) if they are symlinks or not regular files of ours,
+// and get mode 0600 if group or others could read them (see
+// paths.SecureFile). Fixing a mode opens and closes the file, which drops
+// this process's POSIX locks on it: do not Open a database this process
+// has open already.
 func Open(path string) (*Store, error) {
+	if err := prepareFiles(path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "busy_timeout(5000)")
@@ -101,6 +117,25 @@ func Open(path string) (*Store, error) {
 		*p.dst = st
 	}
 	return s, nil
+}
+
+// prepareFiles creates the database file if missing and checks it and its
+// companions. The file is created with O_EXCL: a name that appears in
+// between (a planted symlink) fails the open instead of being followed.
+func prepareFiles(path string) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		f, err := paths.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := paths.SecureFile(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Close closes the database.

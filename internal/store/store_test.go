@@ -2,9 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 func TestMigrationsAndReopen(t *testing.T) {
@@ -62,5 +67,53 @@ func TestTodoUpsertSemantics(t *testing.T) {
 	}
 	if deleted, _ := s.DeleteTodoKey(ctx, "bash", "k"); deleted {
 		t.Error("deleted a todo twice")
+	}
+}
+
+// The database and SQLite's -wal and -shm are 0600 while in use, also
+// when an older hive left a 0644 database behind.
+func TestFilesArePrivate(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "hive.db")
+		if old {
+			os.WriteFile(path, nil, 0o644)
+			os.Chmod(path, 0o644)
+		}
+		s, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutJob(context.Background(), Job{ID: "j1", Cmd: "true", State: "done", Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil || fi.Mode() != 0o600 {
+				t.Errorf("old db %v: %s: %v %v, want mode 0600", old, filepath.Base(p), fi.Mode(), err)
+			}
+		}
+		s.Close()
+	}
+}
+
+// A symlink in place of the database or its companions is refused, and
+// the file it points at is not touched.
+func TestSymlinkRefused(t *testing.T) {
+	for _, name := range []string{"hive.db", "hive.db-wal", "hive.db-shm"} {
+		dir := t.TempDir()
+		target := filepath.Join(t.TempDir(), "precious")
+		os.WriteFile(target, []byte("precious"), 0o644)
+		os.Symlink(target, filepath.Join(dir, name))
+		s, err := Open(filepath.Join(dir, "hive.db"))
+		if err == nil {
+			s.Close()
+		}
+		if !errors.Is(err, paths.ErrInsecure) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s a symlink: Open = %v, want a refusal naming it", name, err)
+		}
+		if b, _ := os.ReadFile(target); string(b) != "precious" {
+			t.Errorf("%s a symlink: its target now holds %q", name, b)
+		}
 	}
 }

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
 // Resource URIs.
@@ -115,7 +116,9 @@ func (h *handlers) setStatus(ctx context.Context, _ *mcp.CallToolRequest, in sta
 	if n := len([]rune(in.Text)); n > 200 {
 		return nil, StatusOut{}, fmt.Errorf("text: %d chars, at most 200", n)
 	}
-	if err := os.WriteFile(h.d.Layout.Status(), []byte(in.Text), 0o600); err != nil {
+	// A new file renamed into place: a symlink planted at the path is
+	// replaced, never followed.
+	if err := paths.ReplaceFile(h.d.Layout.Status(), []byte(in.Text)); err != nil {
 		return nil, StatusOut{}, fmt.Errorf("write status file: %w", err)
 	}
 	if in.Text == "" {

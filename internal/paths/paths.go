@@ -54,3 +54,7 @@ func (l Layout) Reminders() string { return filepath.Join(l.Dir, "reminders") }
 
 // Log is the daemon log a bridge-started daemon writes to.
 func (l Layout) Log() string { return filepath.Join(l.Dir, "daemon.log") }
+
+// HTTPToken is the bearer token the daemon generates for streamable HTTP
+// when no --http-token-file is given.
+func (l Layout) HTTPToken() string { return filepath.Join(l.Dir, "http-token") }

@@ -18,7 +18,7 @@ func init() {
 
 func runDaemon(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("daemon", e)
-	httpAddr := fs.String("http", "", "serve streamable HTTP MCP at /mcp on this loopback address")
+	httpAddr := fs.String("http", "", "serve streamable HTTP MCP at /mcp on this address (loopback unless --http-token-file is given)")
 	token := fs.String("http-token-file", "", "file of the bearer token HTTP requires (mode 0600; re-read when it changes); default: <state>/http-token, generated")
 	noAuth := fs.Bool("http-no-auth", false, "serve HTTP without a bearer token (loopback --http only)")
 	maxConns := fs.Int("http-max-conns", daemon.DefaultHTTPMaxConns, "HTTP connections served at once; more wait in the kernel's backlog")

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -606,5 +607,35 @@ func TestHTTPSessionLogIDs(t *testing.T) {
 		if strings.Contains(log, id) {
 			t.Errorf("the log holds the whole session id %s", id)
 		}
+	}
+}
+
+// SIGTERM with an HTTP session open (its SSE stream too) and a tool call
+// under way: the daemon closes the session and exits.
+func TestHTTPStopWithOpenSession(t *testing.T) {
+	state := stateDir(t)
+	addr := freePort(t)
+	startHTTPDaemon(t, state, addr)
+	cs := connectHTTP(t, "http://"+addr+"/mcp", httpToken(t, state))
+	called := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"cmd": "sleep 3600", "wait_seconds": 30}})
+		called <- err
+	}()
+	waitLog(t, state, regexp.MustCompile(`msg="tool call" session=http-\S+ tool=run`))
+	pid := daemonPid(state)
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(20 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("daemon did not exit on SIGTERM with an HTTP session open")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	<-called // answered or cut; either way the call ended
+	if l := daemonLog(state); !strings.Contains(l, `msg="mcp session closed" session=http-`) {
+		t.Errorf("no session closed line in the log:\n%s", l)
 	}
 }

@@ -293,19 +293,16 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	newSession := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
-	if newSession {
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" { // a new session
 		if err := f.sessions.reserve(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		defer func() { f.sessions.adopt(srv, w.Header().Get("Mcp-Session-Id"), groups) }()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
 	f.mcp.ServeHTTP(newHTTPDeadlineWriter(w, f.writeTimeout), r)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
-	if newSession {
-		f.sessions.adopt(srv, w.Header().Get("Mcp-Session-Id"), groups)
-	}
 }
 
 // readBody reads the whole request body within the read timeout and puts

@@ -13,13 +13,19 @@ import (
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N]", run: runDaemon})
 }
 
 func runDaemon(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("daemon", e)
-	httpAddr := fs.String("http", "", "serve streamable HTTP MCP at /mcp on this loopback address")
-	token := fs.String("http-token-file", "", "require this file's bearer token on HTTP")
+	httpAddr := fs.String("http", "", "serve streamable HTTP MCP at /mcp on this address (loopback unless --http-token-file is given)")
+	token := fs.String("http-token-file", "", "file of the bearer token HTTP requires (mode 0600; re-read when it changes); default: <state>/http-token, generated")
+	noAuth := fs.Bool("http-no-auth", false, "serve HTTP without a bearer token (loopback --http only)")
+	maxConns := fs.Int("http-max-conns", daemon.DefaultHTTPMaxConns, "HTTP connections served at once; more wait in the kernel's backlog")
+	maxSessions := fs.Int("http-max-sessions", daemon.DefaultHTTPMaxSessions, "live HTTP MCP sessions; a new one past it gets 503")
+	sessionIdle := fs.Duration("http-session-idle", daemon.DefaultHTTPSessionIdle, "an HTTP MCP session with no request for this long is closed")
+	readTimeout := fs.Duration("http-read-timeout", daemon.DefaultHTTPReadTimeout, "time an HTTP request body may take to arrive (then 408)")
+	writeTimeout := fs.Duration("http-write-timeout", daemon.DefaultHTTPWriteTimeout, "time one write to an HTTP client may take (a client that stops reading loses its stream)")
 	maxRunning := fs.Int("max-running", 64, "jobs running at once; the rest wait pending")
 	grace := fs.Duration("grace", 10*time.Second, "time between SIGINT and SIGKILL when a job is stopped")
 	fileCap := fs.Int64("file-cap", 1<<30, "cap of each job output file in bytes (past it bytes are counted as dropped)")
@@ -46,6 +52,20 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	if *maxLine < 1024 {
 		return fmt.Errorf("%w: --max-line-bytes %d: must be >= 1024", ErrUsage, *maxLine)
 	}
+	if *noAuth && *token != "" {
+		return fmt.Errorf("%w: --http-no-auth and --http-token-file: give one or the other", ErrUsage)
+	}
+	if *maxConns < 1 || *maxSessions < 1 {
+		return fmt.Errorf("%w: --http-max-conns %d, --http-max-sessions %d: must be >= 1", ErrUsage, *maxConns, *maxSessions)
+	}
+	for _, v := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--http-session-idle", *sessionIdle}, {"--http-read-timeout", *readTimeout}, {"--http-write-timeout", *writeTimeout}} {
+		if v.d <= 0 {
+			return fmt.Errorf("%w: %s %v: must be > 0", ErrUsage, v.flag, v.d)
+		}
+	}
 	if *logMax < 0 {
 		return fmt.Errorf("%w: --log-max %d: must be >= 0", ErrUsage, *logMax)
 	}
@@ -65,7 +85,9 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	log, closeLog := newAsyncLog(logOut, nil)
 	defer closeLog()
 	return daemon.Run(ctx, daemon.Config{
-		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, MaxRunning: *maxRunning,
+		StateDir: l.Dir, HTTPAddr: *httpAddr, TokenFile: *token, HTTPNoAuth: *noAuth,
+		HTTPMaxConns: *maxConns, HTTPMaxSessions: *maxSessions, HTTPSessionIdle: *sessionIdle,
+		HTTPReadTimeout: *readTimeout, HTTPWriteTimeout: *writeTimeout, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
 		HandleTTL: *handleTTL, HandleCap: *handleCap, Retain: retainArg(*retain), MaxLine: *maxLine,
 	})

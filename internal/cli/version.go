@@ -23,6 +23,12 @@ func runVersion(ctx context.Context, e Env, args []string) error {
 	if l, err := layout(*dir); err == nil {
 		if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
 			out["daemon_version"], out["daemon_pid"] = resp.Version, resp.PID
+			if resp.HTTPAddr != "" {
+				out["daemon_http_addr"], out["daemon_http_auth"] = resp.HTTPAddr, resp.HTTPAuth
+				if resp.HTTPTokenFile != "" {
+					out["daemon_http_token_file"] = resp.HTTPTokenFile
+				}
+			}
 		}
 	}
 	if *asJSON {
@@ -31,6 +37,13 @@ func runVersion(ctx context.Context, e Env, args []string) error {
 	fmt.Fprintf(e.Stdout, "hive %s\n", Version)
 	if v, ok := out["daemon_version"]; ok {
 		fmt.Fprintf(e.Stdout, "daemon %s (pid %v)\n", v, out["daemon_pid"])
+	}
+	if a, ok := out["daemon_http_addr"]; ok {
+		if f, ok := out["daemon_http_token_file"]; ok {
+			fmt.Fprintf(e.Stdout, "http http://%s/mcp (bearer token in %s)\n", a, f)
+		} else {
+			fmt.Fprintf(e.Stdout, "http http://%s/mcp (no authentication)\n", a)
+		}
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -37,10 +36,20 @@ var ErrRunning = errors.New("a hive daemon is already running")
 type Config struct {
 	StateDir   string
 	HTTPAddr   string // "" disables HTTP
-	TokenFile  string // bearer token for HTTP; "" means none
+	TokenFile  string // bearer token for HTTP; "" means <state>/http-token, generated (unless HTTPNoAuth)
 	MaxRunning int
 	Grace      time.Duration
 	FileCap    int64
+	// HTTPNoAuth serves HTTP without a token; only with a loopback HTTPAddr.
+	HTTPNoAuth bool
+	// HTTP bounds (zero: the Default* values): connections and live MCP
+	// sessions at once, how long an idle session lives, how long a request
+	// body may take to arrive, and how long one write to a client may take.
+	HTTPMaxConns     int
+	HTTPMaxSessions  int
+	HTTPSessionIdle  time.Duration
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
 	// Retain is how long ended jobs (records and output files) are kept.
 	// If zero, 7 days; negative keeps them forever.
 	Retain time.Duration
@@ -73,6 +82,7 @@ type daemon struct {
 	inbox  *inbox.Inbox
 	jobs   *job.Manager
 	deps   *tools.Deps
+	http   *httpFront
 	extra  []func() // closers of extra engines, run at shutdown
 
 	connMu sync.Mutex
@@ -118,11 +128,8 @@ func Run(ctx context.Context, cfg Config) error {
 		os.Remove(l.Socket())
 		return err
 	}
-	var httpSrv *http.Server
-	var httpLn net.Listener
 	if cfg.HTTPAddr != "" {
-		httpSrv, httpLn, err = d.listenHTTP(cfg.HTTPAddr, cfg.TokenFile)
-		if err != nil {
+		if d.http, err = d.listenHTTP(); err != nil {
 			ln.Close()
 			os.Remove(l.Socket())
 			d.close()
@@ -131,7 +138,7 @@ func Run(ctx context.Context, cfg Config) error {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			if err := httpSrv.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := d.http.serve(); err != nil {
 				d.log.Error("http serve", "err", err)
 			}
 		}()
@@ -150,12 +157,8 @@ func Run(ctx context.Context, cfg Config) error {
 		defer d.wg.Done()
 		<-ctx.Done()
 		ln.Close()
-		if httpSrv != nil {
-			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if httpSrv.Shutdown(sctx) != nil {
-				httpSrv.Close() // streams still open: cut them
-			}
-			cancel()
+		if d.http != nil {
+			d.http.shutdown()
 		}
 	}()
 	for {

@@ -1,12 +1,17 @@
 package daemon
 
 import (
-	"crypto/subtle"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -19,61 +24,211 @@ import (
 // maxHTTPBody bounds an MCP request body.
 const maxHTTPBody = 4 << 20
 
-// listenHTTP serves streamable HTTP MCP at /mcp. The address must be
-// loopback unless a bearer token file is given. Host and Origin headers
-// must name a loopback host (DNS rebinding).
-func (d *daemon) listenHTTP(addr, tokenFile string) (*http.Server, net.Listener, error) {
+// Defaults of the HTTP front end (the Config zero values).
+const (
+	DefaultHTTPMaxConns     = 256
+	DefaultHTTPMaxSessions  = 512
+	DefaultHTTPSessionIdle  = 30 * time.Minute
+	DefaultHTTPReadTimeout  = 30 * time.Second
+	DefaultHTTPWriteTimeout = 30 * time.Second
+)
+
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpIdleTimeout       = 120 * time.Second // a keep-alive connection between requests
+	httpMaxHeaderBytes    = 64 << 10
+)
+
+// httpFront is the streamable HTTP front end: MCP at /mcp behind a guard
+// that checks Host, Origin and the bearer token, reads the body under a
+// deadline, and caps connections and sessions.
+type httpFront struct {
+	log       *slog.Logger
+	deps      *tools.Deps
+	addCloser func(func())
+	srv       *http.Server
+	ln        *limitListener
+	mcp       http.Handler
+	sessions  *sessionTable
+
+	addr     string     // the address it listens on
+	loopback bool       // it listens on loopback: Host must name a loopback host
+	token    *tokenFile // nil: no authentication (--http-no-auth)
+	cwd      string     // where HTTP sessions' commands run
+
+	readTimeout, writeTimeout time.Duration
+
+	mu      sync.Mutex
+	servers map[string]*mcp.Server // by group list; shared by the sessions that ask for it
+}
+
+type serverKey struct{}
+
+// listenHTTP checks the HTTP configuration, sets up the bearer token
+// (generating <state>/http-token when no file is given) and listens. The
+// address must be loopback unless a token file is given; --http-no-auth
+// is for loopback only. Serve with serve, stop with shutdown.
+func (d *daemon) listenHTTP() (*httpFront, error) {
+	cfg := d.cfg
+	addr := cfg.HTTPAddr
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--http %q: want HOST:PORT: %v", addr, err)
+		return nil, fmt.Errorf("--http %q: want HOST:PORT: %v", addr, err)
 	}
-	if !isLoopbackHost(host) && tokenFile == "" {
-		return nil, nil, fmt.Errorf("--http %q: must be a loopback address (127.0.0.1, [::1], localhost) unless --http-token-file is set", addr)
+	loopback := isLoopbackHost(host)
+	switch {
+	case cfg.HTTPNoAuth && cfg.TokenFile != "":
+		return nil, errors.New("--http-no-auth and --http-token-file: give one or the other")
+	case cfg.HTTPNoAuth && !loopback:
+		return nil, fmt.Errorf("--http-no-auth: allowed only with a loopback --http address (127.0.0.1, [::1], localhost), not %q", addr)
+	case !loopback && cfg.TokenFile == "":
+		return nil, fmt.Errorf("--http %q: must be a loopback address (127.0.0.1, [::1], localhost) unless --http-token-file is set", addr)
 	}
-	var token string
-	if tokenFile != "" {
-		b, err := os.ReadFile(tokenFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--http-token-file: %w", err)
-		}
-		token = strings.TrimSpace(string(b))
-		if token == "" {
-			return nil, nil, fmt.Errorf("--http-token-file %q: file is empty", tokenFile)
+	for _, v := range []struct {
+		flag string
+		n    int64
+	}{
+		{"--http-max-conns", int64(cfg.HTTPMaxConns)}, {"--http-max-sessions", int64(cfg.HTTPMaxSessions)},
+		{"--http-session-idle", int64(cfg.HTTPSessionIdle)}, {"--http-read-timeout", int64(cfg.HTTPReadTimeout)},
+		{"--http-write-timeout", int64(cfg.HTTPWriteTimeout)},
+	} {
+		if v.n < 0 {
+			return nil, fmt.Errorf("%s: must not be negative (0: the default)", v.flag)
 		}
 	}
-	cwd, _ := os.Getwd()
-	var mu sync.Mutex
-	servers := map[string]*mcp.Server{} // by group list; shared by the sessions that ask for it
-	getServer := func(r *http.Request) *mcp.Server {
-		groups, err := tools.ParseGroups(strings.Split(r.URL.Query().Get("groups"), ","))
-		if err != nil {
-			return nil
+	f := &httpFront{
+		log: d.log, deps: d.deps, addCloser: d.addCloser, loopback: loopback,
+		readTimeout: orDefault(cfg.HTTPReadTimeout, DefaultHTTPReadTimeout), writeTimeout: orDefault(cfg.HTTPWriteTimeout, DefaultHTTPWriteTimeout),
+		sessions: &sessionTable{log: d.log, max: orDefault(cfg.HTTPMaxSessions, DefaultHTTPMaxSessions)},
+		servers:  map[string]*mcp.Server{},
+	}
+	f.cwd, _ = os.Getwd()
+	if !cfg.HTTPNoAuth {
+		if f.token, err = d.httpToken(); err != nil {
+			return nil, err
 		}
-		key := strings.Join(groups, ",")
-		mu.Lock()
-		defer mu.Unlock()
-		if s, ok := servers[key]; ok {
-			return s
-		}
-		s, stop, err := tools.NewServer(d.deps, &tools.Session{Cwd: cwd, ID: "http-" + key}, groups)
-		if err != nil {
-			return nil
-		}
-		d.addCloser(stop)
-		servers[key] = s
+	}
+	f.mcp = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		s, _ := r.Context().Value(serverKey{}).(*mcp.Server)
 		return s
-	}
-	h := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+	}, &mcp.StreamableHTTPOptions{
 		Logger:              d.log,
 		MaxRequestBodyBytes: maxHTTPBody,
+		SessionTimeout:      orDefault(cfg.HTTPSessionIdle, DefaultHTTPSessionIdle),
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", guard(h, token))
+	mux.Handle("/mcp", f)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("--http %q: %w", addr, err)
+		return nil, fmt.Errorf("--http %q: %w", addr, err)
 	}
-	return &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln, nil
+	f.addr = ln.Addr().String()
+	f.ln = newLimitListener(ln, orDefault(cfg.HTTPMaxConns, DefaultHTTPMaxConns))
+	f.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    httpMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	if f.token == nil {
+		d.log.Warn("http without authentication (--http-no-auth): every local process can run commands through it", "http", f.addr)
+	}
+	return f, nil
+}
+
+// httpToken sets up the bearer token: the --http-token-file, else
+// <state>/http-token, generated on first use. It logs which file holds it.
+func (d *daemon) httpToken() (*tokenFile, error) {
+	if p := d.cfg.TokenFile; p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, fmt.Errorf("--http-token-file %q: %w", p, err)
+		}
+		t := &tokenFile{path: abs, name: "--http-token-file", log: d.log}
+		if err := t.load(); err != nil {
+			return nil, err
+		}
+		d.log.Info("http bearer token required", "token_file", abs)
+		return t, nil
+	}
+	p := d.layout.HTTPToken()
+	created, err := generateToken(p)
+	if err != nil {
+		return nil, err
+	}
+	t := &tokenFile{path: p, name: "generated http token file", noFollow: true, log: d.log,
+		fix: "; remove the file and hive generates a new token"}
+	if err := t.load(); err != nil {
+		return nil, err
+	}
+	d.log.Info("http bearer token required", "token_file", p, "generated", created)
+	return t, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// serve serves until shutdown.
+func (f *httpFront) serve() error {
+	if err := f.srv.Serve(f.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// shutdown refuses new sessions, closes the open ones, then stops the
+// server: handlers get 2 s to end before their connections are cut. It
+// returns once the goroutines the front end started have ended.
+func (f *httpFront) shutdown() {
+	f.mu.Lock()
+	var servers []*mcp.Server
+	for _, s := range f.servers {
+		servers = append(servers, s)
+	}
+	f.mu.Unlock()
+	f.sessions.close(servers)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if f.srv.Shutdown(ctx) != nil {
+		f.srv.Close() // streams still open: cut them
+	}
+}
+
+// auth is "token" or "none"; tokenPath the token file ("" with none).
+func (f *httpFront) auth() string {
+	if f.token == nil {
+		return "none"
+	}
+	return "token"
+}
+
+func (f *httpFront) tokenPath() string {
+	if f.token == nil {
+		return ""
+	}
+	return f.token.path
+}
+
+// server is the MCP server of a group list, made on first use.
+func (f *httpFront) server(groups []string) (*mcp.Server, error) {
+	key := strings.Join(groups, ",")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.servers[key]; ok {
+		return s, nil
+	}
+	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: f.cwd, ID: "http"}, groups)
+	if err != nil {
+		return nil, err
+	}
+	f.addCloser(stop)
+	f.servers[key] = s
+	return s, nil
 }
 
 func isLoopbackHost(h string) bool {
@@ -85,33 +240,205 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// guard checks Host, Origin and the bearer token, and bounds the body.
-func guard(next http.Handler, token string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		if token == "" && !isLoopbackHost(host) {
-			http.Error(w, "Host header must name a loopback host", http.StatusForbidden)
+// ServeHTTP is the guard in front of the SDK's handler. In order: Host
+// (loopback when listening on loopback) and Origin (loopback) against DNS
+// rebinding → 403; the bearer token → 401 (500 while the token file is
+// unusable); ?groups= → 400; the body, read whole within the read timeout
+// → 408, at most maxHTTPBody → 413; a new session past the cap → 503.
+// Every write to the client then has its own write deadline.
+func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for the error answers below
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if f.loopback && !isLoopbackHost(host) {
+		http.Error(w, "Host header must name a loopback host", http.StatusForbidden)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !isLoopbackHost(u.Hostname()) {
+			http.Error(w, "Origin not allowed", http.StatusForbidden)
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || !isLoopbackHost(u.Hostname()) {
-				http.Error(w, "Origin not allowed", http.StatusForbidden)
-				return
+	}
+	if f.token != nil {
+		sum, err := f.token.current()
+		if err != nil {
+			http.Error(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
+			return
+		}
+		if !authorized(r.Header.Values("Authorization"), sum) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			return
+		}
+	}
+	var groups []string
+	if q := r.URL.Query().Get("groups"); q != "" {
+		groups = strings.Split(q, ",")
+	}
+	groups, err := tools.ParseGroups(groups)
+	if err != nil {
+		http.Error(w, "?"+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !f.readBody(w, r, rc) {
+		return
+	}
+	srv, err := f.server(groups)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" { // a new session
+		if err := f.sessions.reserve(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer func() { f.sessions.adopt(srv, w.Header().Get("Mcp-Session-Id"), groups) }()
+	}
+	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
+	f.mcp.ServeHTTP(newHTTPDeadlineWriter(w, f.writeTimeout), r)
+	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
+}
+
+// readBody reads the whole request body within the read timeout and puts
+// it back as an in-memory body, so a slow client holds no handler past
+// the timeout while long-lived responses (SSE streams) have no read
+// deadline. It answers the errors itself and reports whether to go on.
+func (f *httpFront) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) bool {
+	tooLarge := func() bool {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("request body larger than %d bytes", maxHTTPBody), http.StatusRequestEntityTooLarge)
+		return false
+	}
+	if r.ContentLength > maxHTTPBody {
+		return tooLarge()
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	rc.SetReadDeadline(time.Now().Add(f.readTimeout))
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		var ne net.Error
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+			http.Error(w, fmt.Sprintf("request body not received within %v (--http-read-timeout)", f.readTimeout), http.StatusRequestTimeout)
+		} else {
+			http.Error(w, fmt.Sprintf("read request body: %v", err), http.StatusBadRequest)
+		}
+		return false
+	}
+	if len(b) > maxHTTPBody {
+		return tooLarge()
+	}
+	rc.SetReadDeadline(time.Time{})
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
+	return true
+}
+
+// errSessionsStopping refuses a session while the daemon stops.
+var errSessionsStopping = errors.New("the daemon is stopping: no new MCP sessions")
+
+// sessionTable counts the live HTTP MCP sessions against a cap and logs
+// each one's open and close. A new session first reserves a place
+// (reserve); once the SDK has answered its initialize, adopt either
+// takes the place over for the session's life or gives it back. Safe
+// for concurrent use.
+type sessionTable struct {
+	log *slog.Logger
+	max int
+
+	mu     sync.Mutex
+	live   int  // open sessions plus reservations of initializes under way
+	closed bool // close was called: no new sessions
+	wg     sync.WaitGroup
+}
+
+// reserve takes a place for a new session, or says why there is none.
+func (t *sessionTable) reserve() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errSessionsStopping
+	}
+	if t.live >= t.max {
+		return fmt.Errorf("too many live MCP sessions: %d, the --http-max-sessions limit; end idle sessions (DELETE /mcp) or raise the limit", t.max)
+	}
+	t.live++
+	return nil
+}
+
+func (t *sessionTable) release() {
+	t.mu.Lock()
+	t.live--
+	t.mu.Unlock()
+}
+
+// count is the number of live sessions (and reservations).
+func (t *sessionTable) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.live
+}
+
+// adopt follows the session srv opened with transport id id (from the
+// answer's Mcp-Session-Id) until it closes, holding its reserved place
+// meanwhile. Without a session that was initialized (the SDK closed it,
+// or none was made) the place is given back now.
+func (t *sessionTable) adopt(srv *mcp.Server, id string, groups []string) {
+	var ss *mcp.ServerSession
+	if id != "" {
+		for s := range srv.Sessions() {
+			if s.ID() == id {
+				ss = s
+				break
 			}
 		}
-		if token != "" {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-				w.Header().Set("WWW-Authenticate", "Bearer")
-				http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-				return
-			}
+	}
+	if ss == nil || ss.InitializeParams() == nil {
+		t.release()
+		return
+	}
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		ss.Close()
+		t.release()
+		return
+	}
+	t.wg.Add(1)
+	t.mu.Unlock()
+	name := tools.LogID("http", id)
+	t.log.Info("mcp session open", "session", name, "transport", "http", "groups", groups)
+	t0 := time.Now()
+	go func() {
+		defer t.wg.Done()
+		ss.Wait()
+		t.release()
+		t.log.Info("mcp session closed", "session", name, "lived", time.Since(t0).Round(time.Millisecond))
+	}()
+}
+
+// close refuses new sessions, closes the open sessions of servers and
+// waits until each has ended.
+func (t *sessionTable) close(servers []*mcp.Server) {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	// Close waits for the session's calls under way: close them all at
+	// once, so one slow call does not hold up the others.
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		for ss := range s.Sessions() {
+			wg.Go(func() { ss.Close() })
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxHTTPBody)
-		next.ServeHTTP(w, r)
-	})
+	}
+	wg.Wait()
+	t.wg.Wait()
 }

@@ -21,7 +21,11 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	fail := func(err error) proto.Response { return proto.Response{Error: err.Error()} }
 	switch req.Cmd {
 	case proto.CmdVersion:
-		return proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}
+		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}
+		if d.http != nil {
+			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.addr, d.http.auth(), d.http.tokenPath()
+		}
+		return resp
 	case proto.CmdStats:
 		return proto.Response{OK: true, PID: os.Getpid(), Stats: d.stats()}
 	case proto.CmdPs:
@@ -183,6 +187,9 @@ func (d *daemon) stats() *proto.Stats {
 	}
 	if d.deps.PTY != nil {
 		st.PTYSessions = len(d.deps.PTY.List())
+	}
+	if d.http != nil {
+		st.HTTPConns, st.HTTPSessions = d.http.ln.open(), d.http.sessions.count()
 	}
 	return st
 }

@@ -124,3 +124,7 @@ func ReplaceFile(path string, data []byte) error {
 	}
 	return nil
 }
+
+// HTTPToken is the bearer token the daemon generates for streamable HTTP
+// when no --http-token-file is given.
+func (l Layout) HTTPToken() string { return filepath.Join(l.Dir, "http-token") }

@@ -70,6 +70,12 @@ type Response struct {
 	PID     int    `json:"pid,omitempty"`
 	Stdio   bool   `json:"stdio,omitempty"` // the daemon took the bridge's stdio
 
+	// version, when the daemon serves HTTP: the address it listens on,
+	// "token" or "none", and the file holding the bearer token.
+	HTTPAddr      string `json:"http_addr,omitempty"`
+	HTTPAuth      string `json:"http_auth,omitempty"`
+	HTTPTokenFile string `json:"http_token_file,omitempty"`
+
 	Job          *Job   `json:"job,omitempty"`
 	Jobs         []Job  `json:"jobs,omitempty"`
 	AlreadyEnded bool   `json:"already_ended,omitempty"`
@@ -90,6 +96,10 @@ type Stats struct {
 	Zombies     int `json:"zombies"`
 	JobsRunning int `json:"jobs_running"`
 	PTYSessions int `json:"pty_sessions"`
+	// HTTPConns are the open HTTP connections; HTTPSessions the live
+	// streamable HTTP MCP sessions (with those being initialized).
+	HTTPConns    int `json:"http_conns"`
+	HTTPSessions int `json:"http_sessions"`
 }
 
 // Job is a job as the CLI shows it.

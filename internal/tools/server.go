@@ -58,7 +58,10 @@ type Deps struct {
 type Session struct {
 	Cwd string   // the client's working directory
 	Env []string // the client's environment (nil: the daemon's)
-	ID  string   // a short id for logs
+	// ID names the session in logs. Where one Server serves many
+	// transport sessions (streamable HTTP), the logs name each of them as
+	// LogID(ID, its transport session id).
+	ID string
 
 	baseOnce sync.Once
 	base     []string // Env (or the daemon's) deduplicated, zsh variables removed
@@ -213,6 +216,19 @@ func notifyChange(srv *mcp.Server, c inbox.Change) {
 	}
 }
 
+// LogID is how logs name a session: base, and for a transport with
+// session ids (streamable HTTP) base + "-" + the first 8 characters of
+// the transport's id. Never the whole id: it is a credential.
+func LogID(base, transportID string) string {
+	if transportID == "" {
+		return base
+	}
+	if len(transportID) > 8 {
+		transportID = transportID[:8]
+	}
+	return base + "-" + transportID
+}
+
 // envelope logs every tool call before and after: time, session, tool,
 // arguments, duration, outcome.
 func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
@@ -220,6 +236,10 @@ func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
 				return next(ctx, method, req)
+			}
+			id := sess.ID
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				id = LogID(sess.ID, ss.ID())
 			}
 			var tool string
 			var args json.RawMessage
@@ -229,7 +249,7 @@ func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
 			if len(args) > 2048 {
 				args = append(json.RawMessage(nil), args[:2048]...)
 			}
-			log.Info("tool call", "session", sess.ID, "tool", tool, "args", string(args))
+			log.Info("tool call", "session", id, "tool", tool, "args", string(args))
 			t0 := time.Now()
 			res, err := next(ctx, method, req)
 			outcome := "ok"
@@ -243,7 +263,7 @@ func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
 					}
 				}
 			}
-			log.Info("tool done", "session", sess.ID, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
+			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
 			return res, err
 		}
 	}

@@ -55,6 +55,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
+	// Shell is the argv prefix that runs a job's command line, for
+	// tests; nil means [bash -c].
+	Shell []string
 }
 
 type daemon struct {
@@ -228,7 +231,7 @@ func (d *daemon) open() error {
 	d.inbox = inbox.New(st)
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
-		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir,
+		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell,
 		OnChange: func(in job.Info) {
 			if _, err := d.inbox.UpsertTodo(context.Background(), tools.TodoSubsystem, in.ID, tools.TodoSummary(in)); err != nil {
 				d.log.Error("upsert job todo", "job", in.ID, "err", err)

@@ -356,14 +356,17 @@ func (s *Stream) readFileAt(buf []byte, off int64) error {
 // Tail returns the last n bytes kept in memory (fewer if fewer were written
 // or the ring is smaller).
 func (s *Stream) Tail(n int) []byte {
-	s.mu.Lock()
-	total := s.total
-	s.mu.Unlock()
-	c, err := s.Read(max64(total-int64(n), 0), n)
-	if err != nil {
+	if n <= 0 {
 		return nil
 	}
-	return c.Data
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// From the ring only: a read further back would come from the file
+	// and stop where the ring begins, short of the end.
+	from := max64(s.total-int64(n), s.ringStart())
+	buf := make([]byte, s.total-from)
+	s.copyRing(buf, from)
+	return buf
 }
 
 func max64(a, b int64) int64 {

@@ -183,3 +183,21 @@ func TestReleaseKeepsBytesPastTheCap(t *testing.T) {
 		t.Fatalf("memory-only stream lost bytes at release: %d of %d", len(got), len(all))
 	}
 }
+
+// Tail asked for more than the ring holds gives the ring's bytes, the
+// last ones: not older bytes from the file that stop short of the end.
+func TestTailLongerThanRing(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := fill(100, 3)
+	s.Write(data)
+	if got := s.Tail(50); !bytes.Equal(got, data[84:]) {
+		t.Errorf("Tail(50) = %v, want the last 16 bytes %v", got, data[84:])
+	}
+	if got := s.Tail(5); !bytes.Equal(got, data[95:]) {
+		t.Errorf("Tail(5) = %v, want %v", got, data[95:])
+	}
+}

@@ -57,7 +57,7 @@ func FuzzStream(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		r := &opReader{b: in}
-		ring := 1 + scaled(r.byte(), 512) // 1..128, then 513..65025
+		ring := 1 + scaled(r.byte(), 2048) // 1..128, then 2049..262145 (past growLimit)
 		fileCap := int64(-1)
 		if b := r.byte(); b != 0 {
 			fileCap = int64(scaled(b, 512))

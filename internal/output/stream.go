@@ -127,20 +127,37 @@ func (s *Stream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// growLimit is how far a ring grows by append before it takes its full
+// size at once.
+const growLimit = 64 << 10
+
 func (s *Stream) appendRing(p []byte) {
 	size := int64(s.size)
 	if len(s.ring) < s.size {
 		// Still growing: ring holds exactly [ringBase, total).
-		if int64(len(s.ring))+int64(len(p)) <= size {
+		if need := len(s.ring) + len(p); need <= s.size {
+			if need > cap(s.ring) && need > growLimit {
+				// A big stream: the ring takes its full size now, not in
+				// doublings that each leave the one before as garbage.
+				full := make([]byte, len(s.ring), s.size)
+				copy(full, s.ring)
+				s.ring = full
+			}
 			s.ring = append(s.ring, p...)
 			return
 		}
-		// Switch to the circular layout at full size.
-		full := make([]byte, size)
-		for i := range s.ring {
-			full[(s.ringBase+int64(i))%size] = s.ring[i]
+		// Switch to the circular layout at full size: in place when the
+		// ring has the room and its bytes are where that layout wants
+		// them (nothing was released: byte at off is at index off).
+		if cap(s.ring) >= s.size && s.ringBase == 0 {
+			s.ring = s.ring[:s.size]
+		} else {
+			full := make([]byte, size)
+			for i := range s.ring {
+				full[(s.ringBase+int64(i))%size] = s.ring[i]
+			}
+			s.ring = full
 		}
-		s.ring = full
 	}
 	if int64(len(p)) > size {
 		skip := int64(len(p)) - size

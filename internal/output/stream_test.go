@@ -201,3 +201,32 @@ func TestTailLongerThanRing(t *testing.T) {
 		t.Errorf("Tail(5) = %v, want %v", got, data[95:])
 	}
 }
+
+// A ring past growLimit takes its full size at once and wraps in place:
+// one allocation, not a doubling series plus a copy.
+func TestBigRingGrowsOnce(t *testing.T) {
+	const size = 1 << 20
+	s, err := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all := fill(3*size, 7)
+	var backing *byte
+	for off := 0; off < len(all); off += 40 << 10 {
+		s.Write(all[off:min(off+40<<10, len(all))])
+		if off > growLimit {
+			if cap(s.ring) != size {
+				t.Fatalf("after %d bytes: ring capacity %d, want %d", off, cap(s.ring), size)
+			}
+			if backing == nil {
+				backing = &s.ring[:1][0]
+			} else if &s.ring[:1][0] != backing {
+				t.Fatalf("after %d bytes: the ring was allocated again", off)
+			}
+		}
+	}
+	if got := s.Tail(size); !bytes.Equal(got, all[len(all)-size:]) {
+		t.Errorf("Tail(%d): not the last bytes written", size)
+	}
+}

@@ -219,6 +219,12 @@ func (s *Stream) Release() {
 	} else if s.inFile < start {
 		start = max(s.inFile, s.ringStart())
 	}
+	if start == s.ringStart() && len(s.ring) == cap(s.ring) {
+		// Nothing to drop and no spare room (a stream past its cap keeps
+		// its whole ring): a copy would only hold the ring twice for a
+		// while, 4 MiB per stream at the end of every flood.
+		return
+	}
 	keep := s.total - start
 	tail := make([]byte, keep)
 	s.copyRing(tail, start)

@@ -230,3 +230,21 @@ func TestBigRingGrowsOnce(t *testing.T) {
 		t.Errorf("Tail(%d): not the last bytes written", size)
 	}
 }
+
+// Release of a stream whose ring holds only bytes the file lacks keeps
+// that ring as it is, rather than copying it.
+func TestReleasePastTheCapKeepsTheRing(t *testing.T) {
+	const size = 1 << 20
+	s, _ := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: size, FileCap: 1000})
+	all := fill(3*size, 9)
+	s.Write(all)
+	s.Close()
+	ring := &s.ring[0]
+	s.Release()
+	if &s.ring[0] != ring {
+		t.Errorf("Release copied a ring it could not shrink")
+	}
+	if got, skipped := readAll(t, s, int64(2*size), 7000); skipped != 0 || !bytes.Equal(got, all[2*size:]) {
+		t.Errorf("after release: %d bytes, %d skipped, want the last %d", len(got), skipped, size)
+	}
+}

@@ -72,6 +72,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
+	// Shell is the argv prefix that runs a job's command line, for
+	// tests; nil means [bash -c].
+	Shell []string
 }
 
 type daemon struct {
@@ -265,7 +268,7 @@ func (d *daemon) open() error {
 	d.inbox = inbox.New(st)
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
-		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir,
+		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell,
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {

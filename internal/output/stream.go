@@ -131,20 +131,37 @@ func (s *Stream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// growLimit is how far a ring grows by append before it takes its full
+// size at once.
+const growLimit = 64 << 10
+
 func (s *Stream) appendRing(p []byte) {
 	size := int64(s.size)
 	if len(s.ring) < s.size {
 		// Still growing: ring holds exactly [ringBase, total).
-		if int64(len(s.ring))+int64(len(p)) <= size {
+		if need := len(s.ring) + len(p); need <= s.size {
+			if need > cap(s.ring) && need > growLimit {
+				// A big stream: the ring takes its full size now, not in
+				// doublings that each leave the one before as garbage.
+				full := make([]byte, len(s.ring), s.size)
+				copy(full, s.ring)
+				s.ring = full
+			}
 			s.ring = append(s.ring, p...)
 			return
 		}
-		// Switch to the circular layout at full size.
-		full := make([]byte, size)
-		for i := range s.ring {
-			full[(s.ringBase+int64(i))%size] = s.ring[i]
+		// Switch to the circular layout at full size: in place when the
+		// ring has the room and its bytes are where that layout wants
+		// them (nothing was released: byte at off is at index off).
+		if cap(s.ring) >= s.size && s.ringBase == 0 {
+			s.ring = s.ring[:s.size]
+		} else {
+			full := make([]byte, size)
+			for i := range s.ring {
+				full[(s.ringBase+int64(i))%size] = s.ring[i]
+			}
+			s.ring = full
 		}
-		s.ring = full
 	}
 	if int64(len(p)) > size {
 		skip := int64(len(p)) - size
@@ -206,6 +223,12 @@ func (s *Stream) Release() {
 		start = s.ringStart()
 	} else if s.inFile < start {
 		start = max(s.inFile, s.ringStart())
+	}
+	if start == s.ringStart() && len(s.ring) == cap(s.ring) {
+		// Nothing to drop and no spare room (a stream past its cap keeps
+		// its whole ring): a copy would only hold the ring twice for a
+		// while, 4 MiB per stream at the end of every flood.
+		return
 	}
 	keep := s.total - start
 	tail := make([]byte, keep)
@@ -369,14 +392,17 @@ func (s *Stream) readFileAt(buf []byte, off int64) error {
 // Tail returns the last n bytes kept in memory (fewer if fewer were written
 // or the ring is smaller).
 func (s *Stream) Tail(n int) []byte {
-	s.mu.Lock()
-	total := s.total
-	s.mu.Unlock()
-	c, err := s.Read(max64(total-int64(n), 0), n)
-	if err != nil {
+	if n <= 0 {
 		return nil
 	}
-	return c.Data
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// From the ring only: a read further back would come from the file
+	// and stop where the ring begins, short of the end.
+	from := max64(s.total-int64(n), s.ringStart())
+	buf := make([]byte, s.total-from)
+	s.copyRing(buf, from)
+	return buf
 }
 
 func max64(a, b int64) int64 {

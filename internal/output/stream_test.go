@@ -242,3 +242,68 @@ func TestFileIsPrivate(t *testing.T) {
 		t.Errorf("output file %v %v, want mode 0600", fi.Mode(), err)
 	}
 }
+
+// Tail asked for more than the ring holds gives the ring's bytes, the
+// last ones: not older bytes from the file that stop short of the end.
+func TestTailLongerThanRing(t *testing.T) {
+	s, err := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	data := fill(100, 3)
+	s.Write(data)
+	if got := s.Tail(50); !bytes.Equal(got, data[84:]) {
+		t.Errorf("Tail(50) = %v, want the last 16 bytes %v", got, data[84:])
+	}
+	if got := s.Tail(5); !bytes.Equal(got, data[95:]) {
+		t.Errorf("Tail(5) = %v, want %v", got, data[95:])
+	}
+}
+
+// A ring past growLimit takes its full size at once and wraps in place:
+// one allocation, not a doubling series plus a copy.
+func TestBigRingGrowsOnce(t *testing.T) {
+	const size = 1 << 20
+	s, err := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	all := fill(3*size, 7)
+	var backing *byte
+	for off := 0; off < len(all); off += 40 << 10 {
+		s.Write(all[off:min(off+40<<10, len(all))])
+		if off > growLimit {
+			if cap(s.ring) != size {
+				t.Fatalf("after %d bytes: ring capacity %d, want %d", off, cap(s.ring), size)
+			}
+			if backing == nil {
+				backing = &s.ring[:1][0]
+			} else if &s.ring[:1][0] != backing {
+				t.Fatalf("after %d bytes: the ring was allocated again", off)
+			}
+		}
+	}
+	if got := s.Tail(size); !bytes.Equal(got, all[len(all)-size:]) {
+		t.Errorf("Tail(%d): not the last bytes written", size)
+	}
+}
+
+// Release of a stream whose ring holds only bytes the file lacks keeps
+// that ring as it is, rather than copying it.
+func TestReleasePastTheCapKeepsTheRing(t *testing.T) {
+	const size = 1 << 20
+	s, _ := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: size, FileCap: 1000})
+	all := fill(3*size, 9)
+	s.Write(all)
+	s.Close()
+	ring := &s.ring[0]
+	s.Release()
+	if &s.ring[0] != ring {
+		t.Errorf("Release copied a ring it could not shrink")
+	}
+	if got, skipped := readAll(t, s, int64(2*size), 7000); skipped != 0 || !bytes.Equal(got, all[2*size:]) {
+		t.Errorf("after release: %d bytes, %d skipped, want the last %d", len(got), skipped, size)
+	}
+}

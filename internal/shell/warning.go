@@ -30,11 +30,17 @@ type warner struct {
 	msgs []string
 }
 
+// add records msg once. A message can quote an argument (dd of=PATH),
+// and an argument can hold a line break: it is escaped, so a warning
+// stays one line.
 func (w *warner) add(msg string) {
+	msg = lineBreaks.Replace(msg)
 	if msg != "" && !slices.Contains(w.msgs, msg) {
 		w.msgs = append(w.msgs, msg)
 	}
 }
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 // script examines a shell program given as a string.
 func (w *warner) script(src string, depth int) {

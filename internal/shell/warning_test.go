@@ -116,6 +116,7 @@ var warningPositive = []struct{ cmd, want string }{
 	// disks and files
 	{`dd if=img.iso of=/dev/sdb bs=4M`, "may overwrite a disk device (dd of=/dev/sdb)"},
 	{`sudo dd if=/dev/zero of=/dev/nvme0n1`, "may overwrite a disk device (dd of=/dev/nvme0n1)"},
+	{"dd 'of=/dev/sd\na'", `may overwrite a disk device (dd of=/dev/sd\na)`}, // one line: the break is escaped
 	{`mkfs -t ext4 /dev/sdb1`, "may format a filesystem (mkfs)"},
 	{`sudo mkfs.ext4 /dev/sdb1`, "may format a filesystem (mkfs.ext4)"},
 	{`chmod -R 777 /srv`, "may make files world-writable recursively (chmod -R 777)"},

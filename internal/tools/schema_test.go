@@ -13,7 +13,7 @@ import (
 
 // registerAll adds every tool to a throwaway server (registration only:
 // no handler runs), which fills schemaCache with every tool's types.
-func registerAll(t *testing.T) *mcp.Server {
+func registerAll(t testing.TB) *mcp.Server {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hive-test"}, nil)
 	h := &handlers{d: &Deps{}, sess: &Session{}}

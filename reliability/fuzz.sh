@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# fuzz.sh — run every fuzz target of hive for a while each, one after the
+# other; stop at the first failure (go test then names the failing input,
+# saved under the package's testdata/fuzz/). Usage: reliability/fuzz.sh
+# (from anywhere)
+#
+#   FUZZTIME          -fuzztime of each target        (default 10s)
+#   FUZZMINIMIZETIME  -fuzzminimizetime of each target (default 10s; Go's
+#                     60 s per new input can eat a short run whole)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime=${FUZZTIME:-10s}
+minimize=${FUZZMINIMIZETIME:-10s}
+
+# Every target, by package. A Fuzz function missing here fails the run.
+targets=(
+	"FuzzArgCheck ./internal/tools"
+	"FuzzPlan ./internal/shell"
+	"FuzzWarning ./internal/shell"
+	"FuzzSemantic ./internal/shell"
+	"FuzzStream ./internal/output"
+	"FuzzSocketRequest ./internal/daemon"
+)
+
+listed=$(printf '%s\n' "${targets[@]}" | cut -d' ' -f1 | sort)
+found=$(grep -rhoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | cut -d' ' -f2 | sort)
+if [ "$listed" != "$found" ]; then
+	echo "fuzz.sh: the targets listed differ from the Fuzz functions in the tree:" >&2
+	diff <(echo "$listed") <(echo "$found") >&2 || true
+	exit 1
+fi
+
+for t in "${targets[@]}"; do
+	read -r name pkg <<<"$t"
+	echo "== $name ($pkg, $fuzztime)"
+	go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg"
+done
+echo "== all ${#targets[@]} fuzz targets passed ($fuzztime each)"

@@ -1,0 +1,104 @@
+package reliability
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// statusProbe is the pace of row 4's status calls: quick at the small
+// count, whose flood is over in a few hundred ms, slower at the full
+// count. Calls back to back would measure their own garbage instead of
+// the flood's: each MCP status call of a job printing zeros leaves about
+// 250 KB behind in the daemon, and at its GOGC of 400 that piles up
+// (8 × 1 GiB with 349 calls back to back peaked at 149 MiB; with one
+// every 50 ms, at 73 MiB).
+func statusProbe() time.Duration { return time.Duration(count(10, 50)) * time.Millisecond }
+
+// Row 4: jobs that flood stdout at once, far past the file cap: the
+// daemon's memory stays bounded, each output file stops exactly at the
+// cap, the counts are exact (stdout_bytes the total, stdout_dropped the
+// rest past the cap), and status stays quick during the flood.
+func TestRow04OutputFlood(t *testing.T) {
+	const jobs = 8
+	total := int64(count(48, 1024)) << 20
+	fileCap := int64(count(8, 256)) << 20
+	dir := newStateDir(t)
+	d := startDaemon(t, dir, "--file-cap", fmt.Sprint(fileCap))
+	base := d.Settled()
+	s := d.MCP()
+	ids := make([]string, jobs)
+	for i := range ids {
+		var st task
+		s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("head -c %d /dev/zero", total), "wait_seconds": 0}, &st)
+		if st.ID == "" || st.Status != "running" {
+			t.Fatalf("job %d: %+v", i, st)
+		}
+		ids[i] = st.ID
+	}
+	// A status call on each running job in turn, at once and then at the
+	// pace of statusProbe (an agent checking in, not a tight loop),
+	// until every job has ended.
+	var lat []time.Duration
+	tick := time.NewTicker(statusProbe())
+	defer tick.Stop()
+	ended := map[string]bool{}
+	for k := 0; len(ended) < jobs; k++ {
+		id := ids[k%jobs]
+		if ended[id] {
+			continue
+		}
+		var st task
+		t0 := time.Now()
+		s.MustCall("status", map[string]any{"id": id}, &st)
+		if el := time.Since(t0); st.Status == "running" {
+			lat = append(lat, el)
+		} else {
+			ended[id] = true
+		}
+		<-tick.C
+	}
+	atCap, exact := 0, 0
+	for _, id := range ids {
+		var st struct {
+			task
+			Path string `json:"stdout_path"`
+		}
+		s.MustCall("status", map[string]any{"id": id, "wait_seconds": 30}, &st)
+		if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 0 {
+			t.Fatalf("job %s: %+v", id, st)
+		}
+		if st.StdoutB == total && st.StdoutDrop == total-fileCap {
+			exact++
+		} else {
+			t.Errorf("job %s: stdout_bytes %d, stdout_dropped %d; want %d and %d", id, st.StdoutB, st.StdoutDrop, total, total-fileCap)
+		}
+		if fi, err := os.Stat(st.Path); err != nil {
+			t.Errorf("job %s: output file: %v", id, err)
+		} else if fi.Size() != fileCap {
+			t.Errorf("job %s: output file %s: %d bytes, want exactly the cap, %d", id, st.Path, fi.Size(), fileCap)
+		} else {
+			atCap++
+		}
+	}
+	s.Close()
+	peak := d.Stats().PeakRSS
+	var worst time.Duration
+	if len(lat) > 0 {
+		worst = slices.Max(lat)
+	}
+	figure(t, 4, "flood %d jobs × %d MiB at once, --file-cap %d MiB: daemon peak RSS %.1f MiB; %d/%d files exactly at the cap, %d/%d stdout_bytes and stdout_dropped exact; %d status calls during the flood, slowest %v",
+		jobs, total>>20, fileCap>>20, float64(peak)/(1<<20), atCap, jobs, exact, jobs, len(lat), worst.Round(100*time.Microsecond))
+	if peak >= 100<<20 {
+		t.Errorf("daemon peak RSS %d MiB, want < 100 MiB", peak>>20)
+	}
+	if len(lat) == 0 {
+		t.Errorf("no status call was made while the flood ran")
+	}
+	if worst >= 200*time.Millisecond {
+		t.Errorf("a status call during the flood took %v, want < 200 ms", worst)
+	}
+	d.CheckBaseline(base)
+}

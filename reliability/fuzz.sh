@@ -21,6 +21,8 @@ targets=(
 	"FuzzSemantic ./internal/shell"
 	"FuzzStream ./internal/output"
 	"FuzzSocketRequest ./internal/daemon"
+	"FuzzLineConn ./internal/daemon"
+	"FuzzDecodeMessageAgrees ./internal/daemon"
 )
 
 listed=$(printf '%s\n' "${targets[@]}" | cut -d' ' -f1 | sort)

@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -136,5 +138,26 @@ func TestArgCheckMessages(t *testing.T) {
 		if err == nil || len(err.Error()) < len(tt.want) || err.Error()[:len(tt.want)] != tt.want {
 			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// Integers written as 80.0 or 8e1 (as some clients send them) and a key
+// given twice are read as the schema check read them; an integer past
+// Go's range is refused naming the field.
+func TestDecodeArgsIntegersAndDuplicates(t *testing.T) {
+	sc := schemasFor[ptyResizeIn, PTYInfo]()
+	for _, args := range []string{
+		`{"session_id":"s","cols":80.0,"rows":24}`,
+		`{"session_id":"s","cols":8e1,"rows":2.4e1}`,
+		`{"session_id":"s","cols":"wide","cols":80,"rows":24}`,
+	} {
+		in, err := decodeArgs[ptyResizeIn](json.RawMessage(args), sc)
+		if err != nil || in.Cols != 80 || in.Rows != 24 {
+			t.Errorf("%s: %+v %v, want cols 80 rows 24", args, in, err)
+		}
+	}
+	_, err := decodeArgs[ptyResizeIn](json.RawMessage(`{"session_id":"s","cols":1e19,"rows":24}`), sc)
+	if err == nil || !strings.HasPrefix(err.Error(), "cols: ") || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("cols 1e19: %v, want an error naming cols", err)
 	}
 }

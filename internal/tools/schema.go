@@ -3,8 +3,10 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -135,6 +137,21 @@ func decodeArgs[In any](args json.RawMessage, sc *toolSchemas) (In, error) {
 		}
 	}
 	if err := json.Unmarshal(args, &in); err != nil {
+		// The schema check passed, so the arguments are right by the
+		// schema; encoding/json is stricter in two ways: an integer
+		// written as 80.0 or 1e3, and a key given twice (the check saw the
+		// last value). Decoding what the check saw settles both.
+		again, merr := json.Marshal(m)
+		if merr == nil {
+			in = *new(In)
+			if err = json.Unmarshal(again, &in); err == nil {
+				return in, nil
+			}
+		}
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) && ute.Field != "" {
+			return in, fmt.Errorf("%s: %s is out of range for %s", ute.Field, strings.TrimPrefix(ute.Value, "number "), ute.Type)
+		}
 		return in, err
 	}
 	return in, nil

@@ -179,7 +179,9 @@ type Job struct {
 	info     Info
 	spec     Spec
 	detached bool
-	reason   State // requested end state (killed, timed_out, interrupted); "" = none
+	reason   State     // requested end state (killed, timed_out, interrupted); "" = none
+	stopAt   time.Time // when the job was first asked to stop
+	forced   bool      // a stop asked for SIGKILL
 	graceT   *time.Timer
 	timeoutT *time.Timer
 	pgid     int

@@ -305,12 +305,18 @@ func TestKillTree(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	killed := time.Now()
 	if _, err := h.m.Kill(j.ID(), false); err != nil {
 		t.Fatal(err)
 	}
 	in := h.wait(j)
 	if in.State != Killed {
 		t.Errorf("state %s, want killed", in.State)
+	}
+	// The grace bounds the kill even when the leader dies at once and
+	// only an ignoring grandchild is left (LeftoverGrace is 2 s).
+	if took := in.Ended.Sub(killed); took > 300*time.Millisecond+time.Second {
+		t.Errorf("kill took %v with a grace of 300ms", took)
 	}
 	for _, p := range append(pids, in.Pid) {
 		if alive(p) {

@@ -94,8 +94,18 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	// cleaned up here (a pid that is still some group's id is never reused).
 	j.mu.Lock()
 	j.pgid = 0
+	// What is left of a stopped job's group gets what is left of the
+	// stop's grace (none after a forced stop), not a fresh one: kill ends
+	// the job within its grace period.
+	grace := m.o.LeftoverGrace
+	if !j.stopAt.IsZero() {
+		grace = min(grace, max(time.Until(j.stopAt.Add(m.o.Grace)), 0))
+		if j.forced {
+			grace = 0
+		}
+	}
 	j.mu.Unlock()
-	leftover := cleanupGroup(pid, m.o.LeftoverGrace)
+	leftover := cleanupGroup(pid, grace)
 	// Every process of the group is gone, so all the job wrote is in the
 	// pipes or already read. Normally the readers reach EOF at once. If
 	// not, something that left the group holds a pipe open: after a short
@@ -330,6 +340,10 @@ func (j *Job) stop(reason State, force bool) (Info, error) {
 	if j.reason == "" {
 		j.reason = reason
 	}
+	if j.stopAt.IsZero() {
+		j.stopAt = time.Now()
+	}
+	j.forced = j.forced || force
 	if j.info.State == Pending {
 		return j.snapshotLocked(), nil // supervise sees the reason before starting
 	}

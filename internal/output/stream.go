@@ -201,9 +201,17 @@ func (s *Stream) Close() error {
 // releaseKeep is how many of the last bytes Release keeps in memory.
 const releaseKeep = 16 << 10
 
-// Release shrinks the ring of a closed stream to its last 16 KiB, plus any
-// bytes its file lacks, and closes the read handle; older bytes are then
-// served from the file. It is a no-op on an open stream.
+// releaseMax bounds what a released stream keeps of the bytes its file
+// lacks (past its cap, after a write error, or a memory-only stream):
+// hundreds of ended jobs stay in memory, and each must cost little
+// whatever it printed. Those bytes were counted as dropped from the file
+// already; past this bound reads skip them, and count them in Skipped.
+const releaseMax = 64 << 10
+
+// Release shrinks the ring of a closed stream to its last 16 KiB, plus
+// the bytes its file lacks up to 64 KiB in all, and closes the read
+// handle; older bytes are then served from the file. It is a no-op on an
+// open stream.
 func (s *Stream) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,20 +223,15 @@ func (s *Stream) Release() {
 		s.readFile.Close()
 		s.readFile = nil
 	}
-	// Keep the last releaseKeep bytes, and every byte the file lacks (past
-	// its cap, after a write error, or a memory-only stream): those exist
-	// only here.
 	start := max(s.total-int64(releaseKeep), s.ringStart())
 	if s.path == "" || s.werr != nil {
 		start = s.ringStart()
 	} else if s.inFile < start {
 		start = max(s.inFile, s.ringStart())
 	}
-	if start == s.ringStart() && len(s.ring) == cap(s.ring) {
-		// Nothing to drop and no spare room (a stream past its cap keeps
-		// its whole ring): a copy would only hold the ring twice for a
-		// while, 4 MiB per stream at the end of every flood.
-		return
+	start = max(start, s.total-int64(releaseMax))
+	if start == s.ringStart() && len(s.ring) == cap(s.ring) && len(s.ring) <= releaseMax {
+		return // nothing to drop, no spare room: a copy would gain nothing
 	}
 	keep := s.total - start
 	tail := make([]byte, keep)

@@ -298,4 +298,3 @@ func TestBigRingGrowsOnce(t *testing.T) {
 		t.Errorf("Tail(%d): not the last bytes written", size)
 	}
 }
-

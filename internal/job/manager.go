@@ -213,8 +213,14 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if spec.Cmd == "" {
 		spec.Cmd = joinArgv(spec.Argv)
 	}
+	// No process starts whose record could not be kept: a store that
+	// failed, or a disk too full for the next commit, refuses new work
+	// until it takes writes again.
 	if err := m.records.health(); err != nil {
-		return nil, fmt.Errorf("%w: the store cannot be written (%v): no new work until it can, tried again every %v", ErrNotRecorded, err, retryEvery)
+		return nil, fmt.Errorf("%w: the store cannot be written (%v): no new work until it can (tried again every %v)", ErrNotRecorded, err, retryEvery)
+	}
+	if err := diskFull(m.o.Dir); err != nil {
+		return nil, fmt.Errorf("%w: %v: no new work until space is freed", ErrNotRecorded, err)
 	}
 	m.mu.Lock()
 	if m.closed {

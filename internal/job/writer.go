@@ -164,12 +164,17 @@ func (w *recordWriter) commitLocked() {
 	if err != nil {
 		w.log.Error("commit job records", "records", len(recs), "err", err)
 		w.err, w.failedUpTo = err, upTo
-		// Keep them for the retry, unless a newer snapshot came meanwhile.
+		// Keep them for the retry, unless a newer snapshot came meanwhile,
+		// and make sure the loop is there to retry them.
 		for _, id := range order {
 			if _, newer := w.pending[id]; !newer {
 				w.pending[id] = pending[id]
 				w.order = append(w.order, id)
 			}
+		}
+		if w.idle {
+			w.idle = false
+			w.signal()
 		}
 	} else {
 		if w.err != nil {

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package job
+
+// diskFull knows nothing here; the store's own errors will tell.
+func diskFull(dir string) error { return nil }

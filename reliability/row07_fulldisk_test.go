@@ -170,6 +170,7 @@ func fullDisk(t *testing.T, dir string) {
 	// The daemon stops, and a new one starts on the full disk.
 	d.Stop()
 	d = startDaemon(t, dir)
+	base := d.Settled()
 	s = d.MCP()
 	refuse("run after a restart", mcp("run", "cmd", nil))
 	s.MustCall("status", map[string]any{"id": before.ID}, &st)
@@ -212,5 +213,6 @@ func fullDisk(t *testing.T, dir string) {
 	figure(t, 7, "full disk (%d MiB tmpfs in a private mount namespace): %d kinds of new work refused with clear errors, %d commands run; reads answered; 0 answers contradicted; the daemon restarted on the full disk; new work accepted %v after space returned",
 		size>>20, refused, len(entries), recovered.Round(10*time.Millisecond))
 	s.Close()
+	d.CheckBaseline(base)
 	d.Stop()
 }

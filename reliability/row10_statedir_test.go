@@ -211,6 +211,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 	t.Run("planted links under a running daemon", func(t *testing.T) {
 		dir := newStateDir(t)
 		d := startDaemon(t, dir)
+		base := d.Settled()
 		s := d.MCP()
 
 		// hyperhive-status: replaced by set_status, not written through.
@@ -264,6 +265,8 @@ func TestRow10HostileStateDir(t *testing.T) {
 		os.Symlink(out, st.StdoutPath)
 		logs, _ := hostileRun(t, dir, "logs", st.ID)
 		r.check(t, !strings.Contains(logs, "precious"), "hive logs read through a planted symlink: %q", logs)
+		s.Close()
+		d.CheckBaseline(base)
 	})
 
 	t.Run("a normal run is private", func(t *testing.T) {

@@ -858,3 +858,28 @@ func TestRecoverSignalsOnlyProvenProcesses(t *testing.T) {
 		t.Errorf("escapee: %d leftover counted, want 1", in.Leftover)
 	}
 }
+
+// Jobs that ended a while ago keep little of the output their files lack
+// (past the cap); the last ones to end keep all of it, for whoever reads
+// them right after.
+func TestOldEndedJobsCompactTheirOutput(t *testing.T) {
+	h := newHarness(t, Options{FileCap: 1000})
+	var jobs []*Job
+	for range keepWhole + 4 {
+		j := h.start(Spec{Cmd: "head -c 300000 /dev/zero"})
+		h.wait(j)
+		jobs = append(jobs, j)
+	}
+	// slotFreed runs just after the end: a Start later it has run for all.
+	h.wait(h.start(Spec{Cmd: "true"}))
+	for i, j := range jobs {
+		c, err := j.Stdout().Read(1000, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := c.Skipped == 0 && c.Next == 300000
+		if old := i < len(jobs)+1-keepWhole; old == whole { // +1: the last "true"
+			t.Errorf("job %d of %d (old %v): read past the cap skipped %d bytes, next %d", i, len(jobs), old, c.Skipped, c.Next)
+		}
+	}
+}

@@ -82,6 +82,7 @@ type Manager struct {
 	hexIDs  map[uint32]struct{}
 	order   []string // ids in start order, for trimming
 	queue   []*Job   // pending, FIFO
+	recent  []*Job   // the jobs that ended last, oldest first (see keepWhole)
 	running int
 	closed  bool
 }
@@ -283,7 +284,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 			m.forget(j, err)
 			if now {
 				m.wg.Done()
-				m.slotFreed()
+				m.slotFreed(nil)
 			}
 			return nil, fmt.Errorf("job %s: %w: nothing was started", id, err)
 		}
@@ -317,7 +318,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		if run != nil {
 			run()
 		}
-		m.slotFreed()
+		m.slotFreed(j)
 	}()
 	if j.detached {
 		// The running record (pid, start time) is what a restarted
@@ -374,9 +375,26 @@ func (m *Manager) Sync(j *Job) error {
 	return m.records.sync(j.seq.Load())
 }
 
-func (m *Manager) slotFreed() {
+// keepWhole is how many of the jobs that ended last keep every output
+// byte their files lack (past the cap) in memory, for the callers and
+// output handles that read them right after the end; older ones keep
+// 64 KiB of those (output.Stream.Compact), so hundreds of ended jobs in
+// memory cost little whatever they printed.
+const keepWhole = 16
+
+// slotFreed gives back the running slot of j (nil: a job that never ran)
+// and starts what waits.
+func (m *Manager) slotFreed(j *Job) {
 	m.mu.Lock()
 	m.running--
+	if j != nil {
+		m.recent = append(m.recent, j)
+		if len(m.recent) > keepWhole {
+			m.recent[0].compact()
+			m.recent[0] = nil
+			m.recent = m.recent[1:]
+		}
+	}
 	m.dispatchLocked()
 	m.mu.Unlock()
 }
@@ -418,7 +436,7 @@ func (m *Manager) launchLocked(j *Job) {
 		if run := j.begin(); run != nil {
 			run()
 		}
-		m.slotFreed()
+		m.slotFreed(j)
 	}()
 }
 

@@ -320,6 +320,18 @@ func (j *Job) finishLocked(s State) {
 	}
 }
 
+// compact shrinks the output an ended job keeps in memory (see
+// output.Stream.Compact).
+func (j *Job) compact() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, s := range []*output.Stream{j.stdout, j.stderr} {
+		if s != nil {
+			s.Compact()
+		}
+	}
+}
+
 // release frees what an ended job holds.
 func (j *Job) release() {
 	if j.stdout != nil {

@@ -71,7 +71,7 @@ func FuzzStream(f *testing.F) {
 			t.Fatal(err)
 		}
 		var model []byte
-		closed, released := false, false
+		closed, released, compacted := false, false, false
 		inFile := func() int64 {
 			switch {
 			case path == "":
@@ -104,10 +104,8 @@ func FuzzStream(f *testing.F) {
 				t.Fatalf("Read(%d, %d): offset %d, skipped %d", off, max, c.Offset, c.Skipped)
 			}
 			memStart := total - int64(ring) // the oldest byte the ring may hold
-			if released {
-				if total-releaseMax > memStart {
-					memStart = total - releaseMax
-				}
+			if compacted && total-compactMax > memStart {
+				memStart = total - compactMax
 			}
 			if c.Skipped > 0 && (off < inFile() || c.Offset > memStart) {
 				t.Fatalf("Read(%d, %d) of %d (ring %d, %d in file) skipped [%d, %d), bytes still kept", off, max, total, ring, inFile(), off, c.Offset)
@@ -164,7 +162,12 @@ func FuzzStream(f *testing.F) {
 				}
 				closed = true
 			case 3:
-				s.Release()
+				if r.byte()%2 == 0 {
+					s.Release()
+				} else {
+					s.Compact()
+					compacted = compacted || closed
+				}
 				released = released || closed
 			case 4: // tail
 				n := 1 + scaled(r.byte(), 512)

@@ -201,18 +201,27 @@ func (s *Stream) Close() error {
 // releaseKeep is how many of the last bytes Release keeps in memory.
 const releaseKeep = 16 << 10
 
-// releaseMax bounds what a released stream keeps of the bytes its file
-// lacks (past its cap, after a write error, or a memory-only stream):
-// hundreds of ended jobs stay in memory, and each must cost little
-// whatever it printed. Those bytes were counted as dropped from the file
-// already; past this bound reads skip them, and count them in Skipped.
-const releaseMax = 64 << 10
+// compactMax bounds what Compact keeps of the bytes a released stream's
+// file lacks (past its cap, after a write error, or a memory-only
+// stream). Those bytes were counted as dropped from the file already;
+// past this bound reads skip them, and count them in Skipped.
+const compactMax = 64 << 10
 
 // Release shrinks the ring of a closed stream to its last 16 KiB, plus
-// the bytes its file lacks up to 64 KiB in all, and closes the read
+// every byte its file lacks (those exist only here), and closes the read
 // handle; older bytes are then served from the file. It is a no-op on an
 // open stream.
-func (s *Stream) Release() {
+func (s *Stream) Release() { s.release(-1) }
+
+// Compact is Release keeping at most 64 KiB in all of the bytes the file
+// lacks: for streams of jobs that ended a while ago, so that hundreds of
+// them cost little memory whatever they printed. It is a no-op on an open
+// stream.
+func (s *Stream) Compact() { s.release(compactMax) }
+
+// release is Release keeping at most limit bytes past what the file holds
+// (limit < 0: no limit).
+func (s *Stream) release(limit int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
@@ -229,9 +238,14 @@ func (s *Stream) Release() {
 	} else if s.inFile < start {
 		start = max(s.inFile, s.ringStart())
 	}
-	start = max(start, s.total-int64(releaseMax))
-	if start == s.ringStart() && len(s.ring) == cap(s.ring) && len(s.ring) <= releaseMax {
-		return // nothing to drop, no spare room: a copy would gain nothing
+	if limit >= 0 {
+		start = max(start, s.total-limit)
+	}
+	if start == s.ringStart() && len(s.ring) == cap(s.ring) {
+		// Nothing to drop and no spare room (a stream past its cap keeps
+		// its whole ring): a copy would only hold the ring twice for a
+		// while, 4 MiB per stream at the end of every flood.
+		return
 	}
 	keep := s.total - start
 	tail := make([]byte, keep)

@@ -168,13 +168,14 @@ func TestNoFileUntilFirstWrite(t *testing.T) {
 }
 
 // Bytes the file never got stay readable after Release.
-// A released stream keeps what its file lacks, up to releaseMax: bytes
-// past the cap of an ended job cost little memory, and the ones it no
-// longer holds are skipped in reads and counted.
+// A released stream keeps what its file lacks; a compacted one keeps at
+// most compactMax of it: bytes past the cap of a job that ended long ago
+// cost little memory, and the ones no longer held are skipped in reads
+// and counted.
 func TestReleaseKeepsBytesPastTheCap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.out")
 	s, _ := Create(path, &Options{RingSize: 1 << 20, FileCap: 1000})
-	all := fill(40<<10, 5)
+	all := fill(100<<10, 5)
 	s.Write(all)
 	s.Close()
 	s.Release()
@@ -187,13 +188,35 @@ func TestReleaseKeepsBytesPastTheCap(t *testing.T) {
 	m.Write(big)
 	m.Close()
 	m.Release()
-	got, skipped = readAll(t, m, 0, 7000)
-	if !bytes.Equal(got, big[len(big)-releaseMax:]) || skipped != int64(len(big)-releaseMax) {
-		t.Fatalf("memory-only stream after release: %d bytes and %d skipped, want the last %d and %d skipped",
-			len(got), skipped, releaseMax, len(big)-releaseMax)
+	if got, _ := readAll(t, m, 0, 7000); !bytes.Equal(got, big) {
+		t.Fatalf("memory-only stream lost bytes at release: %d of %d", len(got), len(big))
 	}
-	if cap(m.ring) > releaseMax+1 {
-		t.Errorf("released ring holds %d bytes of memory, want at most %d", cap(m.ring), releaseMax+1)
+	m.Compact()
+	got, skipped = readAll(t, m, 0, 7000)
+	if !bytes.Equal(got, big[len(big)-compactMax:]) || skipped != int64(len(big)-compactMax) {
+		t.Fatalf("memory-only stream after Compact: %d bytes and %d skipped, want the last %d and %d skipped",
+			len(got), skipped, compactMax, len(big)-compactMax)
+	}
+	if cap(m.ring) > compactMax+1 {
+		t.Errorf("compacted ring holds %d bytes of memory, want at most %d", cap(m.ring), compactMax+1)
+	}
+}
+
+// Release of a stream whose ring holds only bytes the file lacks keeps
+// that ring as it is, rather than copying it.
+func TestReleasePastTheCapKeepsTheRing(t *testing.T) {
+	const size = 1 << 20
+	s, _ := Create(filepath.Join(t.TempDir(), "s.out"), &Options{RingSize: size, FileCap: 1000})
+	all := fill(3*size, 9)
+	s.Write(all)
+	s.Close()
+	ring := &s.ring[0]
+	s.Release()
+	if &s.ring[0] != ring {
+		t.Errorf("Release copied a ring it could not shrink")
+	}
+	if got, skipped := readAll(t, s, int64(2*size), 7000); skipped != 0 || !bytes.Equal(got, all[2*size:]) {
+		t.Errorf("after release: %d bytes, %d skipped, want the last %d", len(got), skipped, size)
 	}
 }
 

@@ -91,7 +91,7 @@ func TestRow04OutputFlood(t *testing.T) {
 	}
 	figure(t, 4, "flood %d jobs × %d MiB at once, --file-cap %d MiB: daemon peak RSS %.1f MiB; %d/%d files exactly at the cap, %d/%d stdout_bytes and stdout_dropped exact; %d status calls during the flood, slowest %v",
 		jobs, total>>20, fileCap>>20, float64(peak)/(1<<20), atCap, jobs, exact, jobs, len(lat), worst.Round(100*time.Microsecond))
-	if peak >= 100<<20 {
+	if peak >= 100<<20 && !raceBuild {
 		t.Errorf("daemon peak RSS %d MiB, want < 100 MiB", peak>>20)
 	}
 	if len(lat) == 0 {

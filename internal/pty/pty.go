@@ -75,8 +75,8 @@ const (
 const (
 	StateOpen        = "open"        // the process runs
 	StateExited      = "exited"      // the process exited; the session is not closed yet
-	StateClosed      = "closed"      // Close ended it
-	StateInterrupted = "interrupted" // the daemon that ran it stopped without closing it (see Recover)
+	StateClosed      = "closed"      // Session.Close ended it
+	StateInterrupted = "interrupted" // the daemon that ran it stopped: Manager.Close, or a crash (see Recover)
 )
 
 // Defaults.
@@ -310,7 +310,7 @@ func (m *Manager) Open(o OpenOptions) (*Session, error) {
 	}
 	if m.closed {
 		m.mu.Unlock()
-		s.Close()
+		s.end(StateInterrupted)
 		return nil, fmt.Errorf("open pty session: manager: %w", ErrClosed)
 	}
 	m.sessions[id] = s
@@ -401,8 +401,9 @@ func (m *Manager) remove(s *Session) {
 	m.mu.Unlock()
 }
 
-// Close closes every session, as Session.Close does, and makes later Opens
-// fail with ErrClosed. It returns after every goroutine the manager's
+// Close closes every session, as Session.Close does but recorded
+// interrupted (the daemon stops: the client did not close them), and makes
+// later Opens fail with ErrClosed. It returns after every goroutine the manager's
 // sessions started has ended. It is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
@@ -424,7 +425,7 @@ func (m *Manager) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.Close()
+			errs[i] = s.end(StateInterrupted)
 		}()
 	}
 	wg.Wait()

@@ -186,6 +186,31 @@ func TestSessionRecord(t *testing.T) {
 	}
 }
 
+// Sessions a closing Manager ends (the daemon stops) are recorded
+// interrupted, as jobs are: the client did not close them. The next
+// Manager on the store says so and does not take them for a crash's.
+func TestManagerCloseRecordsInterrupted(t *testing.T) {
+	st, _ := newStore(t)
+	dir := t.TempDir()
+	m := NewManager(Options{Dir: dir, Store: st})
+	s := open(t, m, OpenOptions{})
+	sendWait(t, s, "echo up-$((1+1))\n", `up-2`)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.GetPTY(context.Background(), s.ID())
+	if err != nil || rec.State != StateInterrupted || rec.Ended.IsZero() || rec.ExitCode == nil {
+		t.Fatalf("record after Manager.Close = %+v, %v; want interrupted, ended, with the exit code", rec, err)
+	}
+	m2 := newManager(t, Options{Dir: dir, Store: st})
+	if n, err := m2.Recover(context.Background()); n != 0 || err != nil {
+		t.Errorf("Recover after a clean stop = %d, %v; want nothing to do", n, err)
+	}
+	if _, err := m2.Get(s.ID()); !errors.Is(err, ErrEnded) || !strings.Contains(err.Error(), "the session ended when the daemon stopped (interrupted at ") {
+		t.Errorf("Get on the next manager = %v, want ErrEnded saying the daemon stopped", err)
+	}
+}
+
 // A store that cannot record a new session fails Open with
 // ErrNotRecorded, and nothing is left running: no process, no zombie, no
 // session, no output file.

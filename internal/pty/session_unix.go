@@ -69,6 +69,7 @@ type Session struct {
 	exitCode   *int
 	exitedAt   time.Time
 	endedAt    time.Time // set by Close once everything of the session is gone
+	endState   string    // the record's state from endedAt on: StateClosed or StateInterrupted
 	cols, rows int
 
 	// recMu orders the session's record writes (open, exit, close: never
@@ -263,7 +264,7 @@ func (s *Session) snapshot() store.PTY {
 		rec.State = StateExited
 	}
 	if !s.endedAt.IsZero() {
-		rec.State = StateClosed
+		rec.State = s.endState
 	}
 	return rec
 }
@@ -603,12 +604,16 @@ func (s *Session) Resize(cols, rows int) error {
 // the session from its manager. It returns after the session's goroutines
 // have ended. It is idempotent and safe to call concurrently; the output
 // stays readable.
-func (s *Session) Close() error {
-	s.closeOnce.Do(s.close)
+func (s *Session) Close() error { return s.end(StateClosed) }
+
+// end is Close, recorded with state (StateClosed or StateInterrupted) if
+// this call is the one that closes the session.
+func (s *Session) end(state string) error {
+	s.closeOnce.Do(func() { s.close(state) })
 	return nil
 }
 
-func (s *Session) close() {
+func (s *Session) close(state string) {
 	close(s.closing)
 	reaped := false
 	select {
@@ -643,7 +648,7 @@ func (s *Session) close() {
 	// Closed is recorded only now that nothing of the session is left, so
 	// a record never says closed while a process of it may still run.
 	s.mu.Lock()
-	s.endedAt = time.Now()
+	s.endedAt, s.endState = time.Now(), state
 	s.mu.Unlock()
 	<-s.waitDone
 	s.record(false)

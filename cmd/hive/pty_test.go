@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -147,4 +148,62 @@ func TestPTYPythonREPL(t *testing.T) {
 		t.Errorf("after exit(): running=%v exit=%v", out.Running, out.ExitCode)
 	}
 	s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+}
+
+// A session that ended, closed by the client or left by a daemon killed
+// with -9, still answers: terminal_pty_read returns its output from its
+// file with a note saying what happened, send and close say it ended.
+func TestPTYEndedSession(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var closed, crashed ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"name": "gone"}, &closed)
+	s.mustCall("terminal_pty_open", nil, &crashed)
+	for _, id := range []string{closed.SessionID, crashed.SessionID} {
+		s.pty("terminal_pty_send", map[string]any{"session_id": id, "input": "echo said-$((40+2))\n", "wait_for": "said-42"})
+	}
+	s.mustCall("terminal_pty_close", map[string]any{"session_id": "gone"}, nil)
+
+	old := daemonPid(state)
+	syscall.Kill(old, syscall.SIGKILL)
+	for processAlive(old) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s2 := connect(t, state, t.TempDir())
+	for _, c := range []struct {
+		id, asked, says string
+	}{
+		{closed.SessionID, "gone", `^session_id "gone" \(` + closed.SessionID + `\): the session was closed at \d\d:\d\d:\d\d \(exit code \d+\); its output is in /\S+\.pty$`},
+		{crashed.SessionID, crashed.SessionID, `^session_id "` + crashed.SessionID + `": the session ended when the daemon stopped \(interrupted at \d\d:\d\d:\d\d\); its output is in /\S+\.pty$`},
+	} {
+		says := regexp.MustCompile(c.says)
+		var out ptyOut
+		text := s2.mustCall("terminal_pty_read", map[string]any{"session_id": c.asked}, &out)
+		note := text[strings.LastIndexByte(text, '\n')+1:]
+		if !strings.Contains(out.Data, "said-42\n") || out.Running || !strings.HasPrefix(note, "[") || !says.MatchString(strings.Trim(note, "[]")) {
+			t.Errorf("read of ended %s: %+v\ntext %q\nwant its output and a note matching %s", c.id, out, text, c.says)
+		}
+		// Offsets are those of the live session: reading on from the end gives nothing new.
+		var more ptyOut
+		s2.mustCall("terminal_pty_read", map[string]any{"session_id": c.id, "since_offset": out.NextOffset}, &more)
+		if more.Data != "" || more.NextOffset != out.NextOffset {
+			t.Errorf("read of ended %s from its end: %+v", c.id, more)
+		}
+		for tool, args := range map[string]map[string]any{
+			"terminal_pty_send":  {"session_id": c.asked, "input": "x"},
+			"terminal_pty_close": {"session_id": c.asked},
+		} {
+			text, isErr := s2.call(tool, args, nil)
+			if !isErr || !says.MatchString(text) {
+				t.Errorf("%s of ended %s: error %v %q, want one matching %s", tool, c.id, isErr, text, c.says)
+			}
+		}
+	}
+	var list struct {
+		Sessions []ptyInfo `json:"sessions"`
+	}
+	s2.mustCall("terminal_pty_list", nil, &list)
+	if len(list.Sessions) != 0 {
+		t.Errorf("list after the restart: %+v, want no open session", list.Sessions)
+	}
 }

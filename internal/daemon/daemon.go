@@ -50,7 +50,8 @@ type Config struct {
 	HTTPSessionIdle  time.Duration
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
-	// Retain is how long ended jobs (records and output files) are kept.
+	// Retain is how long ended jobs and PTY sessions (records and output
+	// files) are kept.
 	// If zero, 7 days; negative keeps them forever.
 	Retain time.Duration
 	// HandleTTL and HandleCap configure terminal_exec output handles
@@ -213,8 +214,8 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// prune removes ended jobs older than the retention, now and every hour,
-// until ctx ends.
+// prune removes ended jobs and PTY sessions older than the retention, now
+// and every hour, until ctx ends.
 func (d *daemon) prune(ctx context.Context) {
 	keep := d.cfg.Retain
 	if keep == 0 {
@@ -230,6 +231,11 @@ func (d *daemon) prune(ctx context.Context) {
 			d.log.Error("prune old jobs", "err", err)
 		} else if n > 0 {
 			d.log.Info("pruned old jobs", "count", n, "older_than", keep)
+		}
+		if n, err := d.deps.PTY.Prune(ctx, time.Now().Add(-keep)); err != nil {
+			d.log.Error("prune old pty sessions", "err", err)
+		} else if n > 0 {
+			d.log.Info("pruned old pty sessions", "count", n, "older_than", keep)
 		}
 		select {
 		case <-ctx.Done():
@@ -285,7 +291,14 @@ func (d *daemon) open() error {
 		st.Close()
 		return err
 	}
-	ptys := pty.NewManager(pty.Options{Dir: l.PTY()})
+	// Sessions are marked and recorded like jobs; those a dead daemon
+	// left end now, before any is opened.
+	ptys := pty.NewManager(pty.Options{Dir: l.PTY(), Owner: l.Dir, Store: st, Logger: d.log})
+	if n, err := ptys.Recover(context.Background()); err != nil {
+		d.log.Error("could not record the pty sessions interrupted by the last daemon's end", "err", err)
+	} else if n > 0 {
+		d.log.Info("pty sessions interrupted by the last daemon's end", "count", n)
+	}
 	d.extra = append(d.extra, func() { ptys.Close() })
 	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Layout: l, Logger: d.log, Version: d.cfg.Version,
 		PTY: ptys, Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})}

@@ -71,6 +71,22 @@ func HasEnv(pid int, kv string) bool {
 	return false
 }
 
+// Getenv returns the value of key in the environment of pid; ok is false
+// when it has none, or it cannot be read (processes of other users).
+func Getenv(pid int, key string) (string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return "", false
+	}
+	prefix := []byte(key + "=")
+	for _, line := range bytes.Split(b, []byte{0}) {
+		if v, found := bytes.CutPrefix(line, prefix); found {
+			return string(v), true // the first, as getenv(3) finds
+		}
+	}
+	return "", false
+}
+
 // ReadUsage reads the Usage of pid; ok is false when it cannot be read.
 func ReadUsage(pid int) (Usage, bool) {
 	dir := "/proc/" + strconv.Itoa(pid)

@@ -14,6 +14,9 @@ func Live(keep func(Stat) bool) []Stat { return nil }
 // HasEnv knows nothing without /proc.
 func HasEnv(pid int, kv string) bool { return false }
 
+// Getenv knows nothing without /proc.
+func Getenv(pid int, key string) (string, bool) { return "", false }
+
 // ReadUsage knows nothing without /proc.
 func ReadUsage(pid int) (Usage, bool) { return Usage{}, false }
 

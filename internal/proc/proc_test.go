@@ -29,6 +29,12 @@ func TestReadAndLive(t *testing.T) {
 	if !HasEnv(pid, "PROC_TEST_MARK=yes") || HasEnv(pid, "PROC_TEST_MARK=no") {
 		t.Error("HasEnv")
 	}
+	if v, ok := Getenv(pid, "PROC_TEST_MARK"); !ok || v != "yes" {
+		t.Errorf("Getenv(PROC_TEST_MARK) = %q, %v; want yes", v, ok)
+	}
+	if v, ok := Getenv(pid, "PROC_TEST_MAR"); ok {
+		t.Errorf("Getenv of a prefix of a name = %q, want none", v)
+	}
 	cmd.Process.Kill()
 	// Unreaped, it is a zombie: not alive, not listed.
 	for {

@@ -13,6 +13,11 @@
 // A Manager owns its sessions and every goroutine they run; Manager.Close
 // returns only after all of them have ended. Sessions are POSIX-only: on
 // Windows every Open fails with ErrUnsupported.
+//
+// With a store (Options.Store) every session is recorded, so a daemon
+// that restarts after a crash knows the sessions the dead one left
+// (Manager.Recover ends them and their processes) and can tell a client
+// what became of a session it asks for (Get's ErrEnded, ReadEnded).
 package pty
 
 import (
@@ -20,12 +25,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hivetools/hive/internal/store"
 )
 
 // Errors returned by this package. Test with errors.Is.
@@ -42,6 +50,33 @@ var (
 	ErrLimit = errors.New("too many pty sessions")
 	// ErrUnsupported: PTY sessions cannot run on this platform (Windows).
 	ErrUnsupported = errors.New("PTY sessions are unsupported on this platform")
+	// ErrEnded: the session is not open, but the store has its record: it
+	// was closed, or it ended with the daemon that ran it. The message says
+	// which, when, and where its output is.
+	ErrEnded = errors.New("pty session ended")
+	// ErrNotRecorded: the store could not record a new session, so none was
+	// started (a process that had started is killed and reaped).
+	ErrNotRecorded = errors.New("pty session could not be recorded")
+)
+
+// Environment variables that mark every process of a session (see
+// Options.Owner). EnvOwner is the job engine's owner mark (job.EnvJobOwner),
+// so the engine's sweep of its owner's processes at start reaches sessions
+// too.
+const (
+	EnvID    = "HIVE_PTY_ID"
+	EnvOwner = "HIVE_JOB_OWNER"
+	// envJobID is the job engine's job mark: a session started from inside
+	// a job does not carry it on.
+	envJobID = "HIVE_JOB_ID"
+)
+
+// States of a session record.
+const (
+	StateOpen        = "open"        // the process runs
+	StateExited      = "exited"      // the process exited; the session is not closed yet
+	StateClosed      = "closed"      // Session.Close ended it
+	StateInterrupted = "interrupted" // the daemon that ran it stopped: Manager.Close, or a crash (see Recover)
 )
 
 // Defaults.
@@ -79,6 +114,23 @@ type Options struct {
 	// MaxSessions limits the sessions open at once (running or exited but
 	// not closed). If zero, DefaultMaxSessions is used.
 	MaxSessions int
+	// Owner, if set, marks the environment of every session with
+	// HIVE_JOB_OWNER=Owner and HIVE_PTY_ID=<session id>, after
+	// OpenOptions.Env so a client cannot override them (any such variable
+	// of Env, and an inherited HIVE_JOB_ID, is dropped). Recover finds the
+	// processes a dead daemon's sessions left by these marks, and so does
+	// the job engine's sweep of its owner's processes. Use the state
+	// directory. If empty, sessions are not marked.
+	Owner string
+	// Store, if set, records every session: when it opens (before Open
+	// returns; if that fails, Open fails and leaves nothing running), when its
+	// process exits and when it is closed. The caller owns the store and
+	// closes it after Close. If nil, nothing is recorded, and Recover,
+	// Prune and ReadEnded do nothing.
+	Store *store.Store
+	// Logger hears of record writes that failed where no caller waits
+	// (exit, close) and of Recover's work. If nil, nothing is logged.
+	Logger *slog.Logger
 }
 
 // OpenOptions describes a new session.
@@ -167,10 +219,14 @@ type Manager struct {
 	opening  sync.WaitGroup // Opens in progress
 }
 
-// NewManager returns a Manager. It starts nothing until Open.
+// NewManager returns a Manager. It starts nothing until Open; with a
+// Store, call Recover before the first Open.
 func NewManager(o Options) *Manager {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Manager{opts: o, sessions: map[string]*Session{}, reserved: map[string]bool{}}
 }
@@ -178,7 +234,9 @@ func NewManager(o Options) *Manager {
 var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 
 // Open starts a session. Bad options give an error wrapping ErrInvalid that
-// names the field; a full manager gives ErrLimit; a closed one ErrClosed.
+// names the field; a full manager gives ErrLimit; a closed one ErrClosed; a
+// store that cannot record the session ErrNotRecorded (nothing is left
+// running then).
 func (m *Manager) Open(o OpenOptions) (*Session, error) {
 	if o.Name != "" && !nameRE.MatchString(o.Name) {
 		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}: %w", o.Name, ErrInvalid)
@@ -202,20 +260,35 @@ func (m *Manager) Open(o OpenOptions) (*Session, error) {
 		}
 	}
 
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("open pty session: manager: %w", ErrClosed)
+	var id string
+	for id == "" {
+		// An id is new if no open session and no record has it: a
+		// recorded id keeps its output file and its answers (ErrEnded).
+		cand := newID()
+		if recorded, err := m.isRecorded(cand); err != nil {
+			return nil, fmt.Errorf("open pty session: %w: %w", ErrNotRecorded, err)
+		} else if recorded {
+			continue
+		}
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("open pty session: manager: %w", ErrClosed)
+		}
+		if n := len(m.sessions) + m.pending; n >= m.opts.MaxSessions {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("open pty session: %d sessions open, the limit: close one first: %w", n, ErrLimit)
+		}
+		if o.Name != "" && (m.reserved[o.Name] || m.byName(o.Name) != nil) {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("name %q: already used by an open session: %w", o.Name, ErrInvalid)
+		}
+		if m.sessions[cand] == nil && !m.reserved[cand] {
+			id = cand
+		} else {
+			m.mu.Unlock()
+		}
 	}
-	if n := len(m.sessions) + m.pending; n >= m.opts.MaxSessions {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("open pty session: %d sessions open, the limit: close one first: %w", n, ErrLimit)
-	}
-	if o.Name != "" && (m.reserved[o.Name] || m.byName(o.Name) != nil) {
-		m.mu.Unlock()
-		return nil, fmt.Errorf("name %q: already used by an open session: %w", o.Name, ErrInvalid)
-	}
-	id := m.newID()
 	m.reserved[id] = true
 	if o.Name != "" {
 		m.reserved[o.Name] = true
@@ -237,7 +310,7 @@ func (m *Manager) Open(o OpenOptions) (*Session, error) {
 	}
 	if m.closed {
 		m.mu.Unlock()
-		s.Close()
+		s.end(StateInterrupted)
 		return nil, fmt.Errorf("open pty session: manager: %w", ErrClosed)
 	}
 	m.sessions[id] = s
@@ -255,16 +328,11 @@ func checkSize(cols, rows int) error {
 	return nil
 }
 
-// newID returns an unused id. m.mu is held.
-func (m *Manager) newID() string {
-	for {
-		var b [4]byte
-		rand.Read(b[:])
-		id := "pty_" + hex.EncodeToString(b[:])
-		if m.sessions[id] == nil && !m.reserved[id] {
-			return id
-		}
-	}
+// newID returns a random id; Open checks that it is unused.
+func newID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "pty_" + hex.EncodeToString(b[:])
 }
 
 // byName finds an open session by name. m.mu is held.
@@ -277,17 +345,27 @@ func (m *Manager) byName(name string) *Session {
 	return nil
 }
 
-// Get returns the open session with this id or name. An unknown one gives
-// an error wrapping ErrNotFound.
+// Get returns the open session with this id or name. A session that is no
+// longer open but recorded in the store (by id, or the newest of that
+// name) gives an error wrapping ErrEnded that says what became of it; an
+// unknown one gives an error wrapping ErrNotFound.
 func (m *Manager) Get(idOrName string) (*Session, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if s := m.sessions[idOrName]; s != nil {
+		m.mu.Unlock()
 		return s, nil
 	}
 	if idOrName != "" {
 		if s := m.byName(idOrName); s != nil {
+			m.mu.Unlock()
 			return s, nil
+		}
+	}
+	opening := m.reserved[idOrName]
+	m.mu.Unlock()
+	if !opening {
+		if rec, ok := m.findRecord(idOrName); ok {
+			return nil, endedError(idOrName, rec)
 		}
 	}
 	return nil, fmt.Errorf("session_id %q: no open pty session has this id or name: %w", idOrName, ErrNotFound)
@@ -323,8 +401,9 @@ func (m *Manager) remove(s *Session) {
 	m.mu.Unlock()
 }
 
-// Close closes every session, as Session.Close does, and makes later Opens
-// fail with ErrClosed. It returns after every goroutine the manager's
+// Close closes every session, as Session.Close does but recorded
+// interrupted (the daemon stops: the client did not close them), and makes
+// later Opens fail with ErrClosed. It returns after every goroutine the manager's
 // sessions started has ended. It is idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
@@ -346,25 +425,38 @@ func (m *Manager) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.Close()
+			errs[i] = s.end(StateInterrupted)
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// sessionEnv builds a child's environment (see OpenOptions.Env).
-func sessionEnv(env []string) []string {
+// marks returns the environment marks of session id (see Options.Owner),
+// or nil without an owner.
+func (m *Manager) marks(id string) []string {
+	if m.opts.Owner == "" {
+		return nil
+	}
+	return []string{EnvID + "=" + id, EnvOwner + "=" + m.opts.Owner}
+}
+
+// sessionEnv builds a child's environment (see OpenOptions.Env), with
+// marks last. With marks, any variable of the mark names in env, and the
+// job engine's job mark, are left out.
+func sessionEnv(env []string, marks []string) []string {
 	inherited := env == nil
 	if inherited {
 		env = os.Environ()
 	}
-	out := make([]string, 0, len(env)+1)
+	out := make([]string, 0, len(env)+1+len(marks))
 	hasTerm := false
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch {
 		case k == "ZDOTDIR", strings.HasPrefix(k, "ZSH_"):
+			continue
+		case len(marks) > 0 && (k == EnvID || k == EnvOwner || k == envJobID):
 			continue
 		case k == "TERM":
 			if inherited || v == "" {
@@ -377,5 +469,5 @@ func sessionEnv(env []string) []string {
 	if !hasTerm {
 		out = append(out, "TERM=xterm-256color")
 	}
-	return out
+	return append(out, marks...)
 }

@@ -63,3 +63,5 @@ func (s *Session) Resize(int, int) error { return ErrUnsupported }
 
 // Close does nothing.
 func (s *Session) Close() error { return nil }
+
+func (s *Session) end(string) error { return nil }

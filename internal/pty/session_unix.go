@@ -21,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/store"
 )
 
 const (
@@ -45,16 +47,17 @@ const (
 // concurrent use. Read and Screen keep working after the process exits and
 // after Close; Send and Resize then fail.
 type Session struct {
-	m       *Manager
-	id      string
-	name    string
-	cmdText string
-	cwd     string
-	started time.Time
-	cmd     *exec.Cmd
-	pid     int
-	master  *os.File // pollable: Close interrupts blocked reads and writes
-	stream  *output.Stream
+	m        *Manager
+	id       string
+	name     string
+	cmdText  string
+	cwd      string
+	started  time.Time
+	cmd      *exec.Cmd
+	pid      int
+	pidStart uint64   // the process's start time (proc.Stat.Start), 0 if unknown
+	master   *os.File // pollable: Close interrupts blocked reads and writes
+	stream   *output.Stream
 
 	emuMu   sync.Mutex // guards emu
 	emu     *vt.Emulator
@@ -62,11 +65,21 @@ type Session struct {
 
 	writeMu sync.Mutex // one writer to the pty at a time
 
-	mu         sync.Mutex // guards exitCode, cols, rows
+	mu         sync.Mutex // guards exitCode, exitedAt, endedAt, cols, rows
 	exitCode   *int
+	exitedAt   time.Time
+	endedAt    time.Time // set by Close once everything of the session is gone
+	endState   string    // the record's state from endedAt on: StateClosed or StateInterrupted
 	cols, rows int
 
+	// recMu orders the session's record writes (open, exit, close: never
+	// on the paths of Read, Send or Resize). Each write stores the state
+	// of its moment, so the last one stored is the newest.
+	recMu    sync.Mutex
+	recorded bool // the first record was stored; guarded by recMu
+
 	exited      chan struct{} // closed after the process was reaped
+	waitDone    chan struct{} // closed when the wait goroutine has ended (its exit record written)
 	readerDone  chan struct{} // closed after the last output went to the stream
 	repliesDone chan struct{} // closed when the reply pump has ended
 	closing     chan struct{} // closed when Close starts
@@ -86,7 +99,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 	} else {
 		cmd = exec.Command(bash, "-c", o.Cmd)
 	}
-	cmd.Env = sessionEnv(o.Env)
+	cmd.Env = sessionEnv(o.Env, m.marks(id))
 	cmd.Dir = o.Cwd
 	cwd := o.Cwd
 	if cwd == "" {
@@ -114,6 +127,12 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		return nil, fmt.Errorf("open pty session: start %q: %w", cmdText, err)
 	}
 
+	pid := cmd.Process.Pid
+	var pidStart uint64
+	if st, ok := proc.Read(pid); ok { // not reaped yet: a zombie still reads
+		pidStart = st.Start
+	}
+
 	emu := vt.NewEmulator(o.Cols, o.Rows)
 	emu.SetScrollbackSize(scrollbackLines)
 	replies, _ := emu.InputPipe().(*io.PipeWriter)
@@ -126,7 +145,8 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		cwd:         cwd,
 		started:     time.Now(),
 		cmd:         cmd,
-		pid:         cmd.Process.Pid,
+		pid:         pid,
+		pidStart:    pidStart,
 		master:      master,
 		stream:      stream,
 		emu:         emu,
@@ -134,6 +154,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		cols:        o.Cols,
 		rows:        o.Rows,
 		exited:      make(chan struct{}),
+		waitDone:    make(chan struct{}),
 		readerDone:  make(chan struct{}),
 		repliesDone: make(chan struct{}),
 		closing:     make(chan struct{}),
@@ -141,6 +162,15 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 	go s.wait()
 	go s.read()
 	go s.pumpReplies()
+	// The id is handed out next: the record must be stored first, so a
+	// daemon that dies from now on leaves a session its successor knows.
+	if err := s.record(true); err != nil {
+		s.Close()
+		if path != "" {
+			os.Remove(path)
+		}
+		return nil, fmt.Errorf("open pty session: %w, so its process was killed: %w", ErrNotRecorded, err)
+	}
 	return s, nil
 }
 
@@ -179,14 +209,64 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 	return master, nil
 }
 
-// wait reaps the process and records its exit code.
+// wait reaps the process and records its exit code, in memory and then
+// in the store.
 func (s *Session) wait() {
+	defer close(s.waitDone)
 	s.cmd.Wait()
 	code := exitCode(s.cmd.ProcessState)
 	s.mu.Lock()
 	s.exitCode = &code
+	s.exitedAt = time.Now()
 	s.mu.Unlock()
 	close(s.exited)
+	s.record(false)
+}
+
+// record stores the session's record as it is now. The first record
+// (first) is written by start; later ones only once it was stored, and a
+// failure of those is logged: the record then stays behind its session
+// until the next write, or until Recover finds it.
+func (s *Session) record(first bool) error {
+	st := s.m.opts.Store
+	if st == nil {
+		return nil
+	}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	if !first && !s.recorded {
+		return nil
+	}
+	rec := s.snapshot()
+	if err := st.PutPTY(context.Background(), rec); err != nil {
+		if !first {
+			s.m.opts.Logger.Error("could not record pty session", "session", s.id, "state", rec.State, "err", err)
+		}
+		return err
+	}
+	s.recorded = true
+	return nil
+}
+
+// snapshot is the session's record as it is now.
+func (s *Session) snapshot() store.PTY {
+	bytes := s.stream.Stats().Total
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := store.PTY{
+		ID: s.id, Name: s.name, Cmd: s.cmdText, Cwd: s.cwd, Pid: s.pid, PidStart: s.pidStart,
+		Cols: s.cols, Rows: s.rows, State: StateOpen, Started: s.started, Exited: s.exitedAt, Ended: s.endedAt,
+		OutputPath: s.stream.Path(), Bytes: bytes,
+	}
+	if s.exitCode != nil {
+		c := *s.exitCode
+		rec.ExitCode = &c
+		rec.State = StateExited
+	}
+	if !s.endedAt.IsZero() {
+		rec.State = s.endState
+	}
+	return rec
 }
 
 func exitCode(ps *os.ProcessState) int {
@@ -433,52 +513,19 @@ func (w *waiter) result() ReadResult {
 // before it), unless it alone fills maxBytes. Bytes no longer kept are
 // skipped and counted in Skipped.
 func (s *Session) Read(since int64, raw bool, maxBytes int) (ReadResult, error) {
-	if since < 0 {
-		return ReadResult{}, fmt.Errorf("since_offset %d: must be >= 0: %w", since, ErrInvalid)
+	r, err := readText(s.stream.Read, since, raw, maxBytes)
+	if errors.Is(err, ErrInvalid) {
+		return ReadResult{}, err
 	}
-	if maxBytes < 0 {
-		return ReadResult{}, fmt.Errorf("max_bytes %d: must be >= 0: %w", maxBytes, ErrInvalid)
-	}
-	if maxBytes == 0 {
-		maxBytes = DefaultReadBytes
-	}
-	c, err := s.stream.Read(since, maxBytes)
 	if err != nil {
 		return ReadResult{}, fmt.Errorf("session_id %s: read: %w", s.id, err)
-	}
-	r := ReadResult{Offset: c.Offset, Next: c.Next, Skipped: c.Skipped, EOF: c.EOF}
-	if raw {
-		r.Data = string(c.Data)
-	} else {
-		// A chunk that is all one unfinished sequence as long as the
-		// limit would never move on: take it as final.
-		lineStart := s.lineStartAt(c.Offset)
-		text, used := strip(c.Data, c.EOF, lineStart)
-		if used == 0 && len(c.Data) == maxBytes {
-			text, used = strip(c.Data, true, lineStart)
-		}
-		r.Data = string(text)
-		r.Next = c.Offset + int64(used)
-		r.EOF = c.EOF && used == len(c.Data)
 	}
 	r.Running, r.ExitCode = s.state()
 	return r, nil
 }
 
-// lineStartAt tells whether the text before offset off ends a line: it
-// strips a few bytes before off.
-func (s *Session) lineStartAt(off int64) bool {
-	if off <= 0 {
-		return true
-	}
-	from := max(off-64, 0)
-	c, err := s.stream.Read(from, int(off-from))
-	if err != nil || c.Offset != from {
-		return true
-	}
-	t, _ := strip(c.Data, true, true)
-	return len(t) == 0 || t[len(t)-1] == '\n'
-}
+// lineStartAt tells whether the text before offset off ends a line.
+func (s *Session) lineStartAt(off int64) bool { return lineStartAt(s.stream.Read, off) }
 
 // Screen returns the terminal screen as the emulator renders it now,
 // including all output read so far.
@@ -553,15 +600,20 @@ func (s *Session) Resize(cols, rows int) error {
 // the process to exit; then SIGKILL to every process still in the session
 // (found through /proc on Linux; elsewhere the process group only). It
 // reaps the process, waits for the last output, closes the pty and the
-// output stream, and removes the session from its manager. It returns
-// after the session's goroutines have ended. It is idempotent and safe to
-// call concurrently; the output stays readable.
-func (s *Session) Close() error {
-	s.closeOnce.Do(s.close)
+// output stream, records the session closed (with a Store), and removes
+// the session from its manager. It returns after the session's goroutines
+// have ended. It is idempotent and safe to call concurrently; the output
+// stays readable.
+func (s *Session) Close() error { return s.end(StateClosed) }
+
+// end is Close, recorded with state (StateClosed or StateInterrupted) if
+// this call is the one that closes the session.
+func (s *Session) end(state string) error {
+	s.closeOnce.Do(func() { s.close(state) })
 	return nil
 }
 
-func (s *Session) close() {
+func (s *Session) close(state string) {
 	close(s.closing)
 	reaped := false
 	select {
@@ -593,6 +645,13 @@ func (s *Session) close() {
 	}
 	<-s.repliesDone
 	s.stream.Release()
+	// Closed is recorded only now that nothing of the session is left, so
+	// a record never says closed while a process of it may still run.
+	s.mu.Lock()
+	s.endedAt, s.endState = time.Now(), state
+	s.mu.Unlock()
+	<-s.waitDone
+	s.record(false)
 	s.m.remove(s)
 }
 

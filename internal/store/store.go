@@ -1,5 +1,5 @@
-// Package store is hive's embedded database: job records and loose-end todos
-// in one SQLite file (modernc.org/sqlite, pure Go, WAL mode).
+// Package store is hive's embedded database: job records, PTY session
+// records and loose-end todos in one SQLite file (modernc.org/sqlite, pure Go, WAL mode).
 //
 // A Store is safe for concurrent use. Schema changes are versioned
 // migrations applied in order at Open.
@@ -69,6 +69,25 @@ var migrations = []string{
 		updated_at INTEGER NOT NULL,
 		UNIQUE(subsystem, key)
 	);`,
+	`CREATE TABLE ptys (
+		id TEXT PRIMARY KEY,
+		name TEXT NOT NULL DEFAULT '',
+		cmd TEXT NOT NULL,
+		cwd TEXT NOT NULL DEFAULT '',
+		pid INTEGER NOT NULL DEFAULT 0,
+		pid_start INTEGER NOT NULL DEFAULT 0,
+		cols INTEGER NOT NULL DEFAULT 0,
+		rows INTEGER NOT NULL DEFAULT 0,
+		state TEXT NOT NULL,
+		exit_code INTEGER,
+		started_at INTEGER NOT NULL,
+		exited_at INTEGER NOT NULL DEFAULT 0,
+		ended_at INTEGER NOT NULL DEFAULT 0,
+		output_path TEXT NOT NULL DEFAULT '',
+		bytes INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX ptys_state ON ptys(state);
+	CREATE INDEX ptys_name ON ptys(name);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

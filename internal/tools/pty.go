@@ -171,7 +171,29 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_read", Description: "PTY output since an offset (ANSI stripped unless raw), or the screen."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyReadIn) (*mcp.CallToolResult, PTYOutput, error) {
+			maxKB := in.MaxKB
+			if maxKB == 0 {
+				maxKB = defaultPageKB
+			}
+			if maxKB < 1 || maxKB > maxPageKB {
+				return nil, PTYOutput{}, fmt.Errorf("max_kb %d: must be 1..%d", maxKB, maxPageKB)
+			}
 			sess, err := m.Get(in.SessionID)
+			if errors.Is(err, pty.ErrEnded) && !in.Screen {
+				// A session that ended (closed, or with a daemon that
+				// stopped) still reads from its output file; the answer
+				// says what became of it.
+				r, rerr := m.ReadEnded(in.SessionID, in.SinceOffset, in.Raw, maxKB<<10)
+				if rerr != nil {
+					return nil, PTYOutput{}, fmt.Errorf("%w; reading its output: %w", err, rerr)
+				}
+				out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped, ExitCode: r.ExitCode}
+				msg := r.Data
+				if msg != "" && !strings.HasSuffix(msg, "\n") {
+					msg += "\n"
+				}
+				return text(msg + "[" + err.Error() + "]"), out, nil
+			}
 			if err != nil {
 				return nil, PTYOutput{}, err
 			}
@@ -181,13 +203,6 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				out := PTYOutput{Screen: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol,
 					Running: info.Running, ExitCode: info.ExitCode, Offset: info.Bytes, NextOffset: info.Bytes}
 				return text(sc.Text), out, nil
-			}
-			maxKB := in.MaxKB
-			if maxKB == 0 {
-				maxKB = defaultPageKB
-			}
-			if maxKB < 1 || maxKB > maxPageKB {
-				return nil, PTYOutput{}, fmt.Errorf("max_kb %d: must be 1..%d", maxKB, maxPageKB)
 			}
 			r, err := sess.Read(in.SinceOffset, in.Raw, maxKB<<10)
 			if err != nil {

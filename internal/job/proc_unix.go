@@ -101,9 +101,19 @@ func terminateOrphanGroup(pid int, start uint64, id, owner string, grace time.Du
 			targets = append(targets, p)
 			// While the proven leader lives, its group id is its own: the
 			// group's members are the job's.
+			var members []proc.Pinned
 			for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pgrp == pid && s.Pid != pid }) {
 				if m, ok := proc.Pin(st.Pid, func(s proc.Stat) bool { return s.Pgrp == pid }); ok {
-					targets = append(targets, m)
+					members = append(members, m)
+				}
+			}
+			// The members count only if the leader still held its pid
+			// (its start time) after they were read.
+			if st, ok := proc.Read(pid); ok && st.Start == start {
+				targets = append(targets, members...)
+			} else {
+				for _, m := range members {
+					m.Close()
 				}
 			}
 		}

@@ -87,7 +87,8 @@ func FuzzLineConn(f *testing.F) {
 
 // The hand-written decoder agrees with the sdk's on what a message is,
 // for single messages: both accept (as the same kind, with the same id)
-// or both refuse.
+// or both refuse, except that ours refuses what is not JSON at all
+// (a value followed by more bytes) where the sdk's may take it.
 func FuzzDecodeMessageAgrees(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
@@ -103,6 +104,9 @@ func FuzzDecodeMessageAgrees(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		ours, err1 := decodeMessage(in)
 		theirs, err2 := jsonrpc.DecodeMessage(in)
+		if err1 != nil && err2 == nil && !json.Valid(in) {
+			return // the sdk's decoder takes some text that is not JSON (trailing bytes); ours does not
+		}
 		if (err1 == nil) != (err2 == nil) {
 			t.Fatalf("%q: ours %v (%v), the sdk's %v (%v)", in, ours, err1, theirs, err2)
 		}

@@ -35,6 +35,12 @@ func Read(pid int) (Stat, bool) {
 // Live lists the running (non-zombie) processes that match keep (nil
 // keeps all).
 func Live(keep func(Stat) bool) []Stat {
+	return scan(func(st Stat) bool { return st.Alive() && (keep == nil || keep(st)) })
+}
+
+// scan lists the processes of the table, zombies included, that keep
+// takes.
+func scan(keep func(Stat) bool) []Stat {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return nil
@@ -47,11 +53,9 @@ func Live(keep func(Stat) bool) []Stat {
 		if err != nil {
 			continue
 		}
-		st, ok := Read(pid)
-		if !ok || !st.Alive() || (keep != nil && !keep(st)) {
-			continue
+		if st, ok := Read(pid); ok && keep(st) {
+			out = append(out, st)
 		}
-		out = append(out, st)
 	}
 	return out
 }
@@ -126,21 +130,5 @@ func ReadUsage(pid int) (Usage, bool) {
 
 // Children lists the processes whose parent is pid, zombies included.
 func Children(pid int) []Stat {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	names, _ := d.Readdirnames(-1)
-	var out []Stat
-	for _, n := range names {
-		p, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		if st, ok := Read(p); ok && st.PPid == pid {
-			out = append(out, st)
-		}
-	}
-	return out
+	return scan(func(st Stat) bool { return st.PPid == pid })
 }

@@ -1,11 +1,8 @@
 package pty
 
 import (
-	"errors"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hivetools/hive/internal/proc"
 )
@@ -30,12 +27,7 @@ func killSession(sid int, leaderReaped bool) {
 		syscall.Kill(-sid, syscall.SIGKILL) // the leader's group, even if /proc is unreadable
 	}
 	killed := map[int]bool{}
-	var pidfds []int
-	defer func() {
-		for _, fd := range pidfds {
-			unix.Close(fd)
-		}
-	}()
+	var pinned []proc.Pinned
 	// A process may fork between the scan and the kill: scan again until a
 	// scan finds nobody new.
 	for round := 0; round < 100; round++ {
@@ -45,54 +37,20 @@ func killSession(sid int, leaderReaped bool) {
 				continue
 			}
 			killed[pid], fresh = true, true
-			fd, err := unix.PidfdOpen(pid, 0)
-			switch {
-			case err == nil:
-				// The pidfd pins the process: check it is still ours, then
-				// signal through it, safe from pid reuse.
-				if s, ok := procSession(pid); !ok || s != sid {
-					unix.Close(fd)
-					continue
-				}
-				unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-				pidfds = append(pidfds, fd)
-			case errors.Is(err, unix.ESRCH):
-			default: // no pidfd support
-				syscall.Kill(pid, syscall.SIGKILL)
+			// Pinned, the process is checked to be still ours, then
+			// signalled through its pidfd, safe from pid reuse.
+			if p, ok := proc.Pin(pid, func(s proc.Stat) bool { return s.Session == sid }); ok {
+				p.Signal(syscall.SIGKILL)
+				pinned = append(pinned, p)
 			}
 		}
 		if !fresh {
 			break
 		}
 	}
-	waitPidfds(pidfds, time.Now().Add(killWait))
-}
-
-// waitPidfds waits until every pidfd reports its process dead, or deadline.
-func waitPidfds(fds []int, deadline time.Time) {
-	pfds := make([]unix.PollFd, len(fds))
-	for i, fd := range fds {
-		pfds[i] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	}
-	for len(pfds) > 0 {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return
-		}
-		n, err := unix.Poll(pfds, int(left/time.Millisecond)+1)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return
-		}
-		if n <= 0 {
-			continue
-		}
-		live := pfds[:0]
-		for _, p := range pfds {
-			if p.Revents == 0 {
-				live = append(live, p)
-			}
-		}
-		pfds = live
+	proc.WaitExit(pinned, time.Now().Add(killWait))
+	for _, p := range pinned {
+		p.Close()
 	}
 }
 

@@ -535,6 +535,42 @@ func TestHTTPSlowBody(t *testing.T) {
 	}
 }
 
+// A refused request that announces a body it never sends (no token, a
+// foreign Host) is answered at once and its connection closed: it cannot
+// hold one of the few connections the daemon serves, not even a minute.
+func TestHTTPRefusedRequestHoldsNoConnection(t *testing.T) {
+	state := stateDir(t)
+	addr := freePort(t)
+	startHTTPDaemon(t, state, addr, "--http-max-conns", "2", "--http-read-timeout", "30s")
+	for _, hdr := range []string{"Host: " + addr, "Host: evil.example"} {
+		var conns []net.Conn
+		for range 2 { // every connection the daemon serves
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\n%s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", hdr)
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("%s: no answer to a refused request with an unsent body: %v", hdr, err)
+			}
+			if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden || !resp.Close {
+				t.Errorf("%s: status %d, close %v: want 401 or 403 and the connection closed", hdr, resp.StatusCode, resp.Close)
+			}
+			c.Close()
+		}
+		// The daemon serves others at once.
+		if code := post(t, "http://"+addr+"/mcp", map[string]string{"Authorization": "Bearer " + httpToken(t, state)}); code != http.StatusOK {
+			t.Errorf("after the refused requests: %d", code)
+		}
+	}
+}
+
 // Past --http-max-sessions a new session gets 503; ending one makes room.
 func TestHTTPSessionLimit(t *testing.T) {
 	state := stateDir(t)

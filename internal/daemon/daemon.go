@@ -88,6 +88,8 @@ type daemon struct {
 	deps   *tools.Deps
 	http   *httpFront
 	extra  []func() // closers of extra engines, run at shutdown
+	// extraRan: the shutdown ran the closers; guarded by connMu.
+	extraRan bool
 
 	connMu sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -137,6 +139,7 @@ func Run(ctx context.Context, cfg Config) error {
 			ln.Close()
 			os.Remove(l.Socket())
 			d.close()
+			d.st.Close()
 			return err
 		}
 		d.wg.Add(1)
@@ -245,10 +248,18 @@ func (d *daemon) prune(ctx context.Context) {
 	}
 }
 
+// addCloser adds a closer to run at shutdown; once the shutdown ran them,
+// a late one (a server made for a request that came meanwhile) runs at
+// once.
 func (d *daemon) addCloser(f func()) {
 	d.connMu.Lock()
-	defer d.connMu.Unlock()
-	d.extra = append(d.extra, f)
+	if !d.extraRan {
+		d.extra = append(d.extra, f)
+		d.connMu.Unlock()
+		return
+	}
+	d.connMu.Unlock()
+	f()
 }
 
 func (d *daemon) track(c net.Conn, add bool) {
@@ -319,6 +330,7 @@ func (d *daemon) close() {
 	defer cancel()
 	d.connMu.Lock()
 	closers := d.extra
+	d.extra, d.extraRan = nil, true
 	d.connMu.Unlock()
 	for _, c := range closers {
 		c()

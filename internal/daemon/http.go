@@ -249,30 +249,39 @@ func isLoopbackHost(h string) bool {
 func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for the error answers below
+	// Until the body is read, the request has the read timeout: a request
+	// refused below would otherwise leave net/http draining a body that
+	// never comes, without a deadline, holding a connection for good. A
+	// refused request also closes its connection, so nothing is drained.
+	rc.SetReadDeadline(time.Now().Add(f.readTimeout))
+	refuse := func(msg string, code int) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, msg, code)
+	}
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
 	if f.loopback && !isLoopbackHost(host) {
-		http.Error(w, "Host header must name a loopback host", http.StatusForbidden)
+		refuse("Host header must name a loopback host", http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || !isLoopbackHost(u.Hostname()) {
-			http.Error(w, "Origin not allowed", http.StatusForbidden)
+			refuse("Origin not allowed", http.StatusForbidden)
 			return
 		}
 	}
 	if f.token != nil {
 		sum, err := f.token.current()
 		if err != nil {
-			http.Error(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
+			refuse("the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
 			return
 		}
 		if !authorized(r.Header.Values("Authorization"), sum) {
 			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			refuse("missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
 			return
 		}
 	}
@@ -282,7 +291,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	groups, err := tools.ParseGroups(groups)
 	if err != nil {
-		http.Error(w, "?"+err.Error(), http.StatusBadRequest)
+		refuse("?"+err.Error(), http.StatusBadRequest)
 		return
 	}
 	if !f.readBody(w, r, rc) {
@@ -319,9 +328,9 @@ func (f *httpFront) readBody(w http.ResponseWriter, r *http.Request, rc *http.Re
 		return tooLarge()
 	}
 	if r.Body == nil || r.Body == http.NoBody {
+		rc.SetReadDeadline(time.Time{}) // a GET's stream lives on
 		return true
 	}
-	rc.SetReadDeadline(time.Now().Add(f.readTimeout))
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
 	if err != nil {
 		w.Header().Set("Connection", "close")

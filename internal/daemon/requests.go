@@ -146,6 +146,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		c.Read(b[:])
 		close(gone)
 	}()
+	defer func() { c.Close(); <-gone }() // the reader above ends with the connection
 	off := req.Offset
 	for {
 		changed := s.Changed()
@@ -154,6 +155,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			return
 		}
 		if len(ch.Data) > 0 {
+			c.SetWriteDeadline(time.Now().Add(writeTimeout)) // a follower that stops reading is let go
 			if _, err := c.Write(ch.Data); err != nil {
 				return
 			}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -191,7 +192,7 @@ func TestRow06KillNineDuringCalls(t *testing.T) {
 				t.Fatalf("round %d: the store does not open after kill -9: %v", round, err)
 			}
 			if err := st.PutJob(context.Background(), store.Job{ID: fmt.Sprintf("planted-%d", round), Cmd: "sleep 3600",
-				State: "running", Pid: group, PidStart: 1, Created: time.Now(), Started: time.Now()}); err != nil {
+				State: "running", Pid: group, PidStart: 1, BootID: proc.BootID(), Created: time.Now(), Started: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			st.Close()

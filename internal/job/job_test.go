@@ -465,7 +465,16 @@ func TestRecoverInterrupted(t *testing.T) {
 	pid := orphan.Process.Pid
 	done := 0
 	st.PutJob(context.Background(), store.Job{ID: "left", Cmd: "sleep 3600", State: "running", Pid: pid,
-		PidStart: procStartTime(pid), Created: time.Now(), Started: time.Now()})
+		PidStart: procStartTime(pid), BootID: proc.BootID(), Created: time.Now(), Started: time.Now()})
+	// The same pid and start time recorded in another boot prove nothing.
+	other := exec.Command("sleep", "3600")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	st.PutJob(context.Background(), store.Job{ID: "other-boot", Cmd: "sleep 3600", State: "running", Pid: other.Process.Pid,
+		PidStart: procStartTime(other.Process.Pid), BootID: "another-boot", Created: time.Now(), Started: time.Now()})
 	st.PutJob(context.Background(), store.Job{ID: "old", Cmd: "true", State: "done", ExitCode: &done, Created: time.Now()})
 	// A record whose pid now belongs to another process must not touch it.
 	st.PutJob(context.Background(), store.Job{ID: "reused", Cmd: "x", State: "running", Pid: os.Getpid(),
@@ -485,7 +494,10 @@ func TestRecoverInterrupted(t *testing.T) {
 		orphan.Process.Kill()
 		t.Fatal("orphan process not terminated")
 	}
-	for _, id := range []string{"left", "reused"} {
+	if !alive(other.Process.Pid) {
+		t.Error("a process proven by a pid and start time of another boot was terminated")
+	}
+	for _, id := range []string{"left", "reused", "other-boot"} {
 		in, err := m.Lookup(context.Background(), id)
 		if err != nil || in.State != Interrupted {
 			t.Errorf("%s: %v %s, want interrupted", id, err, in.State)
@@ -496,8 +508,8 @@ func TestRecoverInterrupted(t *testing.T) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.seen) != 2 {
-		t.Errorf("loose ends for %d jobs (%v), want 2", len(h.seen), h.seen)
+	if len(h.seen) != 3 {
+		t.Errorf("loose ends for %d jobs (%v), want 3", len(h.seen), h.seen)
 	}
 }
 
@@ -551,8 +563,10 @@ func countFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// A process carrying the owner mark is terminated at New even when no
-// record of it reached the store and it left its group (setsid).
+// A process carrying the mark of a job the store never recorded (its
+// daemon died first) is terminated at New, even one that left its group
+// (setsid). One whose job ended normally is left alone: that daemon let
+// it go (a job may start a daemon of its own). So is another owner's.
 func TestRecoverMarkedProcesses(t *testing.T) {
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "hive.db"))
@@ -561,16 +575,23 @@ func TestRecoverMarkedProcesses(t *testing.T) {
 	}
 	defer st.Close()
 	owner := filepath.Join(dir, "state")
-	stray := exec.Command("sleep", "3600")
-	stray.Env = append(os.Environ(), EnvJobOwner+"="+owner)
-	stray.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	other := exec.Command("sleep", "3600")
-	other.Env = append(os.Environ(), EnvJobOwner+"="+owner+"-other")
-	for _, c := range []*exec.Cmd{stray, other} {
+	code := 0
+	if err := st.PutJob(context.Background(), store.Job{ID: "ended", Cmd: "x", State: "done", ExitCode: &code, Created: time.Now(), Ended: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	marked := func(kv ...string) *exec.Cmd {
+		c := exec.Command("sleep", "3600")
+		c.Env = append(os.Environ(), kv...)
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
+		return c
 	}
+	stray := marked(EnvJobOwner+"="+owner, EnvJobID+"=never-recorded")
+	daemonized := marked(EnvJobOwner+"="+owner, EnvJobID+"=ended")
+	other := marked(EnvJobOwner+"="+owner+"-other", EnvJobID+"=never-recorded")
+	defer func() { daemonized.Process.Kill(); daemonized.Wait() }()
 	reaped := make(chan struct{})
 	go func() { stray.Wait(); close(reaped) }()
 	defer func() { other.Process.Kill(); other.Wait() }()
@@ -587,6 +608,9 @@ func TestRecoverMarkedProcesses(t *testing.T) {
 	}
 	if !alive(other.Process.Pid) {
 		t.Error("a process of another owner was terminated")
+	}
+	if !alive(daemonized.Process.Pid) {
+		t.Error("a process of a job that ended normally was terminated")
 	}
 	// Jobs of this manager carry the mark and their id.
 	j, _ := m.Start(Spec{Cmd: `echo "$HIVE_JOB_ID $HIVE_JOB_OWNER"`})

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -128,13 +129,15 @@ func New(o Options) (*Manager, error) {
 		cancel()
 		return nil, err
 	}
+	known := make(map[string]bool, len(ids))
 	for _, id := range ids {
+		known[id] = true
 		if n, ok := parseHexID(id); ok {
 			m.hexIDs[n] = struct{}{}
 		}
 	}
 	m.records = newRecordWriter(o.Store, o.Logger, o.Todo, o.OnCommit)
-	if err := m.recover(); err != nil {
+	if err := m.recover(known); err != nil {
 		m.records.close()
 		cancel()
 		return nil, err
@@ -146,21 +149,26 @@ func New(o Options) (*Manager, error) {
 	return m, nil
 }
 
-func (m *Manager) recover() error {
+func (m *Manager) recover(known map[string]bool) error {
 	ctx := context.Background()
 	left, err := m.o.Store.ListJobs(ctx, 0, string(Pending), string(Running))
 	if err != nil {
 		return fmt.Errorf("recover jobs: %w", err)
 	}
+	// What the jobs left running is ended first, all at once, then the
+	// records say so.
+	targets, jobOf := findOrphans(left, known, m.o.Owner, proc.BootID())
+	count := map[string]int{}
+	for _, id := range jobOf {
+		count[id]++
+	}
+	if n := proc.Terminate(targets, m.o.LeftoverGrace); n > 0 {
+		m.o.Logger.Info("terminated processes of jobs of a previous daemon", "count", n, "jobs", len(count))
+	}
 	var last uint64
 	for _, rec := range left {
 		in := fromRecord(rec)
-		if in.State == Running && in.Pid > 0 {
-			if n := terminateOrphanGroup(in.Pid, in.PidStart, in.ID, m.o.Owner, m.o.LeftoverGrace); n > 0 {
-				in.Leftover = n
-				m.o.Logger.Info("terminated processes of interrupted job", "job", in.ID, "count", n)
-			}
-		}
+		in.Leftover = count[in.ID]
 		in.State = Interrupted
 		in.Error = "the daemon stopped while the job was " + string(fromRecord(rec).State)
 		if in.Ended.IsZero() {
@@ -180,11 +188,6 @@ func (m *Manager) recover() error {
 	// from starting: the records stay queued and are retried.
 	if err := m.records.sync(last); err != nil {
 		m.o.Logger.Error("could not record the jobs interrupted by the last daemon's end; retrying", "jobs", len(left), "err", err)
-	}
-	if m.o.Owner != "" {
-		if n := terminateMarked(EnvJobOwner+"="+m.o.Owner, m.o.LeftoverGrace); n > 0 {
-			m.o.Logger.Info("terminated processes left by jobs of a previous daemon", "count", n)
-		}
 	}
 	return nil
 }
@@ -691,6 +694,7 @@ func toRecord(in Info) store.Job {
 		PidStart: in.PidStart, StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
 		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
+		BootID: proc.BootID(), // every record is written by a daemon of this boot
 	}
 }
 

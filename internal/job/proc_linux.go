@@ -2,7 +2,6 @@ package job
 
 import (
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -41,21 +40,4 @@ func tunePipe(f *os.File) {
 		return
 	}
 	rc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
-}
-
-// terminateMarked terminates every process whose environment holds the
-// line mark: SIGTERM, up to grace, then SIGKILL. It returns how many it
-// found. Processes of other users cannot be read and are skipped.
-func terminateMarked(mark string, grace time.Duration) int {
-	self := os.Getpid()
-	var targets []proc.Pinned
-	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
-		if p, ok := proc.Pin(st.Pid, func(proc.Stat) bool { return proc.HasEnv(st.Pid, mark) }); ok {
-			targets = append(targets, p)
-		}
-	}
-	if len(targets) == 0 {
-		return 0
-	}
-	return proc.Terminate(targets, grace)
 }

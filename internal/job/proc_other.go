@@ -5,7 +5,6 @@ package job
 import (
 	"os"
 	"syscall"
-	"time"
 )
 
 func procStartTime(pid int) uint64 { return 0 }
@@ -20,6 +19,3 @@ func groupMembers(pgid int) []int {
 }
 
 func tunePipe(f *os.File) {}
-
-// terminateMarked needs /proc; elsewhere only recorded groups are stopped.
-func terminateMarked(mark string, grace time.Duration) int { return 0 }

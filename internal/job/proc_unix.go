@@ -9,6 +9,7 @@ import (
 
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/store"
 )
 
 var (
@@ -87,55 +88,81 @@ func waitGroupGone(pgid int, d time.Duration) bool {
 	}
 }
 
-// terminateOrphanGroup stops what is left of a job recorded by a daemon
-// that died, signalling only processes proven to be the job's: the group
-// leader by its pid and recorded start time, every other process by the
-// job's mark in its environment (HIVE_JOB_ID=id and HIVE_JOB_OWNER=owner).
-// Membership of the group alone proves nothing once the leader is gone:
-// the group id may then belong to an unrelated process that reused the
-// number. It returns how many processes it terminated.
-func terminateOrphanGroup(pid int, start uint64, id, owner string, grace time.Duration) int {
+// findOrphans finds, in one scan of the process table, what the jobs of a
+// daemon that died left running, and returns them pinned with, for each,
+// the id of the job it belongs to. Only processes proven to be a job's are
+// taken:
+//   - a job's leader, by its recorded pid and start time in this boot
+//     (start times count from the boot: another boot's prove nothing);
+//   - while that leader still holds its pid, the members of its group
+//     (a live leader's group id is its own);
+//   - any other process by the job's mark in its environment
+//     (HIVE_JOB_OWNER=owner and HIVE_JOB_ID=<id>) where the job is one
+//     of those left (ids in left) or one the store never recorded (not in
+//     known: its daemon died before writing it). A process whose mark
+//     names a job that ended normally is left alone: that daemon let it go
+//     (a job may start a daemon of its own), and so does this one. PTY
+//     sessions' processes (no HIVE_JOB_ID) are the pty package's.
+func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([]proc.Pinned, []string) {
 	var targets []proc.Pinned
-	if start != 0 {
-		if p, ok := proc.Pin(pid, func(s proc.Stat) bool { return s.Start == start }); ok {
-			targets = append(targets, p)
-			// While the proven leader lives, its group id is its own: the
-			// group's members are the job's.
-			var members []proc.Pinned
-			for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pgrp == pid && s.Pid != pid }) {
-				if m, ok := proc.Pin(st.Pid, func(s proc.Stat) bool { return s.Pgrp == pid }); ok {
-					members = append(members, m)
-				}
-			}
-			// The members count only if the leader still held its pid
-			// (its start time) after they were read.
-			if st, ok := proc.Read(pid); ok && st.Start == start {
-				targets = append(targets, members...)
-			} else {
-				for _, m := range members {
-					m.Close()
-				}
-			}
+	var jobOf []string
+	add := func(p proc.Pinned, id string) { targets, jobOf = append(targets, p), append(jobOf, id) }
+	leftIDs := map[string]bool{}
+	type leader struct {
+		id    string
+		start uint64
+	}
+	leaders := map[int]leader{} // by pid (the group id), proven alive
+	for _, rec := range left {
+		leftIDs[rec.ID] = true
+		if rec.State != string(Running) || rec.Pid <= 0 || rec.PidStart == 0 || boot == "" || rec.BootID != boot {
+			continue
+		}
+		if p, ok := proc.Pin(rec.Pid, func(s proc.Stat) bool { return s.Start == rec.PidStart }); ok {
+			add(p, rec.ID)
+			leaders[rec.Pid] = leader{rec.ID, rec.PidStart}
 		}
 	}
-	seen := map[int]bool{}
-	for _, t := range targets {
-		seen[t.Pid] = true
-	}
-	if owner != "" {
-		idMark, ownerMark := EnvJobID+"="+id, EnvJobOwner+"="+owner
-		for _, st := range proc.Live(func(s proc.Stat) bool { return !seen[s.Pid] && s.Pid != os.Getpid() }) {
-			if p, ok := proc.Pin(st.Pid, func(proc.Stat) bool {
-				return proc.HasEnv(st.Pid, idMark) && proc.HasEnv(st.Pid, ownerMark)
-			}); ok {
-				targets = append(targets, p)
+	self := os.Getpid()
+	ownerMark := EnvJobOwner + "=" + owner
+	members := map[int][]proc.Pinned{} // by leader
+	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
+		if _, isLeader := leaders[st.Pid]; isLeader {
+			continue
+		}
+		if _, ok := leaders[st.Pgrp]; ok {
+			pgrp := st.Pgrp
+			if p, ok := proc.Pin(st.Pid, func(s proc.Stat) bool { return s.Pgrp == pgrp }); ok {
+				members[pgrp] = append(members[pgrp], p)
+				continue
 			}
 		}
+		if owner == "" {
+			continue
+		}
+		id, ok := proc.Getenv(st.Pid, EnvJobID)
+		if !ok || !(leftIDs[id] || !known[id]) {
+			continue
+		}
+		if p, ok := proc.Pin(st.Pid, func(proc.Stat) bool { return proc.HasEnv(st.Pid, ownerMark) }); ok {
+			add(p, id)
+		}
 	}
-	if len(targets) == 0 {
-		return 0
+	// Members count only if their leader still held its pid after they
+	// were read: the group id was then its own, not a reused number.
+	for pgrp, ms := range members {
+		l := leaders[pgrp]
+		if st, ok := proc.Read(pgrp); ok && st.Start == l.start {
+			for _, p := range ms {
+				add(p, l.id)
+			}
+			continue
+		}
+		for _, p := range ms {
+			p.Close()
+		}
 	}
-	return proc.Terminate(targets, grace)
+	return targets, jobOf
 }
 
 // drainNow reads what the pipe r holds right now, without waiting for more.

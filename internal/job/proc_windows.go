@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/store"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -60,12 +62,14 @@ func candidates(p string) []string {
 	return append(out, p+".exe", p)
 }
 
-func procStartTime(pid int) uint64                                                      { return 0 }
-func cleanupGroup(pgid int, grace time.Duration) int                                    { return 0 }
-func terminateOrphanGroup(pid int, start uint64, id, owner string, g time.Duration) int { return 0 }
-func tunePipe(f *os.File)                                                               {}
+func procStartTime(pid int) uint64                   { return 0 }
+func cleanupGroup(pgid int, grace time.Duration) int { return 0 }
+func tunePipe(f *os.File)                            {}
 
-func terminateMarked(mark string, grace time.Duration) int { return 0 }
+// findOrphans finds nothing here: no process table to prove anything by.
+func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([]proc.Pinned, []string) {
+	return nil, nil
+}
 
 // drainNow is a no-op: Windows pipes here have no deadlines to interrupt.
 func drainNow(r *os.File, s *output.Stream, buf []byte) {}

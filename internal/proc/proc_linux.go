@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 )
 
 // Supported reports whether this platform has a readable process table.
@@ -132,3 +133,16 @@ func ReadUsage(pid int) (Usage, bool) {
 func Children(pid int) []Stat {
 	return scan(func(st Stat) bool { return st.PPid == pid })
 }
+
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
+})
+
+// BootID identifies this boot of the machine ("" if unknown). Start times
+// (Stat.Start) count from the boot: a pid and start time recorded in
+// another boot prove nothing.
+func BootID() string { return bootID() }

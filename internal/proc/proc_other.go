@@ -28,3 +28,6 @@ var errUnsupported = errorString("no process table on this platform")
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// BootID is unknown here.
+func BootID() string { return "" }

@@ -162,7 +162,8 @@ func terminateSessions(recs []store.PTY, owner string) int {
 	for _, rec := range recs {
 		ids[rec.ID] = true
 		// An exited record's leader was reaped: its pid proves nothing.
-		if rec.State != StateOpen || rec.Pid <= 0 || rec.PidStart == 0 {
+		// So does one of another boot: start times count from the boot.
+		if rec.State != StateOpen || rec.Pid <= 0 || rec.PidStart == 0 || proc.BootID() == "" || rec.BootID != proc.BootID() {
 			continue
 		}
 		if p, ok := proc.Pin(rec.Pid, func(s proc.Stat) bool { return s.Start == rec.PidStart && s.Session == rec.Pid }); ok {

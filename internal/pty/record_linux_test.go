@@ -117,7 +117,7 @@ func TestSessionRecord(t *testing.T) {
 	}
 	pid := s.Info().Pid
 	ps, _ := proc.Read(pid)
-	want := store.PTY{ID: s.ID(), Name: "rec", Cmd: "read -r x; echo got-$x; exit 3", Cwd: cwd, Pid: pid, PidStart: ps.Start,
+	want := store.PTY{ID: s.ID(), Name: "rec", Cmd: "read -r x; echo got-$x; exit 3", Cwd: cwd, Pid: pid, PidStart: ps.Start, BootID: proc.BootID(),
 		Cols: 90, Rows: 30, State: StateOpen, Started: rec.Started, OutputPath: filepath.Join(dir, s.ID()+".pty")}
 	if rec != want || ps.Start == 0 || time.Since(rec.Started) > time.Minute {
 		t.Errorf("open record = %+v\nwant        %+v", rec, want)
@@ -357,13 +357,17 @@ func TestRecover(t *testing.T) {
 	// Marked processes that are not of those sessions.
 	otherOwner := startSleep(t, mark("pty_0000000b", "/another/state/dir"))
 	otherID := startSleep(t, mark("pty_0000000d", owner))
+	// pty_0000000f: open, its pid and start time right but of another boot.
+	otherBoot := startSleep(t, base)
+	otherBootStat, _ := proc.Read(otherBoot.Process.Pid)
 
 	code := 0
 	recs := []store.PTY{
-		{ID: "pty_0000000a", Cmd: "bash", State: StateOpen, Pid: leader.Process.Pid, PidStart: leaderStat.Start, Started: time.Now(), OutputPath: out},
+		{ID: "pty_0000000a", Cmd: "bash", State: StateOpen, Pid: leader.Process.Pid, PidStart: leaderStat.Start, BootID: proc.BootID(), Started: time.Now(), OutputPath: out},
 		{ID: "pty_0000000b", Cmd: "bash", State: StateExited, Pid: 1, PidStart: 1, ExitCode: &code, Started: time.Now(), Exited: time.Now()},
 		{ID: "pty_0000000c", Cmd: "bash", State: StateOpen, Pid: unrelated.Process.Pid, PidStart: unrelatedStat.Start + 1, Started: time.Now()},
 		{ID: "pty_0000000e", Cmd: "bash", State: StateClosed, Started: time.Now(), Ended: time.Now()},
+		{ID: "pty_0000000f", Cmd: "bash", State: StateOpen, Pid: otherBoot.Process.Pid, PidStart: otherBootStat.Start, BootID: "another-boot", Started: time.Now()},
 	}
 	for _, r := range recs {
 		if err := st.PutPTY(ctx, r); err != nil {
@@ -373,8 +377,8 @@ func TestRecover(t *testing.T) {
 
 	m := newManager(t, Options{Dir: dir, Owner: owner, Store: st})
 	n, err := m.Recover(ctx)
-	if err != nil || n != 3 {
-		t.Fatalf("Recover = %d, %v; want the 3 open and exited sessions", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("Recover = %d, %v; want the 4 open and exited sessions", n, err)
 	}
 	select {
 	case <-leaderDone:
@@ -386,7 +390,8 @@ func TestRecover(t *testing.T) {
 	for _, c := range []struct {
 		what string
 		cmd  *exec.Cmd
-	}{{"the unrelated process at pty_0000000c's pid", unrelated}, {"a process with another owner", otherOwner}, {"a process with an unrecorded id", otherID}} {
+	}{{"the unrelated process at pty_0000000c's pid", unrelated}, {"a process with another owner", otherOwner}, {"a process with an unrecorded id", otherID},
+		{"a process proven by a pid and start time of another boot", otherBoot}} {
 		if processGone(c.cmd.Process.Pid) {
 			t.Errorf("Recover terminated %s (pid %d)", c.what, c.cmd.Process.Pid)
 		}

@@ -254,7 +254,7 @@ func (s *Session) snapshot() store.PTY {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec := store.PTY{
-		ID: s.id, Name: s.name, Cmd: s.cmdText, Cwd: s.cwd, Pid: s.pid, PidStart: s.pidStart,
+		ID: s.id, Name: s.name, Cmd: s.cmdText, Cwd: s.cwd, Pid: s.pid, PidStart: s.pidStart, BootID: proc.BootID(),
 		Cols: s.cols, Rows: s.rows, State: StateOpen, Started: s.started, Exited: s.exitedAt, Ended: s.endedAt,
 		OutputPath: s.stream.Path(), Bytes: bytes,
 	}

@@ -29,6 +29,7 @@ type Job struct {
 	Ended         time.Time
 	Pid           int
 	PidStart      uint64 // the process's start time as the OS reports it (Linux: clock ticks since boot)
+	BootID        string // the boot PidStart counts from ("" if unknown): another boot's pid proves nothing
 	StdoutPath    string
 	StderrPath    string
 	StdoutBytes   int64
@@ -40,7 +41,7 @@ type Job struct {
 
 const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code, signal, error,
 	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
-	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover`
+	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id`
 
 // argvSep joins argv in one column; NUL cannot appear in an argument.
 const argvSep = "\x00"
@@ -55,7 +56,7 @@ func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
 		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
 		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
 		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
-		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover)
+		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID)
 	if err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
@@ -115,7 +116,7 @@ func scanJobs(rows *sql.Rows) ([]Job, error) {
 		if err := rows.Scan(&j.ID, &j.Name, &j.Cmd, &argv, &j.ShellKind, &j.Cwd, &j.Source, &j.State,
 			&exit, &sig, &j.Error, &timeoutMs, &created, &started, &ended, &j.Pid, &pidStart,
 			&j.StdoutPath, &j.StderrPath, &j.StdoutBytes, &j.StderrBytes, &j.StdoutDropped, &j.StderrDropped,
-			&j.Leftover); err != nil {
+			&j.Leftover, &j.BootID); err != nil {
 			return nil, err
 		}
 		if argv != "" {

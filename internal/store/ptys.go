@@ -17,6 +17,7 @@ type PTY struct {
 	Cwd      string
 	Pid      int
 	PidStart uint64 // the process's start time as the OS reports it (Linux: clock ticks since boot)
+	BootID   string // the boot PidStart counts from ("" if unknown): another boot's pid proves nothing
 	Cols     int
 	Rows     int
 	State    string
@@ -32,13 +33,13 @@ type PTY struct {
 }
 
 const ptyCols = `id, name, cmd, cwd, pid, pid_start, cols, rows, state, exit_code,
-	started_at, exited_at, ended_at, output_path, bytes`
+	started_at, exited_at, ended_at, output_path, bytes, boot_id`
 
 // PutPTY inserts or replaces the record with p.ID.
 func (s *Store) PutPTY(ctx context.Context, p PTY) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO ptys (`+ptyCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO ptys (`+ptyCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.Name, p.Cmd, p.Cwd, p.Pid, int64(p.PidStart), p.Cols, p.Rows, p.State, nullInt(p.ExitCode),
-		unixMilli(p.Started), unixMilli(p.Exited), unixMilli(p.Ended), p.OutputPath, p.Bytes)
+		unixMilli(p.Started), unixMilli(p.Exited), unixMilli(p.Ended), p.OutputPath, p.Bytes, p.BootID)
 	if err != nil {
 		return fmt.Errorf("put pty session %s: %w", p.ID, err)
 	}
@@ -140,7 +141,7 @@ func scanPTYs(rows *sql.Rows) ([]PTY, error) {
 		var exit sql.NullInt64
 		var pidStart, started, exited, ended int64
 		if err := rows.Scan(&p.ID, &p.Name, &p.Cmd, &p.Cwd, &p.Pid, &pidStart, &p.Cols, &p.Rows, &p.State, &exit,
-			&started, &exited, &ended, &p.OutputPath, &p.Bytes); err != nil {
+			&started, &exited, &ended, &p.OutputPath, &p.Bytes, &p.BootID); err != nil {
 			return nil, err
 		}
 		if exit.Valid {

@@ -88,6 +88,10 @@ var migrations = []string{
 	);
 	CREATE INDEX ptys_state ON ptys(state);
 	CREATE INDEX ptys_name ON ptys(name);`,
+	// The boot a pid and start time belong to: after a reboot they prove
+	// nothing (start times count from the boot).
+	`ALTER TABLE jobs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE ptys ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -124,7 +128,7 @@ func Open(path string) (*Store, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ?`},
 	} {

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -905,5 +906,93 @@ func TestOldEndedJobsCompactTheirOutput(t *testing.T) {
 		if old := i < len(jobs)+1-keepWhole; old == whole { // +1: the last "true"
 			t.Errorf("job %d of %d (old %v): read past the cap skipped %d bytes, next %d", i, len(jobs), old, c.Skipped, c.Next)
 		}
+	}
+}
+
+// A store that refuses writes starts nothing and loses nothing: a
+// detached start fails, its command never runs, and the record of an
+// older job of the same name stays as it was; a job whose end cannot be
+// recorded is never reported ended; new work is refused until the store
+// takes writes again, and then the queued records land.
+func TestStoreFailureStartsNothing(t *testing.T) {
+	h := newHarness(t, Options{})
+	dbPath := filepath.Join(h.dir, "hive.db")
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	refuse := func() {
+		if _, err := db.Exec(`CREATE TRIGGER no_room BEFORE INSERT ON jobs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allow := func() {
+		if _, err := db.Exec(`DROP TRIGGER no_room`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	oldJob := h.start(Spec{Cmd: "echo old", Name: "foo"})
+	h.wait(oldJob)
+	if err := h.m.Sync(oldJob); err != nil {
+		t.Fatal(err)
+	}
+	long := h.start(Spec{Cmd: "exec sleep 30"})
+
+	refuse()
+	proof := t.TempDir()
+	for i, spec := range []Spec{{Cmd: "touch " + filepath.Join(proof, "named"), Name: "foo"}, {Cmd: "touch " + filepath.Join(proof, "random")}} {
+		if _, err := h.m.Start(spec); !errors.Is(err, ErrNotRecorded) || !strings.Contains(err.Error(), "nothing was started") {
+			t.Errorf("start %d on a store that refuses writes: %v", i, err)
+		}
+	}
+	if ents, _ := os.ReadDir(proof); len(ents) != 0 {
+		t.Errorf("%d commands ran though their records could not be written", len(ents))
+	}
+	for _, in := range []func() (Info, error){
+		func() (Info, error) { return h.m.Lookup(ctx, "foo") },
+		func() (Info, error) { rec, err := h.st.GetJob(ctx, "foo"); return fromRecord(rec), err },
+	} {
+		if got, err := in(); err != nil || got.State != Done || got.Cmd != "echo old" {
+			t.Errorf("the older job named foo after a refused start: %+v %v", got, err)
+		}
+	}
+	// The long job ends while its end cannot be written: nobody is told.
+	if _, err := h.m.Kill(long.ID(), true); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	h.wait(long)
+	if in, err := h.m.Kill(long.ID(), false); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("kill of a job whose end is not recorded: %+v %v, want ErrNotRecorded", in, err)
+	}
+	if in, err := h.m.Lookup(ctx, long.ID()); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("lookup of a job whose end is not recorded: %+v %v, want ErrNotRecorded", in, err)
+	}
+	if _, err := h.m.Start(Spec{Cmd: "true", Attached: true}); !errors.Is(err, ErrNotRecorded) {
+		t.Errorf("new work while the store fails: %v, want it refused", err)
+	}
+
+	allow()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.m.records.health() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the store takes writes again, but the job records were not retried")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if in, err := h.m.Lookup(ctx, long.ID()); err != nil || in.State != Killed {
+		t.Errorf("the long job once the store takes writes: %+v %v", in, err)
+	}
+	if rec, err := h.st.GetJob(ctx, long.ID()); err != nil || rec.State != string(Killed) {
+		t.Errorf("the long job's record: %+v %v", rec, err)
+	}
+	if rec, err := h.st.GetJob(ctx, "foo"); err != nil || rec.State != string(Done) || rec.Cmd != "echo old" {
+		t.Errorf("the older job named foo once the store takes writes: %+v %v", rec, err)
+	}
+	if j, err := h.m.Start(Spec{Cmd: "echo new", Name: "foo"}); err != nil {
+		t.Errorf("start once the store takes writes: %v", err)
+	} else {
+		h.wait(j)
 	}
 }

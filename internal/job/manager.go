@@ -269,28 +269,25 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		m.running++
 		m.wg.Add(1)
 	}
+	m.mu.Unlock()
 	if j.detached {
 		// Its id is handed out: its record must be in the store before
 		// any process starts, so that a store that cannot be written
-		// starts nothing. A job about to start gets its loose end with
-		// its running record; a queued one now.
-		j.mu.Lock()
-		j.seq.Store(m.records.put(j, j.snapshotLocked(), !now))
-		j.mu.Unlock()
-	}
-	m.mu.Unlock()
-	if old != nil {
-		old.release()
-	}
-	if j.detached {
-		if err := m.Sync(j); err != nil {
-			m.forget(j, err)
+		// starts nothing. It is written here, on its own, so that a
+		// failure leaves nothing queued behind (the record of an older
+		// job of the same name stays as it was). A job about to start
+		// gets its loose end with its running record; a queued one now.
+		if err := m.commitFirst(j, !now); err != nil {
+			m.forget(j, old)
 			if now {
 				m.wg.Done()
 				m.slotFreed(nil)
 			}
 			return nil, fmt.Errorf("job %s: %w: nothing was started", id, err)
 		}
+	}
+	if old != nil {
+		old.release()
 	}
 	if !now {
 		m.mu.Lock()
@@ -339,25 +336,48 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	return j, nil
 }
 
+// commitFirst writes the first record of a detached job (pending), with
+// its loose end if notify, in a transaction of its own.
+func (m *Manager) commitFirst(j *Job, notify bool) error {
+	in := j.Info()
+	rec := toRecord(in)
+	var todos []store.Todo
+	if notify && m.o.Todo != nil {
+		todos = append(todos, m.o.Todo(in))
+	}
+	changed, err := m.o.Store.PutJobs(context.Background(), []store.Job{rec}, todos)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotRecorded, err)
+	}
+	if len(changed) > 0 && m.o.OnCommit != nil {
+		m.o.OnCommit(changed)
+	}
+	return nil
+}
+
 // forget drops a job whose first record could not be written: it never
-// existed for anyone outside this call.
-func (m *Manager) forget(j *Job, err error) {
+// existed for anyone outside the call that started it, and old (the
+// ended job of the same name it replaced, or nil) is back. Nothing of j
+// is recorded.
+func (m *Manager) forget(j *Job, old *Job) {
 	m.mu.Lock()
 	if m.jobs[j.info.ID] == j {
 		delete(m.jobs, j.info.ID)
 		m.removeOrder(j.info.ID)
-	}
-	for i, q := range m.queue {
-		if q == j {
-			m.queue = append(m.queue[:i], m.queue[i+1:]...)
-			break
+		if old != nil {
+			m.jobs[j.info.ID] = old
+			m.order = append(m.order, j.info.ID)
+		} else if n, ok := parseHexID(j.info.ID); ok {
+			delete(m.hexIDs, n)
 		}
 	}
 	m.mu.Unlock()
 	j.mu.Lock()
-	j.info.Error = err.Error()
-	j.detached = false // no loose end for a job nobody was told of
-	j.finishLocked(Failed)
+	j.detached = false
+	j.info.State, j.info.Ended = Failed, time.Now()
+	j.info.Error = "its record could not be written: nothing was started"
+	close(j.done)
+	j.markStarted()
 	j.mu.Unlock()
 }
 
@@ -559,7 +579,10 @@ func (m *Manager) Kill(id string, force bool) (Info, error) {
 	}
 	m.mu.Unlock()
 	in, err := j.stop(Killed, force)
-	if serr := m.Sync(j); serr != nil && err == nil {
+	if serr := m.Sync(j); serr != nil {
+		if errors.Is(err, ErrEnded) {
+			return Info{}, fmt.Errorf("job %s: it has ended, but %w", id, serr)
+		}
 		return Info{}, fmt.Errorf("job %s: signalled, but %w", id, serr)
 	}
 	return in, err

@@ -73,6 +73,7 @@ const (
 
 // States of a session record.
 const (
+	StateOpening     = "opening"     // recorded before its process starts
 	StateOpen        = "open"        // the process runs
 	StateExited      = "exited"      // the process exited; the session is not closed yet
 	StateClosed      = "closed"      // Session.Close ended it
@@ -266,7 +267,7 @@ func (m *Manager) Open(o OpenOptions) (*Session, error) {
 		// recorded id keeps its output file and its answers (ErrEnded).
 		cand := newID()
 		if recorded, err := m.isRecorded(cand); err != nil {
-			return nil, fmt.Errorf("open pty session: %w: %w", ErrNotRecorded, err)
+			return nil, fmt.Errorf("open pty session: %w: nothing was started: %w", ErrNotRecorded, err)
 		} else if recorded {
 			continue
 		}

@@ -122,7 +122,7 @@ func (m *Manager) Recover(ctx context.Context) (int, error) {
 	if st == nil {
 		return 0, nil
 	}
-	left, err := st.ListPTYs(ctx, StateOpen, StateExited)
+	left, err := st.ListPTYs(ctx, StateOpening, StateOpen, StateExited)
 	if err != nil {
 		return 0, fmt.Errorf("recover pty sessions: %w", err)
 	}

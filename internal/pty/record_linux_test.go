@@ -239,13 +239,17 @@ func TestOpenUnrecorded(t *testing.T) {
 			m := newManager(t, Options{Dir: dir, Owner: owner, Store: st})
 			c.spoil(t, st, path)
 			children := len(proc.Children(os.Getpid()))
-			s, err := m.Open(OpenOptions{Cmd: "echo started; exec sleep 3600"})
+			ran := filepath.Join(t.TempDir(), "ran")
+			s, err := m.Open(OpenOptions{Cmd: "touch " + ran + "; exec sleep 3600"})
 			if err == nil {
 				s.Close()
 				t.Fatal("Open succeeded with a store that cannot record it")
 			}
-			if !errors.Is(err, ErrNotRecorded) || !strings.Contains(err.Error(), "open pty session") {
-				t.Errorf("Open = %v, want ErrNotRecorded", err)
+			if !errors.Is(err, ErrNotRecorded) || !strings.Contains(err.Error(), "nothing was started") {
+				t.Errorf("Open = %v, want ErrNotRecorded saying nothing was started", err)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Error("the session's command ran though its record could not be written")
 			}
 			if left := markedBy(EnvOwner + "=" + owner); len(left) > 0 {
 				t.Errorf("processes of the session left running: %v", left)

@@ -66,7 +66,8 @@ type Session struct {
 	writeMu sync.Mutex // one writer to the pty at a time
 
 	mu         sync.Mutex // guards exitCode, exitedAt, endedAt, cols, rows
-	exitCode   *int
+	exitCode   *int       // told to clients once its record is written
+	exitRecord *int       // the exit code, for the record; set first
 	exitedAt   time.Time
 	endedAt    time.Time // set by Close once everything of the session is gone
 	endState   string    // the record's state from endedAt on: StateClosed or StateInterrupted
@@ -121,9 +122,22 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		return nil, fmt.Errorf("open pty session: %w", err)
 	}
 
+	// A record comes first, so a store that cannot be written starts
+	// nothing, and a daemon that dies from now on leaves a session its
+	// successor knows (by the session's marks until the pid is recorded).
+	if st := m.opts.Store; st != nil {
+		if err := st.PutPTY(context.Background(), store.PTY{ID: id, Name: o.Name, Cmd: cmdText, Cwd: cwd, Cols: o.Cols, Rows: o.Rows,
+			State: StateOpening, Started: time.Now(), OutputPath: path, BootID: proc.BootID()}); err != nil {
+			stream.Close()
+			return nil, fmt.Errorf("open pty session: %w: nothing was started: %w", ErrNotRecorded, err)
+		}
+	}
 	master, err := startPTY(cmd, o.Cols, o.Rows)
 	if err != nil {
 		stream.Close()
+		if st := m.opts.Store; st != nil {
+			st.DeletePTY(context.Background(), id)
+		}
 		return nil, fmt.Errorf("open pty session: start %q: %w", cmdText, err)
 	}
 
@@ -215,12 +229,17 @@ func (s *Session) wait() {
 	defer close(s.waitDone)
 	s.cmd.Wait()
 	code := exitCode(s.cmd.ProcessState)
+	// The exit is recorded before anyone is told of it (state, Exited):
+	// what a client reads is never contradicted after a crash.
 	s.mu.Lock()
-	s.exitCode = &code
+	s.exitRecord = &code
 	s.exitedAt = time.Now()
 	s.mu.Unlock()
-	close(s.exited)
 	s.record(false)
+	s.mu.Lock()
+	s.exitCode = &code
+	s.mu.Unlock()
+	close(s.exited)
 }
 
 // record stores the session's record as it is now. The first record
@@ -258,8 +277,8 @@ func (s *Session) snapshot() store.PTY {
 		Cols: s.cols, Rows: s.rows, State: StateOpen, Started: s.started, Exited: s.exitedAt, Ended: s.endedAt,
 		OutputPath: s.stream.Path(), Bytes: bytes,
 	}
-	if s.exitCode != nil {
-		c := *s.exitCode
+	if s.exitRecord != nil {
+		c := *s.exitRecord
 		rec.ExitCode = &c
 		rec.State = StateExited
 	}
@@ -624,6 +643,7 @@ func (s *Session) close(state string) {
 		t := time.NewTimer(closeGrace)
 		select {
 		case <-s.exited:
+			reaped = true // from now on its pid may be someone else's
 		case <-t.C:
 		}
 		t.Stop()

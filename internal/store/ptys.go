@@ -154,3 +154,11 @@ func scanPTYs(rows *sql.Rows) ([]PTY, error) {
 	}
 	return out, rows.Err()
 }
+
+// DeletePTY deletes the record with id, if there is one.
+func (s *Store) DeletePTY(ctx context.Context, id string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM ptys WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("delete pty session %s: %w", id, err)
+	}
+	return nil
+}

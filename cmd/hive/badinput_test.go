@@ -168,3 +168,30 @@ func TestBridgeSaysWhyTheSessionEnded(t *testing.T) {
 		})
 	}
 }
+
+// A client that writes its calls and closes its input at once still gets
+// every answer, then the bridge exits 0.
+func TestBridgeAnswersCallsSentBeforeEOF(t *testing.T) {
+	state := stateDir(t)
+	cmd := hiveCmd(state, "mcp")
+	cmd.Dir = t.TempDir()
+	var in strings.Builder
+	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"batch","version":"1"}}}` + "\n")
+	in.WriteString(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	const calls = 5
+	for i := 1; i <= calls; i++ {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run","arguments":{"cmd":"sleep 0.2; echo call%d"}}}`+"\n", i, i)
+	}
+	cmd.Stdin = strings.NewReader(in.String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bridge: %v; stderr %q", err, stderr.String())
+	}
+	for i := 1; i <= calls; i++ {
+		if !strings.Contains(string(out), fmt.Sprintf(`"id":%d,`, i)) || !strings.Contains(string(out), fmt.Sprintf("call%d", i)) {
+			t.Errorf("no answer to call %d in %d bytes of output", i, len(out))
+		}
+	}
+}

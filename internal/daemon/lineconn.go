@@ -55,7 +55,7 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	t.conn = &lineConn{r: bufio.NewReaderSize(t.r, 64<<10), rc: t.r, w: t.w, maxLine: max, batches: map[jsonrpc.ID]*batch{}}
+	t.conn = &lineConn{r: bufio.NewReaderSize(t.r, 64<<10), rc: t.r, w: t.w, maxLine: max, batches: map[jsonrpc.ID]*batch{}, open: map[jsonrpc.ID]bool{}}
 	return t.conn, nil
 }
 
@@ -81,6 +81,12 @@ type lineConn struct {
 
 	writeMu sync.Mutex
 	batches map[jsonrpc.ID]*batch // requests of batches still unanswered, guarded by writeMu
+	// open holds the calls handed to the server and not answered yet;
+	// drained, if set, is closed once it is empty (or writes fail).
+	// Guarded by writeMu.
+	open        map[jsonrpc.ID]bool
+	drained     chan struct{}
+	writeFailed bool
 
 	errMu  sync.Mutex
 	endErr error // the first read error other than EOF, or write error
@@ -129,7 +135,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				c.ended(err)
+				return nil, err
 			}
+			// The client closed its input: its requests still get their
+			// answers (a client may write its calls and close at once).
+			c.drain(ctx)
 			return nil, err
 		}
 		line = bytes.TrimSpace(line)
@@ -146,13 +156,72 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.rejectBad(line, err)
 				continue
 			}
+			c.track(msg)
 			return msg, nil
 		}
 		c.queue = c.readBatch(line)
 	}
 	msg := c.queue[0]
 	c.queue = c.queue[1:]
+	c.track(msg)
 	return msg, nil
+}
+
+// track counts a call handed to the server as unanswered until its answer
+// is written; a cancellation from the client settles it too (the server
+// may not answer a cancelled call).
+func (c *lineConn) track(msg jsonrpc.Message) {
+	r, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	switch {
+	case r.IsCall():
+		if c.open == nil {
+			c.open = map[jsonrpc.ID]bool{}
+		}
+		c.open[r.ID] = true
+	case r.Method == "notifications/cancelled":
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.settleLocked(id)
+			}
+		}
+	}
+}
+
+func (c *lineConn) settleLocked(id jsonrpc.ID) {
+	if c.open[id] {
+		delete(c.open, id)
+		if len(c.open) == 0 && c.drained != nil {
+			close(c.drained)
+			c.drained = nil
+		}
+	}
+}
+
+// drain waits until every call read so far is answered, the connection
+// fails, or ctx ends.
+func (c *lineConn) drain(ctx context.Context) {
+	c.writeMu.Lock()
+	if len(c.open) == 0 || c.writeFailed {
+		c.writeMu.Unlock()
+		return
+	}
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+	}
+	ch := c.drained
+	c.writeMu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
 }
 
 // rejectBad answers a line that is not a valid message: a parse error
@@ -218,6 +287,7 @@ func (c *lineConn) writeLine(data []byte) error {
 	_, err := c.w.Write(append(data, '\n'))
 	if err != nil {
 		c.ended(fmt.Errorf("write to the client: %w", err))
+		c.failWritesLocked()
 	}
 	return err
 }
@@ -489,6 +559,7 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if r, ok := msg.(*jsonrpc.Response); ok {
+		defer c.settleLocked(r.ID)
 		if b, ok := c.batches[r.ID]; ok {
 			delete(c.batches, r.ID)
 			b.answers = append(b.answers, data)
@@ -500,11 +571,25 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	if _, err = c.w.Write(append(data, '\n')); err != nil {
 		c.ended(fmt.Errorf("write to the client: %w", err))
+		c.failWritesLocked()
 	}
 	return err
 }
 
+// failWritesLocked: the client cannot be written to; nothing is waited
+// for any more.
+func (c *lineConn) failWritesLocked() {
+	c.writeFailed = true
+	if c.drained != nil {
+		close(c.drained)
+		c.drained = nil
+	}
+}
+
 func (c *lineConn) Close() error {
+	c.writeMu.Lock()
+	c.failWritesLocked() // a Read waiting for answers at the end of input goes
+	c.writeMu.Unlock()
 	c.closeOnce.Do(func() {
 		err1 := c.rc.Close()
 		err2 := c.w.Close()

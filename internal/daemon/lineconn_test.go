@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -231,12 +232,34 @@ func TestLineConnAnswersBadInput(t *testing.T) {
 	}
 }
 
+// The end of input ends the session only once every call read is
+// answered: a client may write its calls and close its side at once.
 func TestLineConnLastLineAndEOF(t *testing.T) {
-	c := &lineConn{r: bufio.NewReader(strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)), maxLine: DefaultMaxLine}
-	if msg, err := c.Read(context.Background()); err != nil || msg == nil {
+	var out strings.Builder
+	c := &lineConn{r: bufio.NewReader(strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)), maxLine: DefaultMaxLine, w: nopCloser{&out}}
+	msg, err := c.Read(context.Background())
+	if err != nil || msg == nil {
 		t.Fatalf("last line without newline: %v", err)
 	}
-	if _, err := c.Read(context.Background()); err != io.EOF {
-		t.Fatalf("after the last line: %v, want EOF", err)
+	eof := make(chan error, 1)
+	go func() { _, err := c.Read(context.Background()); eof <- err }()
+	select {
+	case err := <-eof:
+		t.Fatalf("Read returned %v before the call was answered", err)
+	case <-time.After(50 * time.Millisecond): // it must still be waiting (no event to wait on for "not yet")
+	}
+	if err := c.Write(context.Background(), &jsonrpc.Response{ID: msg.(*jsonrpc.Request).ID, Result: json.RawMessage("{}")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-eof:
+		if err != io.EOF {
+			t.Fatalf("after the last answer: %v, want EOF", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no EOF after the last call was answered")
+	}
+	if !strings.Contains(out.String(), `"id":3`) {
+		t.Errorf("answer not written: %q", out.String())
 	}
 }

@@ -284,9 +284,11 @@ func (j *Job) Detach() error {
 	if !j.detached {
 		j.detached = true
 		if j.info.PidStart == 0 && j.pidStart.Load() == 0 && j.pgid != 0 {
-			// Not reaped (pgid is cleared under j.mu when it is): the
-			// pid is still the leader's.
-			j.info.PidStart = procStartTime(j.pgid)
+			// The start time counts only if the leader was still unreaped
+			// after the read, so the pid was still its own.
+			if st := procStartTime(j.pgid); st != 0 && !j.reaped.Load() {
+				j.info.PidStart = st
+			}
 		}
 		j.m.putLocked(j)
 	}

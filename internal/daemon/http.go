@@ -123,6 +123,16 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 		return nil, fmt.Errorf("--http %q: %w", addr, err)
 	}
 	f.addr = ln.Addr().String()
+	// The address bound is what counts: "localhost" resolves through the
+	// hosts file, which may not say 127.0.0.1.
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && (cfg.HTTPNoAuth || cfg.TokenFile == "") {
+		ln.Close()
+		what := "--http " + addr
+		if cfg.HTTPNoAuth {
+			what = "--http-no-auth"
+		}
+		return nil, fmt.Errorf("%s: %q was bound to %s, not a loopback address: give an explicit 127.0.0.1 or [::1]", what, addr, a.IP)
+	}
 	f.ln = newLimitListener(ln, orDefault(cfg.HTTPMaxConns, DefaultHTTPMaxConns))
 	f.srv = &http.Server{
 		Handler:           mux,

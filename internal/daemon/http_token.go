@@ -80,7 +80,8 @@ func (t *tokenFile) stat() (os.FileInfo, error) {
 
 // sameVersion reports whether a and b describe the same version of a file.
 func sameVersion(a, b os.FileInfo) bool {
-	return a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode() && os.SameFile(a, b)
+	return a.Size() == b.Size() && a.ModTime().Equal(b.ModTime()) && a.Mode() == b.Mode() && os.SameFile(a, b) &&
+		changeTime(a).Equal(changeTime(b)) // a rewrite that kept the old mtime (cp -p) still changes the ctime
 }
 
 // read opens the file, checks it (a regular file, not readable or

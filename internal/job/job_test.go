@@ -613,10 +613,12 @@ func TestRecoverMarkedProcesses(t *testing.T) {
 	if !alive(daemonized.Process.Pid) {
 		t.Error("a process of a job that ended normally was terminated")
 	}
-	// Jobs of this manager carry the mark and their id.
-	j, _ := m.Start(Spec{Cmd: `echo "$HIVE_JOB_ID $HIVE_JOB_OWNER"`})
+	// Jobs of this manager carry the mark and their id, and no other
+	// (not those of a job or PTY shell they were started from).
+	inherited := append(os.Environ(), EnvJobID+"=outer", EnvJobOwner+"=/elsewhere", "HIVE_PTY_ID=pty_00000001")
+	j, _ := m.Start(Spec{Cmd: `echo "$HIVE_JOB_ID $HIVE_JOB_OWNER ${HIVE_PTY_ID-none}"; env | grep -c '^HIVE_JOB_'`, Env: inherited})
 	in := h0wait(t, j)
-	if got := readAll(t, j, false); got != in.ID+" "+owner+"\n" {
+	if got := readAll(t, j, false); got != in.ID+" "+owner+" none\n2\n" {
 		t.Errorf("job env %q", got)
 	}
 }

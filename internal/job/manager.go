@@ -760,7 +760,9 @@ func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
 				delete(m.hexIDs, id)
 			}
 			for _, p := range []string{rec.StdoutPath, rec.StderrPath} {
-				if p != "" {
+				// Only a file of this manager's: a record copied from
+				// elsewhere names files that are not its to remove.
+				if p != "" && filepath.Dir(p) == filepath.Clean(m.o.Dir) {
 					os.Remove(p)
 				}
 			}

@@ -202,7 +202,9 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 		env = os.Environ()
 	}
 	if m.o.Owner != "" {
-		env = append(env[:len(env):len(env)], EnvJobID+"="+j.info.ID, EnvJobOwner+"="+m.o.Owner)
+		// The job's own marks, last, and no others: a job started from
+		// within another job (or a PTY shell) must not carry that one's.
+		env = withMarks(env, EnvJobID+"="+j.info.ID, EnvJobOwner+"="+m.o.Owner)
 	}
 	path, err := m.paths.lookPath(argv[0], env, j.spec.Dir)
 	if err != nil {
@@ -239,6 +241,37 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 		cmd.Stdin = m.devNull // one open file for all jobs, not an open per job
 	}
 	return cmd, p, nil
+}
+
+// markVars are the environment variables hive marks its processes with.
+var markVars = []string{EnvJobID + "=", EnvJobOwner + "=", "HIVE_PTY_ID="}
+
+// withMarks is env without any mark variable, then marks. It copies env
+// only when it must drop something.
+func withMarks(env []string, marks ...string) []string {
+	clean := env[:len(env):len(env)]
+	for i, kv := range env {
+		if hasMarkPrefix(kv) {
+			clean = make([]string, 0, len(env)+len(marks))
+			clean = append(clean, env[:i]...)
+			for _, kv := range env[i+1:] {
+				if !hasMarkPrefix(kv) {
+					clean = append(clean, kv)
+				}
+			}
+			break
+		}
+	}
+	return append(clean, marks...)
+}
+
+func hasMarkPrefix(kv string) bool {
+	for _, p := range markVars {
+		if strings.HasPrefix(kv, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // pump copies a pipe into a stream until EOF, or until the supervisor

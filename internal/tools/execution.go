@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/paths"
 )
 
 // TodoSubsystem is the subsystem of the todos jobs raise.
@@ -233,7 +234,7 @@ func (h *handlers) taskStatus(in job.Info) TaskStatus {
 }
 
 func fileTail(path string, n int64) []byte {
-	f, err := os.Open(path)
+	f, err := paths.OpenFile(path, os.O_RDONLY) // never through a planted link or fifo
 	if err != nil {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/shell"
 )
 
@@ -502,7 +503,7 @@ func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, e
 // readFileAt reads up to max bytes of a file from off, ending on a rune
 // boundary unless the file ends there.
 func readFileAt(path string, off int64, max int) ([]byte, int64) {
-	f, err := os.Open(path)
+	f, err := paths.OpenFile(path, os.O_RDONLY) // never through a planted link or fifo
 	if err != nil {
 		return nil, off
 	}

@@ -96,7 +96,11 @@ func newStateDir(t *testing.T) string {
 	}
 	t.Cleanup(func() {
 		for _, pid := range marked(dir) {
-			syscall.Kill(pid, syscall.SIGKILL)
+			// Pinned, then checked again: the pid is still the marked one.
+			if p, ok := proc.Pin(pid, func(proc.Stat) bool { return proc.HasEnv(pid, "HIVE_JOB_OWNER="+dir) }); ok {
+				p.Signal(syscall.SIGKILL)
+				p.Close()
+			}
 		}
 		os.RemoveAll(dir)
 	})

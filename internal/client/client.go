@@ -97,6 +97,9 @@ func Open(l paths.Layout, req proto.Request) (*Conn, proto.Response, error) {
 	}
 	c := &Conn{Conn: nc, r: newReader(nc)}
 	b, _ := json.Marshal(req)
+	// A daemon that accepted but does not answer (stuck, or not yet
+	// serving) must not hang the caller.
+	nc.SetDeadline(time.Now().Add(ResponseTimeout))
 	if _, err := nc.Write(append(b, '\n')); err != nil {
 		nc.Close()
 		return nil, proto.Response{}, fmt.Errorf("send %s request: %w", req.Cmd, err)
@@ -106,8 +109,12 @@ func Open(l paths.Layout, req proto.Request) (*Conn, proto.Response, error) {
 		nc.Close()
 		return nil, resp, err
 	}
+	nc.SetDeadline(time.Time{}) // what follows (MCP, logs) has no deadline of its own
 	return c, resp, nil
 }
+
+// ResponseTimeout bounds the wait for the daemon's answer line.
+const ResponseTimeout = 30 * time.Second
 
 func newReader(nc net.Conn) *bufio.Reader { return bufio.NewReaderSize(nc, 64<<10) }
 

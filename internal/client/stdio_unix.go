@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -51,6 +52,7 @@ func OpenStdio(l paths.Layout, req proto.Request, stdin, stdout *os.File) (*Conn
 	req.Stdio = true
 	b, _ := json.Marshal(req)
 	rights := unix.UnixRights(int(stdin.Fd()), int(stdout.Fd()))
+	uc.SetDeadline(time.Now().Add(ResponseTimeout))
 	if _, _, err := uc.WriteMsgUnix(append(b, '\n'), rights, nil); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("send mcp request: %w", err)
@@ -61,6 +63,7 @@ func OpenStdio(l paths.Layout, req proto.Request, stdin, stdout *os.File) (*Conn
 		nc.Close()
 		return nil, err
 	}
+	uc.SetDeadline(time.Time{}) // the session lives on
 	if !resp.Stdio {
 		nc.Close()
 		return nil, ErrNoHandOff

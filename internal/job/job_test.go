@@ -897,16 +897,24 @@ func TestOldEndedJobsCompactTheirOutput(t *testing.T) {
 		h.wait(j)
 		jobs = append(jobs, j)
 	}
-	// slotFreed runs just after the end: a Start later it has run for all.
-	h.wait(h.start(Spec{Cmd: "true"}))
-	for i, j := range jobs {
+	// slotFreed runs just after each end, on the job's goroutine: the last
+	// job's compacts the newest of the old ones; wait for that.
+	whole := func(j *Job) bool {
 		c, err := j.Stdout().Read(1000, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		whole := c.Skipped == 0 && c.Next == 300000
-		if old := i < len(jobs)+1-keepWhole; old == whole { // +1: the last "true"
-			t.Errorf("job %d of %d (old %v): read past the cap skipped %d bytes, next %d", i, len(jobs), old, c.Skipped, c.Next)
+		return c.Skipped == 0 && c.Next == 300000
+	}
+	old := len(jobs) - keepWhole
+	deadline := time.Now().Add(10 * time.Second)
+	for whole(jobs[old-1]) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for i, j := range jobs {
+		if isOld := i < old; isOld == whole(j) {
+			c, _ := j.Stdout().Read(1000, 1<<20)
+			t.Errorf("job %d of %d (old %v): read past the cap skipped %d bytes, next %d", i, len(jobs), isOld, c.Skipped, c.Next)
 		}
 	}
 }

@@ -52,6 +52,12 @@ var builtins = map[string]bool{
 // Everything else, including a command bash cannot parse, needs the shell. A blank
 // command (or one made only of comments) gives the zero Decision.
 func Plan(cmd string) Decision {
+	// The parser drops a carriage return before a newline even inside
+	// quotes ('a\r\nb' reads as "a\nb"); bash keeps it. A command with one
+	// runs under bash, which reads it as it is.
+	if strings.Contains(cmd, "\r") {
+		return shellFor("carriage return")
+	}
 	f, err := parse(cmd)
 	if err != nil {
 		return shellFor("parse error: " + err.Error())

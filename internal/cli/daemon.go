@@ -6,14 +6,16 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/hivetools/hive/internal/daemon"
+	"github.com/hivetools/hive/internal/inbox"
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N]", run: runDaemon})
 }
 
 func runDaemon(ctx context.Context, e Env, args []string) error {
@@ -32,6 +34,8 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	retain := fs.Duration("retain", 7*24*time.Hour, "how long ended jobs (records and output files) are kept; 0 keeps them forever")
 	handleTTL := fs.Duration("handle-ttl", 5*time.Minute, "how long a terminal_exec output handle lives after its last use")
 	handleCap := fs.Int64("handle-cap", 64<<20, "bytes all output handles together may refer to (least recently used go first)")
+	name := fs.String("name", "", "the agent's name, as get_agent_meta tells it (default: the state dir's base name)")
+	remindMax := fs.Int("remind-max", envInt("HIVE_REMIND_MAX_PENDING", inbox.DefaultRemindMax), "pending reminders at most (env HIVE_REMIND_MAX_PENDING)")
 	maxLine := fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
 	logMax := fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
 	if err := parse(fs, args); err != nil {
@@ -48,6 +52,12 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	}
 	if *fileCap <= 0 {
 		return fmt.Errorf("%w: --file-cap %d: must be > 0", ErrUsage, *fileCap)
+	}
+	if *remindMax < 1 {
+		return fmt.Errorf("%w: --remind-max %d: must be >= 1", ErrUsage, *remindMax)
+	}
+	if *name != "" && !validName(*name) {
+		return fmt.Errorf("%w: --name %q: must be 1-128 characters of letters, digits, . _ -", ErrUsage, *name)
 	}
 	if *maxLine < 1024 {
 		return fmt.Errorf("%w: --max-line-bytes %d: must be >= 1024", ErrUsage, *maxLine)
@@ -90,6 +100,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HTTPReadTimeout: *readTimeout, HTTPWriteTimeout: *writeTimeout, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
 		HandleTTL: *handleTTL, HandleCap: *handleCap, Retain: retainArg(*retain), MaxLine: *maxLine,
+		Name: *name, RemindMax: *remindMax,
 	})
 }
 
@@ -114,4 +125,27 @@ func retainArg(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// envInt reads an integer default from the environment (def when unset
+// or not a number).
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return v
+	}
+	return def
+}
+
+// validName reports whether name may name an agent: a directory's base
+// name of letters, digits, . _ -.
+func validName(name string) bool {
+	if name == "." || name == ".." || len(name) > 128 {
+		return false
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return name != ""
 }

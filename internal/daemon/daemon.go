@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hivetools/hive/internal/agent"
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/inbox"
@@ -67,6 +68,11 @@ type Config struct {
 	// socket or a bridge's stdio; a longer line is answered with an error
 	// and skipped. If zero, DefaultMaxLine (16 MiB).
 	MaxLine int
+	// Name is the agent's name (get_agent_meta). If empty, the state
+	// dir's base name.
+	Name string
+	// RemindMax caps the pending reminders. If zero, inbox.DefaultRemindMax (50).
+	RemindMax int
 	// RequestTimeout bounds the wait for a socket connection's first line
 	// (a client idle longer gets an error answer) and the write of a
 	// one-line answer. If zero, DefaultRequestTimeout (10 s).
@@ -282,7 +288,16 @@ func (d *daemon) open() error {
 		return err
 	}
 	d.st = st
-	d.inbox = inbox.New(st)
+	if d.inbox, err = inbox.New(inbox.Options{Store: st, Layout: l, RemindMax: d.cfg.RemindMax, Logger: d.log}); err != nil {
+		st.Close()
+		return err
+	}
+	ag, err := agent.New(context.Background(), st, l, d.cfg.Name)
+	if err != nil {
+		d.inbox.Close()
+		st.Close()
+		return err
+	}
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell,
@@ -311,7 +326,7 @@ func (d *daemon) open() error {
 		d.log.Info("pty sessions interrupted by the last daemon's end", "count", n)
 	}
 	d.extra = append(d.extra, func() { ptys.Close() })
-	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Layout: l, Logger: d.log, Version: d.cfg.Version,
+	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log, Version: d.cfg.Version,
 		PTY: ptys, Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})}
 	return nil
 }

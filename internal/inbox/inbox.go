@@ -1,29 +1,62 @@
-// Package inbox keeps the agent's loose ends: keyed todos raised by jobs
-// and by other local programs. Every change is published to subscribers
-// (the MCP sessions), in order, from one goroutine the Inbox owns.
+// Package inbox keeps the agent's loose ends and its inbox: keyed todos
+// raised by jobs and by other local programs, reminders, and a durable
+// queue of messages (due reminders, wake requests from local programs,
+// the harness's graceful stop). Every change is published to subscribers
+// (the MCP sessions), in order, from one goroutine the Inbox owns; a
+// second one fires reminders when they fall due.
 package inbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/store"
 )
 
 // ErrNotFound is returned for an unknown loose end.
 var ErrNotFound = errors.New("no such loose end")
 
-// Change is one published change.
+// Kinds of loose ends and changes.
+const (
+	KindTodo     = "todo"
+	KindReminder = "reminder"
+	KindMessage  = "message"
+)
+
+// Change is one published change: of a todo, a reminder or a message
+// (Kind says which; the others are zero).
 type Change struct {
-	Todo    store.Todo
-	Removed bool // the todo was cleared
+	Kind     string
+	Todo     store.Todo
+	Reminder store.Reminder
+	Message  store.Message
+	Removed  bool // the loose end went (cleared, cancelled, fired, read)
 }
 
-// Inbox is safe for concurrent use. Close it to stop its publisher.
+// Options configures an Inbox.
+type Options struct {
+	// Store keeps everything. Required.
+	Store *store.Store
+	// Layout names the spill directories (reminders/, inbox/). Required.
+	Layout paths.Layout
+	// RemindMax caps the pending reminders. If zero, DefaultRemindMax.
+	RemindMax int
+	// Logger, if nil, discards.
+	Logger *slog.Logger
+}
+
+// DefaultRemindMax is the cap on pending reminders.
+const DefaultRemindMax = 50
+
+// Inbox is safe for concurrent use. Close it to stop its goroutines.
 type Inbox struct {
-	st *store.Store
+	st  *store.Store
+	o   Options
+	log *slog.Logger
 
 	mu     sync.Mutex
 	subs   map[int]func(Change)
@@ -33,14 +66,43 @@ type Inbox struct {
 	done   chan struct{}
 	closed bool
 	wg     sync.WaitGroup
+
+	// due is signalled when the set of reminders changed: the scheduler
+	// looks again at the next one due.
+	due chan struct{}
+	// arrived is closed (and replaced) whenever a message arrives or a
+	// todo changes: Next waits on it. Guarded by mu.
+	arrived chan struct{}
+	// dirty lists, by todo, the summaries that changed since the last
+	// Next: what wakes a harness when no message waits. Guarded by mu.
+	dirty      map[string]string
+	dirtyOrder []string
 }
 
-// New returns an Inbox on st and starts its publisher.
-func New(st *store.Store) *Inbox {
-	in := &Inbox{st: st, subs: map[int]func(Change){}, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	in.wg.Add(1)
+// New returns an Inbox and starts its goroutines. Messages a harness
+// took and never acked (a daemon that stopped mid-turn) are queued again,
+// and reminders that fell due while no daemon ran fire at once.
+func New(o Options) (*Inbox, error) {
+	if o.Store == nil || o.Layout.Dir == "" {
+		return nil, errors.New("inbox: Store and Layout are required")
+	}
+	if o.RemindMax <= 0 {
+		o.RemindMax = DefaultRemindMax
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	in := &Inbox{st: o.Store, o: o, log: o.Logger, subs: map[int]func(Change){}, wake: make(chan struct{}, 1),
+		done: make(chan struct{}), due: make(chan struct{}, 1), arrived: make(chan struct{}), dirty: map[string]string{}}
+	if n, err := in.st.RequeueInFlight(context.Background()); err != nil {
+		in.log.Error("could not queue again the messages in flight when the last daemon stopped", "err", err)
+	} else if n > 0 {
+		in.log.Info("messages in flight when the last daemon stopped are queued again", "count", n)
+	}
+	in.wg.Add(2)
 	go in.publish()
-	return in
+	go in.schedule()
+	return in, nil
 }
 
 // Close stops the publisher after it delivered what was queued.
@@ -52,8 +114,15 @@ func (in *Inbox) Close() {
 	}
 	in.closed = true
 	close(in.done)
+	in.signalArrivedLocked()
 	in.mu.Unlock()
 	in.wg.Wait()
+}
+
+// signalArrivedLocked wakes the waiters of Next. in.mu is held.
+func (in *Inbox) signalArrivedLocked() {
+	close(in.arrived)
+	in.arrived = make(chan struct{})
 }
 
 // Subscribe registers fn for every later change. fn runs on the
@@ -76,6 +145,17 @@ func (in *Inbox) emit(c Change) {
 	in.mu.Lock()
 	if !in.closed {
 		in.queue = append(in.queue, c)
+	}
+	switch {
+	case c.Kind == KindMessage && !c.Removed:
+		in.signalArrivedLocked()
+	case c.Kind == KindTodo && !c.Removed:
+		k := c.Todo.Subsystem + "/" + c.Todo.Key
+		if _, ok := in.dirty[k]; !ok {
+			in.dirtyOrder = append(in.dirtyOrder, k)
+		}
+		in.dirty[k] = c.Todo.Summary
+		in.signalArrivedLocked()
 	}
 	in.mu.Unlock()
 	select {
@@ -128,7 +208,7 @@ func (in *Inbox) UpsertTodo(ctx context.Context, subsystem, key, summary string)
 		return store.Todo{}, err
 	}
 	if changed {
-		in.emit(Change{Todo: t})
+		in.emit(Change{Kind: KindTodo, Todo: t})
 	}
 	return t, nil
 }
@@ -136,7 +216,7 @@ func (in *Inbox) UpsertTodo(ctx context.Context, subsystem, key, summary string)
 // Published publishes a todo that changed in a transaction of someone
 // else's (the job engine writes a job's todo with its record).
 func (in *Inbox) Published(t store.Todo) {
-	in.emit(Change{Todo: t})
+	in.emit(Change{Kind: KindTodo, Todo: t})
 }
 
 // ClearKey clears the todo (subsystem, key) if there is one.
@@ -146,24 +226,30 @@ func (in *Inbox) ClearKey(ctx context.Context, subsystem, key string) error {
 		return err
 	}
 	if deleted {
-		in.emit(Change{Todo: store.Todo{Subsystem: subsystem, Key: key}, Removed: true})
+		in.emit(Change{Kind: KindTodo, Todo: store.Todo{Subsystem: subsystem, Key: key}, Removed: true})
 	}
 	return nil
 }
 
-// Cancel clears one loose end by kind and id. Only kind "todo" exists so far.
+// Cancel clears one loose end by kind and id: a todo is cleared, a
+// reminder deleted (with its spill file), a message dropped unread.
 func (in *Inbox) Cancel(ctx context.Context, kind string, id int64) error {
-	if kind != "todo" {
-		return fmt.Errorf("kind %q: must be \"todo\"", kind)
+	switch kind {
+	case KindTodo:
+		n, err := in.MarkDone(ctx, []int64{id})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("id %d: no todo has it: %w (get_loose_ends lists the open ones)", id, ErrNotFound)
+		}
+		return nil
+	case KindReminder:
+		return in.CancelReminder(ctx, id)
+	case KindMessage:
+		return in.DropMessage(ctx, id)
 	}
-	n, err := in.MarkDone(ctx, []int64{id})
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return fmt.Errorf("id %d: %w (get_loose_ends lists the open ones)", id, ErrNotFound)
-	}
-	return nil
+	return fmt.Errorf("kind %q: must be %q, %q or %q", kind, KindReminder, KindTodo, KindMessage)
 }
 
 // MarkDone clears the todos with these ids; unknown ids are skipped. It
@@ -183,7 +269,7 @@ func (in *Inbox) MarkDone(ctx context.Context, ids []int64) (int, error) {
 	}
 	for _, t := range todos {
 		if want[t.ID] {
-			in.emit(Change{Todo: t, Removed: true})
+			in.emit(Change{Kind: KindTodo, Todo: t, Removed: true})
 		}
 	}
 	return n, nil

@@ -65,11 +65,11 @@ func (l Layout) Check() error { return Secure(l.Dir) }
 // refused before anything is created below it.
 func (l Layout) Create() error { return create(l.Dir) }
 
-// MakeDirs makes the daemon's subdirectories (bash-tasks, pty, reminders)
+// MakeDirs makes the daemon's subdirectories (bash-tasks, pty, reminders, inbox)
 // with mode 0700 inside a checked state dir, refusing ones that are
 // symlinks or not directories (see MkdirPrivate).
 func (l Layout) MakeDirs() error {
-	for _, d := range []string{l.Tasks(), l.PTY(), l.Reminders()} {
+	for _, d := range []string{l.Tasks(), l.PTY(), l.Reminders(), l.Inbox()} {
 		if err := MkdirPrivate(d); err != nil {
 			return err
 		}
@@ -97,6 +97,9 @@ func (l Layout) Status() string { return filepath.Join(l.Dir, "hyperhive-status"
 
 // Reminders is the reminders spill directory.
 func (l Layout) Reminders() string { return filepath.Join(l.Dir, "reminders") }
+
+// Inbox is the directory of inbox message bodies that spilled.
+func (l Layout) Inbox() string { return filepath.Join(l.Dir, "inbox") }
 
 // Log is the daemon log a bridge-started daemon writes to.
 func (l Layout) Log() string { return filepath.Join(l.Dir, "daemon.log") }

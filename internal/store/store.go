@@ -92,6 +92,30 @@ var migrations = []string{
 	// nothing (start times count from the boot).
 	`ALTER TABLE jobs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';
 	ALTER TABLE ptys ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';`,
+	// The agent's inbox: reminders, messages, and its state (status, turn).
+	`CREATE TABLE reminders (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		body TEXT NOT NULL,
+		spill_path TEXT NOT NULL DEFAULT '',
+		size INTEGER NOT NULL,
+		due_at INTEGER NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX reminders_due ON reminders(due_at);
+	CREATE TABLE messages (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		sender TEXT NOT NULL,
+		body TEXT NOT NULL,
+		spill_path TEXT NOT NULL DEFAULT '',
+		size INTEGER NOT NULL,
+		at INTEGER NOT NULL,
+		in_flight INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE TABLE agent (
+		key TEXT PRIMARY KEY,
+		value TEXT NOT NULL,
+		updated_at INTEGER NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

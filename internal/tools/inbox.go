@@ -10,12 +10,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/inbox"
 )
 
 // Resource URIs.
 const (
 	LooseEndsURI  = "hive://loose-ends"
+	InboxURI      = "hive://inbox"
 	TaskURIPrefix = "hive://tasks/"
 )
 
@@ -28,13 +29,36 @@ type TodoOut struct {
 	UpdatedAt int64  `json:"updated_at"`
 }
 
+// ReminderOut is one pending reminder as tools show it.
+type ReminderOut struct {
+	ID      int64  `json:"id"`
+	DueAt   int64  `json:"due_at"`
+	Preview string `json:"preview"`
+}
+
+// MessageOut is one message as get_loose_ends shows it.
+type MessageOut struct {
+	ID      int64  `json:"id"`
+	From    string `json:"from"`
+	At      int64  `json:"at"`
+	Preview string `json:"preview"`
+}
+
+// InboxOut is the inbox part of get_loose_ends.
+type InboxOut struct {
+	Undelivered int          `json:"undelivered"`
+	Oldest      []MessageOut `json:"oldest"`
+}
+
 // LooseEnds is the answer of get_loose_ends.
 type LooseEnds struct {
-	Todos []TodoOut `json:"todos"`
+	Reminders []ReminderOut `json:"reminders"`
+	Todos     []TodoOut     `json:"todos"`
+	Inbox     InboxOut      `json:"inbox"`
 }
 
 type cancelIn struct {
-	Kind string `json:"kind" jsonschema:"todo"`
+	Kind string `json:"kind" jsonschema:"reminder|todo|message"`
 	ID   int64  `json:"id" jsonschema:"id from get_loose_ends"`
 }
 
@@ -47,24 +71,78 @@ type Cleared struct {
 	Cleared int `json:"cleared"`
 }
 
+type remindIn struct {
+	Message         string   `json:"message"`
+	DelaySeconds    *float64 `json:"delay_seconds,omitempty" jsonschema:"this or at_unix_timestamp"`
+	AtUnixTimestamp *float64 `json:"at_unix_timestamp,omitempty"`
+}
+
+// Reminded is the answer of remind.
+type Reminded struct {
+	ID        int64  `json:"id"`
+	DueAt     int64  `json:"due_at"`
+	SpillPath string `json:"spill_path,omitempty"`
+}
+
+type readInboxIn struct {
+	Max *int `json:"max,omitempty" jsonschema:"default 10"`
+}
+
+// InboxMessage is one message read_inbox delivers.
+type InboxMessage struct {
+	ID   int64  `json:"id"`
+	From string `json:"from"`
+	At   int64  `json:"at"`
+	Body string `json:"body"`
+}
+
+// InboxRead is the answer of read_inbox.
+type InboxRead struct {
+	Messages []InboxMessage `json:"messages"`
+	Left     int            `json:"left"`
+}
+
 func (h *handlers) addInbox(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your open loose ends: todos from tasks and local programs."}, h.getLooseEnds)
-	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Clear one loose end (kind \"todo\")."}, h.cancelLooseEnd)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your open loose ends: pending reminders, todos (tasks, local programs), undelivered inbox messages."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Cancel a reminder, clear a todo or drop a message unread."}, h.cancelLooseEnd)
+	addTool(s, &mcp.Tool{Name: "remind", Description: "Schedule a message to your own inbox, in delay_seconds or at at_unix_timestamp (at most a year ahead)."}, h.remind)
+	addTool(s, &mcp.Tool{Name: "read_inbox", Description: "Read (and remove) your oldest inbox messages."}, h.readInbox)
 }
 
 func (h *handlers) addAlways(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "mark_todos_done", Description: "Clear several todos by id; unknown ids are skipped."}, h.markTodosDone)
 	addTool(s, &mcp.Tool{Name: "set_status", Description: "Set your one-line status (max 200 chars); \"\" clears it."}, h.setStatus)
+	addTool(s, &mcp.Tool{Name: "compact", Description: "Ask for your context to be compacted after this turn; granted above 66% context use."}, h.compact)
 }
 
+// previewLen bounds the previews get_loose_ends shows.
+const previewLen = 120
+
 func (h *handlers) looseEnds(ctx context.Context) (LooseEnds, error) {
+	out := LooseEnds{Reminders: []ReminderOut{}, Todos: []TodoOut{}, Inbox: InboxOut{Oldest: []MessageOut{}}}
+	rs, err := h.d.Inbox.Reminders(ctx)
+	if err != nil {
+		return LooseEnds{}, err
+	}
+	for _, r := range rs {
+		out.Reminders = append(out.Reminders, ReminderOut{ID: r.ID, DueAt: r.Due.Unix(), Preview: clip(r.Body, previewLen)})
+	}
 	todos, err := h.d.Inbox.Todos(ctx)
 	if err != nil {
 		return LooseEnds{}, err
 	}
-	out := LooseEnds{Todos: []TodoOut{}}
 	for _, t := range todos {
 		out.Todos = append(out.Todos, TodoOut{ID: t.ID, Subsystem: t.Subsystem, Key: t.Key, Summary: t.Summary, UpdatedAt: t.Updated.Unix()})
+	}
+	if out.Inbox.Undelivered, err = h.d.Inbox.Undelivered(ctx); err != nil {
+		return LooseEnds{}, err
+	}
+	ms, err := h.d.Inbox.Messages(ctx, 5)
+	if err != nil {
+		return LooseEnds{}, err
+	}
+	for _, m := range ms {
+		out.Inbox.Oldest = append(out.Inbox.Oldest, MessageOut{ID: m.ID, From: m.From, At: m.At.Unix(), Preview: clip(m.Body, previewLen)})
 	}
 	return out, nil
 }
@@ -74,12 +152,21 @@ func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, _ s
 	if err != nil {
 		return nil, LooseEnds{}, err
 	}
-	if len(le.Todos) == 0 {
+	if len(le.Todos) == 0 && len(le.Reminders) == 0 && le.Inbox.Undelivered == 0 {
 		return text("no loose ends"), le, nil
 	}
 	var b strings.Builder
+	for _, r := range le.Reminders {
+		fmt.Fprintf(&b, "reminder %d due %s: %s\n", r.ID, time.Unix(r.DueAt, 0).Format(time.DateTime), r.Preview)
+	}
 	for _, t := range le.Todos {
 		fmt.Fprintf(&b, "todo %d [%s] %s\n", t.ID, t.Subsystem, t.Summary)
+	}
+	if n := le.Inbox.Undelivered; n > 0 {
+		fmt.Fprintf(&b, "inbox: %d undelivered (read_inbox reads them)\n", n)
+		for _, m := range le.Inbox.Oldest {
+			fmt.Fprintf(&b, "message %d from %s: %s\n", m.ID, m.From, m.Preview)
+		}
 	}
 	return text(strings.TrimRight(b.String(), "\n")), le, nil
 }
@@ -99,6 +186,73 @@ func (h *handlers) markTodosDone(ctx context.Context, _ *mcp.CallToolRequest, in
 	return text(fmt.Sprintf("cleared %d of %d", n, len(in.IDs))), Cleared{Cleared: n}, nil
 }
 
+func (h *handlers) remind(ctx context.Context, _ *mcp.CallToolRequest, in remindIn) (*mcp.CallToolResult, Reminded, error) {
+	var due time.Time
+	switch {
+	case in.DelaySeconds != nil && in.AtUnixTimestamp != nil:
+		return nil, Reminded{}, errors.New("delay_seconds and at_unix_timestamp: give one, not both")
+	case in.DelaySeconds != nil:
+		d := *in.DelaySeconds
+		if !(d > 0) {
+			return nil, Reminded{}, fmt.Errorf("delay_seconds %v: must be > 0", d)
+		}
+		if d > inbox.MaxAhead.Seconds() {
+			return nil, Reminded{}, fmt.Errorf("delay_seconds %v: at most %v (a year)", d, inbox.MaxAhead.Seconds())
+		}
+		due = time.Now().Add(time.Duration(d * float64(time.Second)))
+	case in.AtUnixTimestamp != nil:
+		at := *in.AtUnixTimestamp
+		now := float64(time.Now().UnixNano()) / 1e9
+		if !(at > now) {
+			return nil, Reminded{}, fmt.Errorf("at_unix_timestamp %v: is in the past (now is %.0f)", at, now)
+		}
+		if at-now > inbox.MaxAhead.Seconds() {
+			return nil, Reminded{}, fmt.Errorf("at_unix_timestamp %v: more than a year ahead", at)
+		}
+		due = time.Unix(0, int64(at*1e9))
+	default:
+		return nil, Reminded{}, errors.New("delay_seconds or at_unix_timestamp: give one")
+	}
+	if in.Message == "" {
+		return nil, Reminded{}, errors.New("message: must not be empty")
+	}
+	r, err := h.d.Inbox.Remind(ctx, in.Message, due)
+	if err != nil {
+		return nil, Reminded{}, err
+	}
+	out := Reminded{ID: r.ID, DueAt: r.Due.Unix(), SpillPath: r.SpillPath}
+	return text(fmt.Sprintf("reminder %d due %s", r.ID, r.Due.Format(time.DateTime))), out, nil
+}
+
+func (h *handlers) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in readInboxIn) (*mcp.CallToolResult, InboxRead, error) {
+	max := 10
+	if in.Max != nil {
+		max = *in.Max
+	}
+	if max < 1 || max > 100 {
+		return nil, InboxRead{}, fmt.Errorf("max %d: must be 1..100", max)
+	}
+	ds, err := h.d.Inbox.Read(ctx, max)
+	if err != nil {
+		return nil, InboxRead{}, err
+	}
+	out := InboxRead{Messages: []InboxMessage{}}
+	if out.Left, err = h.d.Inbox.Undelivered(ctx); err != nil {
+		return nil, InboxRead{}, err
+	}
+	var b strings.Builder
+	for _, d := range ds {
+		out.Messages = append(out.Messages, InboxMessage{ID: d.ID, From: d.From, At: d.At.Unix(), Body: d.Body})
+		fmt.Fprintf(&b, "--- message %d from %s at %s ---\n%s\n", d.ID, d.From, d.At.Format(time.DateTime), d.Body)
+	}
+	if len(ds) == 0 {
+		b.WriteString("inbox empty")
+	} else if out.Left > 0 {
+		fmt.Fprintf(&b, "(%d more: read_inbox again)", out.Left)
+	}
+	return text(strings.TrimRight(b.String(), "\n")), out, nil
+}
+
 type statusTextIn struct {
 	Text string `json:"text" jsonschema:"one line, max 200 chars"`
 }
@@ -110,24 +264,41 @@ type StatusOut struct {
 }
 
 func (h *handlers) setStatus(ctx context.Context, _ *mcp.CallToolRequest, in statusTextIn) (*mcp.CallToolResult, StatusOut, error) {
-	if strings.ContainsAny(in.Text, "\r\n") {
-		return nil, StatusOut{}, errors.New("text: must be a single line")
+	st, err := h.d.Agent.SetStatus(ctx, in.Text)
+	if err != nil {
+		return nil, StatusOut{}, err
 	}
-	if n := len([]rune(in.Text)); n > 200 {
-		return nil, StatusOut{}, fmt.Errorf("text: %d chars, at most 200", n)
-	}
-	// A new file renamed into place: a symlink planted at the path is
-	// replaced, never followed.
-	if err := paths.ReplaceFile(h.d.Layout.Status(), []byte(in.Text)); err != nil {
-		return nil, StatusOut{}, fmt.Errorf("write status file: %w", err)
-	}
+	out := StatusOut{Text: st.StatusText, SetAt: st.StatusSetAt.Unix()}
 	if in.Text == "" {
-		return text("status cleared"), StatusOut{SetAt: time.Now().Unix()}, nil
+		return text("status cleared"), out, nil
 	}
-	return text("status set"), StatusOut{Text: in.Text, SetAt: time.Now().Unix()}, nil
+	return text("status set"), out, nil
+}
+
+// CompactOut is the answer of compact.
+type CompactOut struct {
+	CompactPending bool     `json:"compact_pending"`
+	ContextUsage   *float64 `json:"context_usage"`
+}
+
+func (h *handlers) compact(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, CompactOut, error) {
+	st, err := h.d.Agent.Compact(ctx)
+	if err != nil {
+		return nil, CompactOut{}, err
+	}
+	return text("compaction queued: it runs when this turn ends"), CompactOut{CompactPending: st.CompactPending, ContextUsage: st.ContextUsage}, nil
 }
 
 func (h *handlers) addResources(s *mcp.Server) {
+	s.AddResource(&mcp.Resource{URI: InboxURI, Name: "inbox", MIMEType: "application/json"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			le, err := h.looseEnds(ctx)
+			if err != nil {
+				return nil, err
+			}
+			b, _ := json.Marshal(le.Inbox)
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: InboxURI, MIMEType: "application/json", Text: string(b)}}}, nil
+		})
 	s.AddResource(&mcp.Resource{URI: LooseEndsURI, Name: "loose-ends", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			le, err := h.looseEnds(ctx)

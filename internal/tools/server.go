@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/agent"
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
@@ -41,6 +42,7 @@ var AllGroups = []string{GroupExecution, GroupTerminal, GroupSearch, GroupInbox,
 type Deps struct {
 	Jobs    *job.Manager
 	Inbox   *inbox.Inbox
+	Agent   *agent.Agent
 	Layout  paths.Layout
 	Logger  *slog.Logger
 	Version string
@@ -146,6 +148,9 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	if slices.Contains(groups, GroupSearch) {
 		h.addSearch(srv)
 	}
+	if slices.Contains(groups, GroupMeta) {
+		h.addMeta(srv)
+	}
 	h.addAlways(srv)
 	h.addResources(srv)
 	// Each server sends its notifications from its own goroutine, fed
@@ -202,14 +207,31 @@ func notifyChange(srv *mcp.Server, c inbox.Change) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: LooseEndsURI})
-	if c.Todo.Subsystem == TodoSubsystem {
-		srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: TaskURIPrefix + c.Todo.Key})
-	}
-	msg := map[string]any{"loose_end": "todo", "id": c.Todo.ID, "subsystem": c.Todo.Subsystem, "key": c.Todo.Key}
-	if c.Removed {
-		msg["cleared"] = true
-	} else {
-		msg["summary"] = c.Todo.Summary
+	var msg map[string]any
+	switch c.Kind {
+	case inbox.KindMessage:
+		srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: InboxURI})
+		if c.Removed {
+			return // read, acked or dropped: the resources tell
+		}
+		msg = map[string]any{"inbox": "message", "id": c.Message.ID, "from": c.Message.From, "preview": clip(c.Message.Body, previewLen)}
+	case inbox.KindReminder:
+		msg = map[string]any{"loose_end": "reminder", "id": c.Reminder.ID, "due_at": c.Reminder.Due.Unix()}
+		if c.Removed {
+			msg["removed"] = true
+		} else {
+			msg["preview"] = clip(c.Reminder.Body, previewLen)
+		}
+	default:
+		if c.Todo.Subsystem == TodoSubsystem {
+			srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: TaskURIPrefix + c.Todo.Key})
+		}
+		msg = map[string]any{"loose_end": "todo", "id": c.Todo.ID, "subsystem": c.Todo.Subsystem, "key": c.Todo.Key}
+		if c.Removed {
+			msg["cleared"] = true
+		} else {
+			msg["summary"] = c.Todo.Summary
+		}
 	}
 	for ss := range srv.Sessions() {
 		ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "hive", Data: msg})

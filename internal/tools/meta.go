@@ -1,0 +1,139 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+type metaIn struct {
+	Name string `json:"name,omitempty" jsonschema:"another agent (a sibling state dir); default: you"`
+}
+
+// LooseEndCounts are the counts of an agent's loose ends.
+type LooseEndCounts struct {
+	Reminders int `json:"reminders"`
+	Todos     int `json:"todos"`
+	Inbox     int `json:"inbox"`
+}
+
+// AgentMeta is the answer of get_agent_meta.
+type AgentMeta struct {
+	Name           string          `json:"name"`
+	Version        string          `json:"version,omitempty"`
+	Running        bool            `json:"running"`
+	StatusText     string          `json:"status_text"`
+	StatusSetAt    int64           `json:"status_set_at,omitempty"`
+	TurnState      string          `json:"turn_state,omitempty"`
+	TurnStateSince int64           `json:"turn_state_since,omitempty"`
+	JobsRunning    int             `json:"jobs_running"`
+	LooseEnds      *LooseEndCounts `json:"loose_ends,omitempty"`
+}
+
+func (h *handlers) addMeta(s *mcp.Server) {
+	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "Name, version, status, turn state, running jobs and loose-end counts of you (or a sibling agent by name)."}, h.agentMeta)
+}
+
+// agentNameRE is what a sibling's name may be: a directory's base name.
+var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+func (h *handlers) agentMeta(ctx context.Context, _ *mcp.CallToolRequest, in metaIn) (*mcp.CallToolResult, AgentMeta, error) {
+	self := h.d.Agent.State()
+	if in.Name == "" || in.Name == self.Name {
+		m, err := h.selfMeta(ctx)
+		if err != nil {
+			return nil, AgentMeta{}, err
+		}
+		return text(renderMeta(m)), m, nil
+	}
+	m, err := siblingMeta(h.d.Layout, in.Name)
+	if err != nil {
+		return nil, AgentMeta{}, err
+	}
+	return text(renderMeta(m)), m, nil
+}
+
+func (h *handlers) selfMeta(ctx context.Context) (AgentMeta, error) {
+	st := h.d.Agent.State()
+	m := AgentMeta{Name: st.Name, Version: h.d.Version, Running: true, StatusText: st.StatusText,
+		TurnState: st.Turn, TurnStateSince: st.TurnSince.Unix(), JobsRunning: h.d.Jobs.Running()}
+	if !st.StatusSetAt.IsZero() {
+		m.StatusSetAt = st.StatusSetAt.Unix()
+	}
+	le, err := h.looseEnds(ctx)
+	if err != nil {
+		return AgentMeta{}, err
+	}
+	m.LooseEnds = &LooseEndCounts{Reminders: len(le.Reminders), Todos: len(le.Todos), Inbox: le.Inbox.Undelivered}
+	return m, nil
+}
+
+// siblingMeta reads what can be known of another agent: a state dir of
+// that name beside this one, its status file, and whether its daemon
+// answers.
+func siblingMeta(self paths.Layout, name string) (AgentMeta, error) {
+	if !agentNameRE.MatchString(name) || name == "." || name == ".." {
+		return AgentMeta{}, fmt.Errorf("name %q: must be an agent's name (a state dir's base name: letters, digits, . _ -)", name)
+	}
+	l := paths.Layout{Dir: filepath.Join(filepath.Dir(self.Dir), name)}
+	if fi, err := os.Stat(l.Dir); err != nil || !fi.IsDir() {
+		return AgentMeta{}, fmt.Errorf("name %q: no agent of that name (no state dir %s)", name, l.Dir)
+	}
+	m := AgentMeta{Name: name}
+	if f, err := paths.OpenFile(l.Status(), os.O_RDONLY); err == nil {
+		var b [4 * MaxStatusBytes]byte
+		n, _ := f.Read(b[:])
+		if fi, err := f.Stat(); err == nil && n > 0 {
+			m.StatusSetAt = fi.ModTime().Unix()
+		}
+		f.Close()
+		m.StatusText = strings.TrimSpace(string(b[:n]))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return AgentMeta{}, fmt.Errorf("name %q: read its status: %w", name, err)
+	}
+	if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
+		m.Running, m.Version = true, resp.Version
+		if sr, err := client.Call(l, proto.Request{Cmd: proto.CmdStats}); err == nil && sr.Stats != nil {
+			m.JobsRunning = sr.Stats.JobsRunning
+		}
+	}
+	return m, nil
+}
+
+// MaxStatusBytes bounds a status line in bytes (200 characters of up to
+// 4 bytes).
+const MaxStatusBytes = 200
+
+func renderMeta(m AgentMeta) string {
+	var b strings.Builder
+	state := "not running"
+	if m.Running {
+		state = "running"
+	}
+	fmt.Fprintf(&b, "%s: %s", m.Name, state)
+	if m.Version != "" {
+		fmt.Fprintf(&b, ", hive %s", m.Version)
+	}
+	if m.TurnState != "" {
+		fmt.Fprintf(&b, ", %s since %s", m.TurnState, time.Unix(m.TurnStateSince, 0).Format(time.DateTime))
+	}
+	fmt.Fprintf(&b, ", %d job(s) running", m.JobsRunning)
+	if m.StatusText != "" {
+		fmt.Fprintf(&b, "\nstatus: %s", m.StatusText)
+	}
+	if le := m.LooseEnds; le != nil {
+		fmt.Fprintf(&b, "\nloose ends: %d reminder(s), %d todo(s), %d message(s)", le.Reminders, le.Todos, le.Inbox)
+	}
+	return b.String()
+}

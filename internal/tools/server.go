@@ -82,28 +82,59 @@ func (s *Session) baseEnv() []string {
 	return s.base[:len(s.base):len(s.base)] // an append copies
 }
 
-// ParseGroups validates a group list; empty means AllGroups.
+// GroupAlways names the tools every session has (set_status, compact,
+// mark_todos_done); asking for it alone gives only those.
+const GroupAlways = "always"
+
+// LegacyGroups are group names of the system hive grew from: accepted,
+// granting no tool (their tools are other servers' now).
+var LegacyGroups = []string{"messaging", "web_tools", "manage_root_agent"}
+
+// ParseGroups validates a group list. No names at all means AllGroups;
+// names that grant no tool (always, the legacy ones) leave only the tools
+// every session has. An unknown name is an error listing the known ones.
 func ParseGroups(groups []string) ([]string, error) {
-	if len(groups) == 0 {
-		return AllGroups, nil
-	}
-	var out []string
+	named := false
+	out := []string{}
 	for _, g := range groups {
 		g = strings.TrimSpace(g)
 		if g == "" {
 			continue
 		}
-		if g == "always" {
-			continue
-		}
-		if !slices.Contains(AllGroups, g) {
-			return nil, fmt.Errorf("groups: unknown group %q (known: %s)", g, strings.Join(AllGroups, ", "))
-		}
-		if !slices.Contains(out, g) {
-			out = append(out, g)
+		named = true
+		switch {
+		case g == GroupAlways, slices.Contains(LegacyGroups, g):
+			if !slices.Contains(out, GroupAlways) {
+				out = append(out, GroupAlways)
+			}
+		case slices.Contains(AllGroups, g):
+			if !slices.Contains(out, g) {
+				out = append(out, g)
+			}
+		default:
+			return nil, fmt.Errorf("groups: unknown group %q (known: %s; accepted, granting no tool: %s)",
+				g, strings.Join(append(AllGroups[:len(AllGroups):len(AllGroups)], GroupAlways), ", "), strings.Join(LegacyGroups, ", "))
 		}
 	}
+	if !named {
+		return AllGroups, nil
+	}
 	return out, nil
+}
+
+// legacyLogged remembers the legacy group names already logged.
+var legacyLogged sync.Map
+
+// logLegacy logs, once per daemon, each legacy group name a session asked for.
+func logLegacy(log *slog.Logger, groups []string) {
+	for _, g := range groups {
+		g = strings.TrimSpace(g)
+		if slices.Contains(LegacyGroups, g) {
+			if _, seen := legacyLogged.LoadOrStore(g, true); !seen {
+				log.Info("tool group of the old system accepted, granting no tool", "group", g)
+			}
+		}
+	}
 }
 
 // NewServer builds the MCP server of one session. The returned stop func
@@ -111,6 +142,7 @@ func ParseGroups(groups []string) ([]string, error) {
 // once the session's transport is closed (a send blocked on a client that
 // stopped reading ends only then).
 func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), error) {
+	asked := groups
 	groups, err := ParseGroups(groups)
 	if err != nil {
 		return nil, nil, err
@@ -131,6 +163,7 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
+	logLegacy(d.Logger, asked)
 	srv.AddReceivingMiddleware(envelope(d.Logger, sess))
 	h := &handlers{d: d, sess: sess}
 	if slices.Contains(groups, GroupExecution) {

@@ -675,3 +675,42 @@ func TestHTTPStopWithOpenSession(t *testing.T) {
 		t.Errorf("no session closed line in the log:\n%s", l)
 	}
 }
+
+// GET /api/state tells the agent's state, behind the same checks as /mcp.
+func TestHTTPAPIState(t *testing.T) {
+	state := stateDir(t)
+	addr := freePort(t)
+	startHTTPDaemon(t, state, addr, "--name", "builder")
+	url := "http://" + addr + "/api/state"
+	if a := do(t, "GET", url, nil, ""); a.status != http.StatusUnauthorized {
+		t.Errorf("no token: %d", a.status)
+	}
+	auth := map[string]string{"Authorization": "Bearer " + httpToken(t, state)}
+	if a := do(t, "GET", url, map[string]string{"Authorization": auth["Authorization"], "Origin": "http://evil.example"}, ""); a.status != http.StatusForbidden {
+		t.Errorf("foreign Origin: %d", a.status)
+	}
+	if a := do(t, "POST", url, auth, "{}"); a.status != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %d", a.status)
+	}
+	s := connect(t, state, t.TempDir())
+	s.mustCall("run", map[string]any{"cmd": "true"}, nil)
+	s.mustCall("set_status", map[string]any{"text": "on it"}, nil)
+	s.mustCall("remind", map[string]any{"message": "later", "delay_seconds": 3600}, nil)
+	a := do(t, "GET", url, auth, "")
+	var st struct {
+		Name      string         `json:"name"`
+		TurnState string         `json:"turn_state"`
+		Status    string         `json:"status"`
+		Jobs      map[string]int `json:"jobs"`
+		LooseEnds struct {
+			Reminders int `json:"reminders"`
+		} `json:"loose_ends"`
+		CompactPending bool `json:"compact_pending"`
+	}
+	if err := json.Unmarshal([]byte(a.body), &st); err != nil || a.status != http.StatusOK {
+		t.Fatalf("GET /api/state: %d %q %v", a.status, a.body, err)
+	}
+	if st.Name != "builder" || st.TurnState != "idle" || st.Status != "on it" || st.Jobs["done"] != 1 || st.LooseEnds.Reminders != 1 {
+		t.Errorf("state %+v", st)
+	}
+}

@@ -104,6 +104,7 @@ type daemon struct {
 	// stopping is closed once the engines have stopped at shutdown: MCP
 	// sessions then end, saying so.
 	stopping chan struct{}
+	started  time.Time
 }
 
 // Run serves until ctx is cancelled, then stops jobs, closes the store and
@@ -134,7 +135,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stopping: make(chan struct{})}
+	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stopping: make(chan struct{}), started: time.Now()}
 	if err := d.open(); err != nil {
 		ln.Close()
 		os.Remove(l.Socket())
@@ -566,3 +567,6 @@ func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
 		d.log.Warn("mcp session closed", "session", id, "reason", reason.Error())
 	}
 }
+
+// pid is this daemon's process id.
+var pid = os.Getpid()

@@ -118,6 +118,7 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", f)
+	mux.Handle("/api/state", f.api(d.apiState))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %q: %w", addr, err)
@@ -264,36 +265,8 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// never comes, without a deadline, holding a connection for good. A
 	// refused request also closes its connection, so nothing is drained.
 	rc.SetReadDeadline(time.Now().Add(f.readTimeout))
-	refuse := func(msg string, code int) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, msg, code)
-	}
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if f.loopback && !isLoopbackHost(host) {
-		refuse("Host header must name a loopback host", http.StatusForbidden)
+	if !f.admit(w, r) {
 		return
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || !isLoopbackHost(u.Hostname()) {
-			refuse("Origin not allowed", http.StatusForbidden)
-			return
-		}
-	}
-	if f.token != nil {
-		sum, err := f.token.current()
-		if err != nil {
-			refuse("the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
-			return
-		}
-		if !authorized(r.Header.Values("Authorization"), sum) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			refuse("missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
-			return
-		}
 	}
 	var groups []string
 	if q := r.URL.Query().Get("groups"); q != "" {
@@ -301,7 +274,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	groups, err := tools.ParseGroups(groups)
 	if err != nil {
-		refuse("?"+err.Error(), http.StatusBadRequest)
+		refuse(w, "?"+err.Error(), http.StatusBadRequest)
 		return
 	}
 	if !f.readBody(w, r, rc) {
@@ -322,6 +295,48 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
 	f.mcp.ServeHTTP(newHTTPDeadlineWriter(w, f.writeTimeout), r)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
+}
+
+// refuse answers an error and closes the connection: nothing of a refused
+// request's body is drained.
+func refuse(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
+}
+
+// admit checks what every request must pass, and answers it if it fails:
+// Host (loopback when listening on loopback) and Origin (loopback)
+// against DNS rebinding → 403; the bearer token → 401 (500 while the
+// token file is unusable).
+func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if f.loopback && !isLoopbackHost(host) {
+		refuse(w, "Host header must name a loopback host", http.StatusForbidden)
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || !isLoopbackHost(u.Hostname()) {
+			refuse(w, "Origin not allowed", http.StatusForbidden)
+			return false
+		}
+	}
+	if f.token != nil {
+		sum, err := f.token.current()
+		if err != nil {
+			refuse(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
+			return false
+		}
+		if !authorized(r.Header.Values("Authorization"), sum) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			refuse(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			return false
+		}
+	}
+	return true
 }
 
 // readBody reads the whole request body within the read timeout and puts

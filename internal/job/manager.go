@@ -471,6 +471,13 @@ func (m *Manager) dispatchLocked() {
 	}
 }
 
+// Counts counts the jobs by state, as recorded (the writer is flushed
+// first; should that fail, what is recorded).
+func (m *Manager) Counts(ctx context.Context) (map[string]int, error) {
+	m.records.flush()
+	return m.o.Store.CountJobs(ctx)
+}
+
 // Running is how many jobs are running now.
 func (m *Manager) Running() int {
 	m.mu.Lock()

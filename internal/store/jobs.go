@@ -240,3 +240,22 @@ func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, 
 	}
 	return changed, nil
 }
+
+// CountJobs counts the job records by state.
+func (s *Store) CountJobs(ctx context.Context) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		out[st] = n
+	}
+	return out, rows.Err()
+}

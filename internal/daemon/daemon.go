@@ -307,9 +307,11 @@ func (d *daemon) open() error {
 		Todo: func(in job.Info) store.Todo {
 			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in)}
 		},
-		OnCommit: func(changed []store.Todo) {
-			for _, t := range changed {
-				d.inbox.Published(t)
+		OnCommit: func(changed []store.Todo, of []job.Info) {
+			for i, t := range changed {
+				// A job's start (pending, running) is no news to wake a
+				// harness for: the agent started it; its end is.
+				d.inbox.Published(t, of[i].State.Terminal())
 			}
 		},
 	})

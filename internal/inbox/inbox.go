@@ -35,6 +35,7 @@ type Change struct {
 	Reminder store.Reminder
 	Message  store.Message
 	Removed  bool // the loose end went (cleared, cancelled, fired, read)
+	quiet    bool // no news for Next (a job's start)
 }
 
 // Options configures an Inbox.
@@ -149,7 +150,7 @@ func (in *Inbox) emit(c Change) {
 	switch {
 	case c.Kind == KindMessage && !c.Removed:
 		in.signalArrivedLocked()
-	case c.Kind == KindTodo && !c.Removed:
+	case c.Kind == KindTodo && !c.Removed && !c.quiet:
 		k := c.Todo.Subsystem + "/" + c.Todo.Key
 		if _, ok := in.dirty[k]; !ok {
 			in.dirtyOrder = append(in.dirtyOrder, k)
@@ -214,9 +215,10 @@ func (in *Inbox) UpsertTodo(ctx context.Context, subsystem, key, summary string)
 }
 
 // Published publishes a todo that changed in a transaction of someone
-// else's (the job engine writes a job's todo with its record).
-func (in *Inbox) Published(t store.Todo) {
-	in.emit(Change{Kind: KindTodo, Todo: t})
+// else's (the job engine writes a job's todo with its record). wake says
+// whether the change is news a harness's Next should wake for.
+func (in *Inbox) Published(t store.Todo, wake bool) {
+	in.emit(Change{Kind: KindTodo, Todo: t, quiet: !wake})
 }
 
 // ClearKey clears the todo (subsystem, key) if there is one.

@@ -269,6 +269,15 @@ func TestNextAckAndRedelivery(t *testing.T) {
 	if _, ok, _ := in.Next(ctx, false, 0); ok {
 		t.Error("the todo change woke Next twice")
 	}
+	// A job's start is no news; its end is.
+	in.Published(store.Todo{Subsystem: "bash", Key: "j1", Summary: "task j1 running"}, false)
+	if d, ok, _ := in.Next(ctx, false, 0); ok {
+		t.Errorf("a job's start woke Next: %+v", d)
+	}
+	in.Published(store.Todo{Subsystem: "bash", Key: "j1", Summary: "task j1 done, exit 0"}, true)
+	if d, ok, _ := in.Next(ctx, false, 0); !ok || !strings.Contains(d.Body, "task j1 done") || strings.Contains(d.Body, "running") {
+		t.Errorf("a job's end: %+v %v", d, ok)
+	}
 }
 
 func TestWakeChecks(t *testing.T) {

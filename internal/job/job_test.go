@@ -63,12 +63,15 @@ func newHarness(t *testing.T, o Options) *harness {
 
 // todos gives a manager a Todo func whose summary is the job's state,
 // and an OnCommit that collects what was committed into h.seen.
-func (h *harness) todos() (func(Info) store.Todo, func([]store.Todo)) {
+func (h *harness) todos() (func(Info) store.Todo, func([]store.Todo, []Info)) {
 	return func(in Info) store.Todo {
 			return store.Todo{Subsystem: "job", Key: in.ID, Summary: string(in.State)}
-		}, func(changed []store.Todo) {
+		}, func(changed []store.Todo, of []Info) {
 			h.mu.Lock()
-			for _, t := range changed {
+			for i, t := range changed {
+				if of[i].ID != t.Key || string(of[i].State) != t.Summary {
+					h.t.Errorf("todo %+v committed with the snapshot of %s %s", t, of[i].ID, of[i].State)
+				}
 				h.seen = append(h.seen, Info{ID: t.Key, State: State(t.Summary)})
 			}
 			h.mu.Unlock()

@@ -45,7 +45,8 @@ type Options struct {
 	// OnCommit, if set, hears of the todos a commit changed (new, or a
 	// new summary), after the commit and before anyone waiting for it goes
 	// on. It runs without locks held and must not call into the Manager.
-	OnCommit func(changed []store.Todo)
+	// of[i] is the snapshot of the job whose record carried changed[i].
+	OnCommit func(changed []store.Todo, of []Info)
 	// Logger, if nil, discards.
 	Logger *slog.Logger
 	// Shell is the argv prefix that runs Spec.Cmd. If nil, [bash -c].
@@ -350,7 +351,7 @@ func (m *Manager) commitFirst(j *Job, notify bool) error {
 		return fmt.Errorf("%w: %v", ErrNotRecorded, err)
 	}
 	if len(changed) > 0 && m.o.OnCommit != nil {
-		m.o.OnCommit(changed)
+		m.o.OnCommit(changed, []Info{in})
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ type recordWriter struct {
 	st       *store.Store
 	log      *slog.Logger
 	todo     func(Info) store.Todo
-	onCommit func([]store.Todo)
+	onCommit func([]store.Todo, []Info)
 
 	mu         sync.Mutex
 	cond       *sync.Cond // signalled when a commit ends
@@ -68,7 +68,7 @@ type pendingRecord struct {
 	notify bool // the job is detached: its loose end goes with the record
 }
 
-func newRecordWriter(st *store.Store, log *slog.Logger, todo func(Info) store.Todo, onCommit func([]store.Todo)) *recordWriter {
+func newRecordWriter(st *store.Store, log *slog.Logger, todo func(Info) store.Todo, onCommit func([]store.Todo, []Info)) *recordWriter {
 	w := &recordWriter{st: st, log: log, todo: todo, onCommit: onCommit, pending: map[string]pendingRecord{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
@@ -146,17 +146,24 @@ func (w *recordWriter) commitLocked() {
 
 	recs := make([]store.Job, len(order))
 	var todos []store.Todo
+	ofTodo := map[string]Info{} // by todo key
 	for i, id := range order {
 		p := pending[id]
 		recs[i] = toRecord(p.info)
 		fillPidStart(p.job, &recs[i])
 		if p.notify && w.todo != nil {
-			todos = append(todos, w.todo(p.info))
+			t := w.todo(p.info)
+			todos = append(todos, t)
+			ofTodo[t.Subsystem+"\x00"+t.Key] = p.info
 		}
 	}
 	changed, err := w.st.PutJobs(context.Background(), recs, todos)
 	if err == nil && len(changed) > 0 && w.onCommit != nil {
-		w.onCommit(changed)
+		of := make([]Info, len(changed))
+		for i, t := range changed {
+			of[i] = ofTodo[t.Subsystem+"\x00"+t.Key]
+		}
+		w.onCommit(changed, of)
 	}
 
 	w.mu.Lock()

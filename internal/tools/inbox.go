@@ -103,16 +103,16 @@ type InboxRead struct {
 }
 
 func (h *handlers) addInbox(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your open loose ends: pending reminders, todos (tasks, local programs), undelivered inbox messages."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your pending reminders, todos (tasks, local programs) and undelivered inbox messages."}, h.getLooseEnds)
 	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Cancel a reminder, clear a todo or drop a message unread."}, h.cancelLooseEnd)
-	addTool(s, &mcp.Tool{Name: "remind", Description: "Schedule a message to your own inbox, in delay_seconds or at at_unix_timestamp (at most a year ahead)."}, h.remind)
+	addTool(s, &mcp.Tool{Name: "remind", Description: "Send yourself a message later: in delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
 	addTool(s, &mcp.Tool{Name: "read_inbox", Description: "Read (and remove) your oldest inbox messages."}, h.readInbox)
 }
 
 func (h *handlers) addAlways(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "mark_todos_done", Description: "Clear several todos by id; unknown ids are skipped."}, h.markTodosDone)
 	addTool(s, &mcp.Tool{Name: "set_status", Description: "Set your one-line status (max 200 chars); \"\" clears it."}, h.setStatus)
-	addTool(s, &mcp.Tool{Name: "compact", Description: "Ask for your context to be compacted after this turn; granted above 66% context use."}, h.compact)
+	addTool(s, &mcp.Tool{Name: "compact", Description: "Compact your context after this turn; granted above 66% context use."}, h.compact)
 }
 
 // previewLen bounds the previews get_loose_ends shows.

@@ -18,7 +18,7 @@ import (
 )
 
 type metaIn struct {
-	Name string `json:"name,omitempty" jsonschema:"another agent (a sibling state dir); default: you"`
+	Name string `json:"name,omitempty" jsonschema:"a sibling agent; default: you"`
 }
 
 // LooseEndCounts are the counts of an agent's loose ends.
@@ -42,7 +42,7 @@ type AgentMeta struct {
 }
 
 func (h *handlers) addMeta(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "Name, version, status, turn state, running jobs and loose-end counts of you (or a sibling agent by name)."}, h.agentMeta)
+	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "Your (or a sibling agent's) name, version, status, turn state, jobs and loose ends."}, h.agentMeta)
 }
 
 // agentNameRE is what a sibling's name may be: a directory's base name.

@@ -169,6 +169,12 @@ func compact(s *jsonschema.Schema) {
 	}
 	s.Required = nil
 	s.AdditionalProperties = nil
+	// Handlers answer an empty list as [], never null (each makes its
+	// lists non-nil; a client validating against this schema would refuse
+	// a null, and the e2e tests call every tool): "array" alone says it.
+	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
+		s.Types, s.Type = nil, "array"
+	}
 	for _, p := range s.Properties {
 		compact(p)
 	}

@@ -104,6 +104,8 @@ type daemon struct {
 	// stopping is closed once the engines have stopped at shutdown: MCP
 	// sessions then end, saying so.
 	stopping chan struct{}
+	// waiters counts the connections waiting in inbox_next.
+	waiters atomic.Int64
 }
 
 // Run serves until ctx is cancelled, then stops jobs, closes the store and
@@ -354,8 +356,10 @@ func (d *daemon) close() {
 	d.inbox.Close()
 }
 
-// maxRequestLine bounds the first line of a connection.
-const maxRequestLine = 1 << 20
+// maxRequestLine bounds the first line of a connection: a wake with the
+// largest body (inbox.MaxBody, 1 MiB) fits however JSON escapes it (at
+// most 6 bytes a byte, as \u0001).
+const maxRequestLine = 8 << 20
 
 // DefaultRequestTimeout bounds the wait for a connection's first line,
 // and the write of a one-line answer, unless Config.RequestTimeout says
@@ -430,6 +434,12 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	case proto.CmdLogs:
 		c.SetWriteDeadline(time.Time{})
 		d.serveLogs(ctx, c, req)
+	case proto.CmdInboxNext:
+		if req.Wait {
+			d.serveInboxNext(ctx, c, br, req, requestTimeout)
+			return
+		}
+		fallthrough
 	default:
 		resp := d.handle(ctx, req)
 		c.SetWriteDeadline(time.Now().Add(requestTimeout))

@@ -103,7 +103,7 @@ type Response struct {
 	HTTPTokenFile string `json:"http_token_file,omitempty"`
 
 	Job          *Job   `json:"job,omitempty"`
-	Jobs         []Job  `json:"jobs,omitempty"`
+	Jobs         []Job  `json:"jobs,omitzero"` // ps: [] when none
 	AlreadyEnded bool   `json:"already_ended,omitempty"`
 	TodoID       int64  `json:"todo_id,omitempty"`
 	Stats        *Stats `json:"stats,omitempty"`

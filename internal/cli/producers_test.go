@@ -121,6 +121,9 @@ func TestProducerCommandLines(t *testing.T) {
 		{"turn", "", []string{"idle", "--context-usage", "1.5"}, "--context-usage 1.5: must be 0..1"},
 		{"turn", "", []string{"idle", "--context-usage", "lots"}, `invalid value "lots" for flag -context-usage: not a number`},
 		{"turn", "", nil, "hive turn idle|thinking|compacting"},
+		{"loop", "", nil, "hive loop [--timeout S] -- AGENT-COMMAND..."},
+		{"loop", "", []string{"--", "/nonexistent/agent"}, `AGENT-COMMAND "/nonexistent/agent"`},
+		{"loop", "", []string{"--timeout", "-1", "--", "true"}, "--timeout -1: must be 0..1e8"},
 	} {
 		_, _, err := cliRun(dir, tt.stdin, tt.words, tt.args...)
 		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), tt.want) {

@@ -12,8 +12,14 @@ import (
 func TestHelpStartsNothing(t *testing.T) {
 	parent := t.TempDir()
 	state := filepath.Join(parent, "never-created")
-	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "version"} {
-		for _, args := range [][]string{{cmd, "-h"}, {cmd, "--help"}, {cmd, "-help"}, {"help", cmd}} {
+	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "version", "wake", "todo", "inbox", "turn", "loop",
+		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack"} {
+		words := strings.Fields(cmd)
+		variants := [][]string{append(words, "-h"), append(words, "--help"), append(words, "-help")}
+		if len(words) == 1 {
+			variants = append(variants, []string{"help", cmd})
+		}
+		for _, args := range variants {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				c := hiveCmd(state, args...)
 				var out, errb strings.Builder

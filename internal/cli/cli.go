@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,6 +37,21 @@ type command struct {
 var commands []command
 
 func register(c command) { commands = append(commands, c) }
+
+// subUsages are the usage lines of subcommands of a command ("todo
+// upsert"), for their help.
+var subUsages = map[string]string{}
+
+// registerSub registers the usage line of a subcommand, as newFlags
+// shows it.
+func registerSub(name, usage string) { subUsages[name] = usage }
+
+// jsonOut writes v as one JSON line (<, > and & as they are).
+func jsonOut(e Env, v any) error {
+	enc := json.NewEncoder(e.Stdout)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
 
 // errHelp is what a subcommand returns after printing its help: Run
 // turns it into success, and nothing else happens.
@@ -92,6 +108,9 @@ func newFlags(name string, e Env) (*flagSet, *string) {
 		if c.name == name {
 			line = c.usage
 		}
+	}
+	if u, ok := subUsages[name]; ok {
+		line = u
 	}
 	fs.Usage = func() {
 		w := fs.Output()

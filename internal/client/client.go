@@ -4,6 +4,7 @@ package client
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,7 +114,8 @@ func Open(l paths.Layout, req proto.Request) (*Conn, proto.Response, error) {
 	return c, resp, nil
 }
 
-// ResponseTimeout bounds the wait for the daemon's answer line.
+// ResponseTimeout bounds the wait for the daemon's answer line (Open,
+// Call). A request whose answer waits for an event goes through CallWait.
 const ResponseTimeout = 30 * time.Second
 
 func newReader(nc net.Conn) *bufio.Reader { return bufio.NewReaderSize(nc, 64<<10) }
@@ -143,6 +145,45 @@ func Call(l paths.Layout, req proto.Request) (proto.Response, error) {
 	}
 	c.Close()
 	return resp, nil
+}
+
+// CallWait sends one request whose answer may take as long as the request
+// says (inbox_next with wait: up to its timeout, or without limit): no
+// deadline applies to the answer while ctx lives. When ctx ends first,
+// CallWait half-closes the connection, which ends the daemon's wait, and
+// still reads the answer (within ResponseTimeout): what the daemon took
+// for the caller at that moment (a message) is returned, not lost.
+// A daemon that goes away meanwhile is an error.
+func CallWait(ctx context.Context, l paths.Layout, req proto.Request) (proto.Response, error) {
+	nc, err := Dial(l)
+	if err != nil {
+		return proto.Response{}, err
+	}
+	defer nc.Close()
+	c := &Conn{Conn: nc, r: newReader(nc)}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return proto.Response{}, fmt.Errorf("encode %s request: %w", req.Cmd, err)
+	}
+	nc.SetWriteDeadline(time.Now().Add(ResponseTimeout))
+	if _, err := nc.Write(append(b, '\n')); err != nil {
+		return proto.Response{}, fmt.Errorf("send %s request: %w", req.Cmd, err)
+	}
+	answered := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-ctx.Done():
+			c.CloseWrite()
+			nc.SetReadDeadline(time.Now().Add(ResponseTimeout))
+		case <-answered:
+		}
+	}()
+	resp, err := c.readResponse(req.Cmd)
+	close(answered)
+	<-ended
+	return resp, err
 }
 
 // Ensure returns once a daemon answers on the socket, starting one if none

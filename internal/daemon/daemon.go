@@ -105,6 +105,8 @@ type daemon struct {
 	// sessions then end, saying so.
 	stopping chan struct{}
 	started  time.Time
+	// waiters counts the connections waiting in inbox_next.
+	waiters atomic.Int64
 }
 
 // Run serves until ctx is cancelled, then stops jobs, closes the store and
@@ -357,8 +359,10 @@ func (d *daemon) close() {
 	d.inbox.Close()
 }
 
-// maxRequestLine bounds the first line of a connection.
-const maxRequestLine = 1 << 20
+// maxRequestLine bounds the first line of a connection: a wake with the
+// largest body (inbox.MaxBody, 1 MiB) fits however JSON escapes it (at
+// most 6 bytes a byte, as \u0001).
+const maxRequestLine = 8 << 20
 
 // DefaultRequestTimeout bounds the wait for a connection's first line,
 // and the write of a one-line answer, unless Config.RequestTimeout says
@@ -433,6 +437,12 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	case proto.CmdLogs:
 		c.SetWriteDeadline(time.Time{})
 		d.serveLogs(ctx, c, req)
+	case proto.CmdInboxNext:
+		if req.Wait {
+			d.serveInboxNext(ctx, c, br, req, requestTimeout)
+			return
+		}
+		fallthrough
 	default:
 		resp := d.handle(ctx, req)
 		c.SetWriteDeadline(time.Now().Add(requestTimeout))

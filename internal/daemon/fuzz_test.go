@@ -71,7 +71,7 @@ func stopFuzzDaemon(tb testing.TB) {
 }
 
 // maxFuzzLine bounds the request line FuzzSocketRequest sends (the
-// daemon's own limit, 1 MiB, is not what this target is about).
+// daemon's own limit, 8 MiB, is not what this target is about).
 const maxFuzzLine = 64 << 10
 
 // FuzzSocketRequest sends one fuzzed first line on a fresh socket
@@ -87,6 +87,9 @@ func FuzzSocketRequest(f *testing.F) {
 		`{"cmd":"run","argv":["x"],"cwd":"/nonexistent","timeout_secs":-1}`, `{"cmd":"run","argv":[],"name":"Bad Name"}`,
 		`{"cmd":"kill","id":"nosuch"}`, `{"cmd":"logs","id":"nosuch","follow":true}`, `{"cmd":"status","id":""}`,
 		`{"cmd":"todo","subsystem":"s","key":"k","summary":"x"}`, `{"cmd":"wake","from":"me","body":"hi"}`,
+		`{"cmd":"clear_todo","subsystem":"s","key":"k"}`, `{"cmd":"todo_ls"}`, `{"cmd":"inbox_ls"}`,
+		`{"cmd":"inbox_next"}`, `{"cmd":"inbox_next","wait":true,"timeout_secs":0.5}`, `{"cmd":"inbox_ack","id":1}`,
+		`{"cmd":"inbox_ack","id":"x"}`, `{"cmd":"turn","state":"thinking","context_usage":0.5}`, `{"cmd":"graceful_stop"}`,
 		`{"cmd":"mcp","groups":["nosuch"]}`, `{"cmd":"mcp","stdio":true}`, `{"cmd":"mcp"}`,
 		`{"cmd":""}`, `null`, `[]`, `{"cmd":5}`, `{`, "", "\xff\xfe", `{"cmd":"version"}{"cmd":"stats"}`,
 		`{"cmd":"logs","id":"x"}` + "\n" + `{"jsonrpc":"2.0"}`,

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
@@ -93,10 +97,165 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			return fail(err)
 		}
 		return proto.Response{OK: true, TodoID: t.ID}
+	case proto.CmdClearTodo:
+		if err := checkTodoKey(req); err != nil {
+			return fail(err)
+		}
+		cleared, err := d.inbox.ClearTodo(ctx, req.Subsystem, req.Key)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, Cleared: &cleared}
+	case proto.CmdTodoLs:
+		todos, err := d.inbox.Todos(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		resp := proto.Response{OK: true, Todos: []proto.Todo{}}
+		for _, t := range todos {
+			resp.Todos = append(resp.Todos, proto.Todo{ID: t.ID, Subsystem: t.Subsystem, Key: t.Key, Summary: t.Summary,
+				CreatedAt: t.Created.Unix(), UpdatedAt: t.Updated.Unix()})
+		}
+		return resp
+	case proto.CmdWake:
+		m, err := d.inbox.Wake(ctx, req.From, req.Body)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, MessageID: m.ID}
+	case proto.CmdInboxLs:
+		ms, err := d.st.Messages(ctx, proto.MaxListed, true)
+		if err != nil {
+			return fail(err)
+		}
+		n, err := d.inbox.Undelivered(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		resp := proto.Response{OK: true, Messages: []proto.MessageInfo{}, Undelivered: &n}
+		for _, m := range ms {
+			resp.Messages = append(resp.Messages, proto.MessageInfo{ID: m.ID, From: m.From, At: m.At.Unix(), Size: m.Size,
+				Preview: preview(m.Body), InFlight: m.InFlight})
+		}
+		return resp
+	case proto.CmdInboxAck:
+		id, err := strconv.ParseInt(req.ID, 10, 64)
+		if err != nil || id < 1 {
+			return fail(fmt.Errorf("id %q: must be a message id (an integer >= 1, from inbox_next)", req.ID))
+		}
+		if err := d.inbox.Ack(ctx, id); err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true}
+	case proto.CmdGracefulStop:
+		m, err := d.inbox.GracefulStop(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, Message: &proto.Message{ID: m.ID, From: m.From, At: m.At.Unix(), Body: m.Body}}
+	case proto.CmdTurn:
+		pending, err := d.deps.Agent.SetTurn(ctx, req.State, req.ContextUsage)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, CompactPending: &pending}
+	case proto.CmdInboxNext:
+		// A waiting one is served by serveInboxNext, which watches the
+		// connection; this one does not wait.
+		return d.inboxNext(ctx, req)
 	case "":
 		return fail(errors.New("cmd: must not be empty"))
 	}
 	return fail(fmt.Errorf("cmd %q: unknown command", req.Cmd))
+}
+
+// checkTodoKey checks the subsystem and key of a todo request.
+func checkTodoKey(req proto.Request) error {
+	if req.Subsystem == "" {
+		return errors.New("subsystem: must not be empty")
+	}
+	if req.Key == "" {
+		return errors.New("key: must not be empty")
+	}
+	return nil
+}
+
+// previewLen bounds inbox_ls's previews, in characters.
+const previewLen = 120
+
+// preview is the start of a body on one line.
+func preview(body string) string {
+	body = strings.Join(strings.Fields(body), " ")
+	if utf8.RuneCountInString(body) <= previewLen {
+		return body
+	}
+	r := []rune(body)
+	return string(r[:previewLen-1]) + "…"
+}
+
+// checkNext checks an inbox_next request's wait and timeout.
+func checkNext(req proto.Request) (time.Duration, error) {
+	t := req.TimeoutSecs
+	if t < 0 || t > 1e8 || t != t {
+		return 0, fmt.Errorf("timeout_secs %v: must be 0..1e8 (0: no limit)", t)
+	}
+	if t > 0 && !req.Wait {
+		return 0, errors.New("timeout_secs: only with wait: true")
+	}
+	return time.Duration(t * float64(time.Second)), nil
+}
+
+// inboxNext pops the oldest message (Inbox.Next) and answers it. ctx ends
+// a wait: the caller tells the daemon's stop (the daemon's ctx is done)
+// from the client's end of input (it is not).
+func (d *daemon) inboxNext(ctx context.Context, req proto.Request) proto.Response {
+	return d.inboxNextUntil(ctx, ctx, req)
+}
+
+// inboxNextUntil is inboxNext whose wait also ends with wait (a context
+// derived from daemonCtx that ends when the client's input does): that
+// end is answered as empty.
+func (d *daemon) inboxNextUntil(daemonCtx, wait context.Context, req proto.Request) proto.Response {
+	timeout, err := checkNext(req)
+	if err != nil {
+		return proto.Response{Error: err.Error()}
+	}
+	m, ok, err := d.inbox.Next(wait, req.Wait, timeout)
+	switch {
+	case err != nil && daemonCtx.Err() != nil:
+		return proto.Response{Error: "inbox_next: the daemon is stopping"}
+	case err != nil && wait.Err() != nil:
+		return proto.Response{OK: true, Empty: true} // the client's input ended the wait
+	case err != nil:
+		return proto.Response{Error: "inbox_next: " + err.Error()}
+	case !ok:
+		return proto.Response{OK: true, Empty: true}
+	}
+	return proto.Response{OK: true, Message: &proto.Message{ID: m.ID, From: m.From, At: m.At.Unix(), Body: m.Body}}
+}
+
+// serveInboxNext serves an inbox_next that waits. The wait ends when a
+// message (or a changed todo) comes, at the timeout, when the daemon
+// stops, or when the client's input ends (it closed or half-closed the
+// connection): then the answer is empty, or the message Next took at that
+// moment, so a client that half-closes and reads the answer loses
+// nothing. The answer line has the usual write deadline.
+func (d *daemon) serveInboxNext(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, writeTimeout time.Duration) {
+	d.waiters.Add(1)
+	defer d.waiters.Add(-1)
+	wait, cancel := context.WithCancel(ctx)
+	defer cancel()
+	gone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, br) // ends at EOF, an error, or the Close below
+		cancel()
+		close(gone)
+	}()
+	resp := d.inboxNextUntil(ctx, wait, req)
+	c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	writeResp(c, resp)
+	c.Close()
+	<-gone
 }
 
 // serveLogs writes a job's output from req.Offset; with Follow it keeps
@@ -177,7 +336,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 
 // stats reads the daemon's own figures.
 func (d *daemon) stats() *proto.Stats {
-	st := &proto.Stats{Goroutines: runtime.NumGoroutine(), JobsRunning: d.jobs.Running()}
+	st := &proto.Stats{Goroutines: runtime.NumGoroutine(), JobsRunning: d.jobs.Running(), InboxWaiters: int(d.waiters.Load())}
 	if u, ok := proc.ReadUsage(os.Getpid()); ok {
 		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS
 	}

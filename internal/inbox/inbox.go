@@ -223,14 +223,20 @@ func (in *Inbox) Published(t store.Todo, wake bool) {
 
 // ClearKey clears the todo (subsystem, key) if there is one.
 func (in *Inbox) ClearKey(ctx context.Context, subsystem, key string) error {
+	_, err := in.ClearTodo(ctx, subsystem, key)
+	return err
+}
+
+// ClearTodo is ClearKey that tells whether there was such a todo.
+func (in *Inbox) ClearTodo(ctx context.Context, subsystem, key string) (cleared bool, err error) {
 	deleted, err := in.st.DeleteTodoKey(ctx, subsystem, key)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if deleted {
 		in.emit(Change{Kind: KindTodo, Todo: store.Todo{Subsystem: subsystem, Key: key}, Removed: true})
 	}
-	return nil
+	return deleted, nil
 }
 
 // Cancel clears one loose end by kind and id: a todo is cleared, a

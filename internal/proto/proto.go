@@ -6,9 +6,17 @@
 //     one session until either side closes it;
 //   - "logs": raw output bytes follow until the end (EOF);
 //   - everything else: the connection is done.
+//
+// docs/socket-protocol.md describes every command.
 package proto
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+)
 
 // Commands.
 const (
@@ -22,6 +30,16 @@ const (
 	CmdStats   = "stats" // the daemon's own resources (goroutines, fds, memory, children)
 	CmdWake    = "wake"  // inject an inbox message: {from, body}
 	CmdTodo    = "todo"  // upsert a loose-end todo: {subsystem, key, summary}
+
+	CmdClearTodo = "clear_todo" // clear a todo: {subsystem, key}
+	CmdTodoLs    = "todo_ls"    // the open todos
+	CmdInboxLs   = "inbox_ls"   // the messages, undelivered and in flight
+	CmdInboxNext = "inbox_next" // pop the oldest message for a turn: {wait, timeout_secs}
+	CmdInboxAck  = "inbox_ack"  // remove a message inbox_next delivered: {id}
+	CmdTurn      = "turn"       // a harness's turn state: {state, context_usage}
+	// CmdGracefulStop appends the graceful-stop message and answers it:
+	// the harness runs its last turn with it.
+	CmdGracefulStop = "graceful_stop"
 )
 
 // Request is the first line of a connection.
@@ -37,12 +55,20 @@ type Request struct {
 	Env    []string `json:"env,omitempty"`
 	Groups []string `json:"groups,omitempty"`
 
-	// run
+	// run; inbox_next (with Wait: how long to wait, 0 for no limit)
 	Argv        []string `json:"argv,omitempty"`
 	Name        string   `json:"name,omitempty"`
 	TimeoutSecs float64  `json:"timeout_secs,omitempty"`
 
-	// kill, logs, status
+	// inbox_next: wait for a message (or a changed todo).
+	Wait bool `json:"wait,omitempty"`
+
+	// turn
+	State        string   `json:"state,omitempty"`
+	ContextUsage *float64 `json:"context_usage,omitempty"`
+
+	// kill, logs, status: a job's id or name. inbox_ack: a message's
+	// id, sent as a JSON integer (a string of digits is accepted too).
 	ID     string `json:"id,omitempty"`
 	Force  bool   `json:"force,omitempty"`
 	Stderr bool   `json:"stderr,omitempty"`
@@ -56,7 +82,7 @@ type Request struct {
 	From string `json:"from,omitempty"`
 	Body string `json:"body,omitempty"`
 
-	// todo
+	// todo, clear_todo
 	Subsystem string `json:"subsystem,omitempty"`
 	Key       string `json:"key,omitempty"`
 	Summary   string `json:"summary,omitempty"`
@@ -77,10 +103,106 @@ type Response struct {
 	HTTPTokenFile string `json:"http_token_file,omitempty"`
 
 	Job          *Job   `json:"job,omitempty"`
-	Jobs         []Job  `json:"jobs,omitempty"`
+	Jobs         []Job  `json:"jobs,omitzero"` // ps: [] when none
 	AlreadyEnded bool   `json:"already_ended,omitempty"`
 	TodoID       int64  `json:"todo_id,omitempty"`
 	Stats        *Stats `json:"stats,omitempty"`
+
+	MessageID int64  `json:"message_id,omitempty"` // wake
+	Cleared   *bool  `json:"cleared,omitempty"`    // clear_todo
+	Todos     []Todo `json:"todos,omitzero"`       // todo_ls
+	// inbox_ls: the oldest messages (at most MaxListed), and how many are
+	// undelivered (not in flight) in all.
+	Messages    []MessageInfo `json:"messages,omitzero"`
+	Undelivered *int          `json:"undelivered,omitempty"`
+	// inbox_next, graceful_stop: the message; inbox_next: Empty when none came.
+	Message *Message `json:"message,omitempty"`
+	Empty   bool     `json:"empty,omitempty"`
+	// turn: a compaction was pending, consumed by this move to idle.
+	CompactPending *bool `json:"compact_pending,omitempty"`
+}
+
+// MaxListed bounds the messages inbox_ls lists.
+const MaxListed = 200
+
+// Todo is a loose-end todo (todo_ls).
+type Todo struct {
+	ID        int64  `json:"id"`
+	Subsystem string `json:"subsystem"`
+	Key       string `json:"key"`
+	Summary   string `json:"summary"`
+	CreatedAt int64  `json:"created_at"` // unix seconds
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+// MessageInfo is an inbox message as inbox_ls lists it.
+type MessageInfo struct {
+	ID       int64  `json:"id"`
+	From     string `json:"from"`
+	At       int64  `json:"at"`   // unix seconds
+	Size     int64  `json:"size"` // bytes of the whole body
+	Preview  string `json:"preview"`
+	InFlight bool   `json:"in_flight"` // taken by inbox_next, not yet acked
+}
+
+// Message is a message delivered for a turn (inbox_next, graceful_stop)
+// with its whole body. ID 0 is the synthetic "loose-ends" message made of
+// changed todos: it is not stored and needs no ack.
+type Message struct {
+	ID   int64  `json:"id"`
+	From string `json:"from"`
+	At   int64  `json:"at"` // unix seconds
+	Body string `json:"body"`
+}
+
+// requestFields is Request without its methods.
+type requestFields Request
+
+// UnmarshalJSON decodes a request whose "id" is a JSON string or a JSON
+// number (kept as its text: inbox_ack parses it).
+func (r *Request) UnmarshalJSON(b []byte) error {
+	var aux struct {
+		requestFields
+		ID json.RawMessage `json:"id,omitempty"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*r = Request(aux.requestFields)
+	id := bytes.TrimSpace(aux.ID)
+	switch {
+	case len(id) == 0 || string(id) == "null":
+	case id[0] == '"':
+		if err := json.Unmarshal(id, &r.ID); err != nil {
+			return err
+		}
+	case id[0] == '-' || id[0] >= '0' && id[0] <= '9':
+		r.ID = string(id)
+	default:
+		return errors.New("id: must be a string or a number")
+	}
+	return nil
+}
+
+// MarshalJSON encodes a request; an inbox_ack's id goes as a JSON
+// integer.
+func (r Request) MarshalJSON() ([]byte, error) {
+	aux := struct {
+		requestFields
+		ID json.RawMessage `json:"id,omitempty"`
+	}{requestFields: requestFields(r)}
+	if r.ID != "" {
+		if n, err := strconv.ParseInt(r.ID, 10, 64); err == nil && r.Cmd == CmdInboxAck && strconv.FormatInt(n, 10) == r.ID {
+			aux.ID = json.RawMessage(r.ID)
+		} else {
+			b, err := json.Marshal(r.ID)
+			if err != nil {
+				return nil, err
+			}
+			aux.ID = b
+		}
+	}
+	return json.Marshal(aux)
 }
 
 // Stats is what the daemon holds right now: the figures a leak shows in.
@@ -100,6 +222,8 @@ type Stats struct {
 	// streamable HTTP MCP sessions (with those being initialized).
 	HTTPConns    int `json:"http_conns"`
 	HTTPSessions int `json:"http_sessions"`
+	// InboxWaiters are the connections waiting in inbox_next.
+	InboxWaiters int `json:"inbox_waiters"`
 }
 
 // Job is a job as the CLI shows it.

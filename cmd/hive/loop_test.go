@@ -1,0 +1,387 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+// agentScript is the scripted agent the loop tests drive: it logs every
+// run to $LOOP_DIR/log as kind:id:from:message:stdin-check, and acts on
+// some messages with hive's own CLI. A gate is a file the test creates to
+// let a run go on.
+const agentScript = `#!/usr/bin/env bash
+set -u
+log=$LOOP_DIR/log
+hive() { "$HIVE_TEST_BIN" "$@"; }
+gate() { for _ in $(seq 2000); do [ -e "$1" ] && return 0; sleep 0.01; done; return 1; }
+if [ "${HIVE_COMPACT:-}" = 1 ]; then
+	echo "compact:${HIVE_MESSAGE_ID:-}:${HIVE_MESSAGE_FROM:-}:$(cat)" >> "$log"
+	gate "$LOOP_DIR/compact-gate"
+	exit 0
+fi
+body=$(cat)
+same=differs
+[ "$body" = "$HIVE_MESSAGE" ] && same=same
+echo "turn:$HIVE_MESSAGE_ID:$HIVE_MESSAGE_FROM:$HIVE_MESSAGE:$same" >> "$log"
+case "$HIVE_MESSAGE" in
+report) hive turn thinking --context-usage 0.9 > /dev/null ;;
+wake-self) hive wake --from agent "woken from a turn" > /dev/null ;;
+task) hive run --name bg-task -- true > /dev/null ;;
+fail) exit 3 ;;
+leave) sleep 300 > /dev/null 2>&1 & echo $! > "$LOOP_DIR/leftover.pid" ;;
+hold) echo "holding" >> "$log"; gate "$LOOP_DIR/hold-gate" ;;
+esac
+`
+
+// loopProc is a `hive loop` process running agentScript.
+type loopProc struct {
+	t      *testing.T
+	dir    string // LOOP_DIR: the script, its log and gates
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	exited chan struct{} // closed when it exited; then err is its exit
+	err    error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startLoop starts `hive loop FLAGS -- bash agentScript` on state, with the
+// script's files in dir. The test's cleanup opens every gate and kills
+// the loop (by pid) if it still runs.
+func startLoop(t *testing.T, state, dir string, flags ...string) *loopProc {
+	t.Helper()
+	script := filepath.Join(dir, "agent.sh")
+	if err := os.WriteFile(script, []byte(agentScript), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := &loopProc{t: t, dir: dir, stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	lp.cmd = hiveCmd(state, append(append([]string{"loop"}, flags...), "--", "bash", script)...)
+	lp.cmd.Env = append(append(lp.cmd.Env, "LOOP_DIR="+dir, "HIVE_TEST_BIN="+self), quickRaceExit()...)
+	lp.cmd.Stderr = lp.stderr
+	if err := lp.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { lp.err = lp.cmd.Wait(); close(lp.exited) }()
+	t.Cleanup(func() {
+		lp.open("hold-gate")
+		lp.open("compact-gate")
+		select {
+		case <-lp.exited:
+			return
+		default:
+		}
+		lp.cmd.Process.Signal(syscall.SIGKILL)
+		<-lp.exited
+	})
+	return lp
+}
+
+// open opens a gate.
+func (lp *loopProc) open(gate string) {
+	os.WriteFile(filepath.Join(lp.dir, gate), nil, 0o600)
+}
+
+// waitLog waits until the agent's log has a line with each of want, and
+// returns the log.
+func (lp *loopProc) waitLog(want ...string) string {
+	lp.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(lp.dir, "log"))
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(string(b), w)
+		}
+		if ok {
+			return string(b)
+		}
+		select {
+		case <-lp.exited:
+			lp.t.Fatalf("the loop exited (%v) before the log had %q; log:\n%s\nstderr:\n%s", lp.err, want, b, lp.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			lp.t.Fatalf("the log never had %q; log:\n%s\nstderr:\n%s", want, b, lp.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitStderr waits until the loop's stderr has want.
+func (lp *loopProc) waitStderr(want string) {
+	lp.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(lp.stderr.String(), want) {
+		if time.Now().After(deadline) {
+			lp.t.Fatalf("the loop's stderr never had %q:\n%s", want, lp.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// wait waits for the loop to exit and returns its exit code.
+func (lp *loopProc) wait() int {
+	lp.t.Helper()
+	select {
+	case <-lp.exited:
+	case <-time.After(30 * time.Second):
+		lp.t.Fatalf("the loop did not exit; stderr:\n%s", lp.stderr.String())
+	}
+	return lp.cmd.ProcessState.ExitCode()
+}
+
+func wake(t *testing.T, state, from, body string) int64 {
+	t.Helper()
+	var w struct {
+		MessageID int64 `json:"message_id"`
+	}
+	mustJSON(t, state, &w, "wake", "--from", from, body)
+	return w.MessageID
+}
+
+// turnState is the turn state get_agent_meta tells.
+func (s *session) turnState() string {
+	s.t.Helper()
+	var m struct {
+		TurnState string `json:"turn_state"`
+	}
+	s.mustCall("get_agent_meta", nil, &m)
+	return m.TurnState
+}
+
+func (s *session) waitTurnState(want string) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for got := s.turnState(); got != want; got = s.turnState() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("turn state %q, want %q", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// hive loop drives a scripted agent through what a harness meets: a wake
+// message (on stdin and in HIVE_MESSAGE), a wake sent from within a turn,
+// a failing run (logged, the loop goes on), a background task's end (a
+// changed todo wakes the loop as loose-ends), leftover processes (ended),
+// a compaction (context usage reported by the agent, compact() over MCP:
+// one more run with HIVE_COMPACT=1 under compacting), and SIGTERM: the
+// current turn ends, a message that came meanwhile stays queued, the last
+// turn gets graceful-stop, the loop exits 0. The loop starts the daemon.
+func TestLoop(t *testing.T) {
+	state := stateDir(t)
+	lp := startLoop(t, state, t.TempDir())
+	lp.waitStderr("loop started")
+
+	id := wake(t, state, "ci", "hello")
+	lp.waitLog("turn:" + strconv.FormatInt(id, 10) + ":ci:hello:same")
+
+	wake(t, state, "ci", "wake-self")
+	lp.waitLog(":agent:woken from a turn:same")
+
+	id = wake(t, state, "ci", "fail")
+	lp.waitStderr("id=" + strconv.FormatInt(id, 10) + " from=ci exit=3 duration=")
+	id = wake(t, state, "ci", "after the failure")
+	lp.waitLog("turn:" + strconv.FormatInt(id, 10) + ":ci:after the failure:same")
+
+	wake(t, state, "ci", "task")
+	lp.waitLog("turn:0:loose-ends:todo bash/bg-task: task bg-task done, exit 0")
+
+	wake(t, state, "ci", "leave")
+	lp.waitLog(":ci:leave:same")
+	deadline := time.Now().Add(20 * time.Second)
+	var leftover int
+	for leftover == 0 || processAlive(leftover) {
+		b, _ := os.ReadFile(filepath.Join(lp.dir, "leftover.pid"))
+		leftover, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if time.Now().After(deadline) {
+			syscall.Kill(leftover, syscall.SIGKILL)
+			t.Fatalf("the run's leftover process %d still runs", leftover)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// Compaction: the agent reports 90%, compact() is granted between
+	// turns and runs after the next one.
+	s := connect(t, state, t.TempDir())
+	wake(t, state, "ci", "report")
+	lp.waitLog(":ci:report:same")
+	s.waitTurnState("idle")
+	var c struct {
+		CompactPending bool `json:"compact_pending"`
+	}
+	s.mustCall("compact", nil, &c)
+	if !c.CompactPending {
+		t.Fatalf("compact: %+v", c)
+	}
+	id = wake(t, state, "ci", "next turn")
+	log := lp.waitLog("turn:"+strconv.FormatInt(id, 10)+":ci:next turn:same", "compact:::")
+	if strings.Count(log, "compact:") != 1 || strings.Index(log, "compact:") < strings.Index(log, ":ci:next turn:") {
+		t.Fatalf("one compaction run after the turn:\n%s", log)
+	}
+	if st := s.turnState(); st != "compacting" {
+		t.Errorf("turn state during the compaction run: %q", st)
+	}
+	lp.open("compact-gate")
+	s.waitTurnState("idle")
+
+	// SIGTERM during a turn.
+	hold := wake(t, state, "ci", "hold")
+	lp.waitLog("holding")
+	late := wake(t, state, "ci", "late")
+	if err := lp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	lp.waitStderr("stop signal")
+	lp.open("hold-gate")
+	if code := lp.wait(); code != 0 {
+		t.Fatalf("loop exit %d after SIGTERM; stderr:\n%s", code, lp.stderr.String())
+	}
+	log = lp.waitLog(":graceful-stop:The harness is stopping")
+	if strings.Index(log, "holding") > strings.Index(log, ":graceful-stop:") || strings.Contains(log, ":ci:late:") {
+		t.Errorf("after SIGTERM: the held turn, then graceful-stop, and not the late message:\n%s", log)
+	}
+	var ls struct {
+		Undelivered int `json:"undelivered"`
+		Messages    []struct {
+			ID       int64 `json:"id"`
+			InFlight bool  `json:"in_flight"`
+		} `json:"messages"`
+	}
+	mustJSON(t, state, &ls, "inbox", "ls")
+	if ls.Undelivered != 1 || len(ls.Messages) != 1 || ls.Messages[0].ID != late || ls.Messages[0].InFlight {
+		t.Errorf("inbox after the stop (held %d acked, late %d queued): %+v", hold, late, ls)
+	}
+	if st := s.turnState(); st != "idle" {
+		t.Errorf("turn state after the stop: %q", st)
+	}
+}
+
+// A message whose turn the daemon's kill -9 interrupted is delivered again,
+// with the same id, to the next loop after the restart; the loop whose
+// daemon died exits non-zero, mid-turn or waiting.
+func TestLoopRedelivery(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	dir := t.TempDir()
+	lp := startLoop(t, state, dir)
+	id := wake(t, state, "ci", "hold")
+	lp.waitLog("holding")
+	kill9Daemon(t, state)
+	lp.open("hold-gate")
+	if code := lp.wait(); code == 0 || !strings.Contains(lp.stderr.String(), "inbox ack "+strconv.FormatInt(id, 10)) {
+		t.Fatalf("loop after its daemon's kill -9: exit %d; stderr:\n%s", code, lp.stderr.String())
+	}
+
+	// The next loop starts a daemon and gets the message again.
+	lp2 := startLoop(t, state, dir)
+	log := lp2.waitLog("turn:1:ci:hold:same\n" + "holding\n" + "turn:1:ci:hold:same\n")
+	if strings.Count(log, ":ci:hold:") != 2 {
+		t.Fatalf("log:\n%s", log)
+	}
+	lp2.waitStderr("id=1 from=ci exit=0")
+	waitInboxWaiters(t, state, 1) // the turn is over: acked, idle, waiting again
+	var ls struct {
+		Undelivered int                  `json:"undelivered"`
+		Messages    []struct{ ID int64 } `json:"messages"`
+	}
+	mustJSON(t, state, &ls, "inbox", "ls")
+	if ls.Undelivered != 0 || len(ls.Messages) != 0 {
+		t.Fatalf("inbox after the redelivered turn: %+v", ls)
+	}
+	// Waiting for the next message, it notices its daemon dying.
+	kill9Daemon(t, state)
+	if code := lp2.wait(); code == 0 || !strings.Contains(lp2.stderr.String(), "inbox next") {
+		t.Fatalf("waiting loop after its daemon's kill -9: exit %d; stderr:\n%s", code, lp2.stderr.String())
+	}
+}
+
+// An agent run past --timeout is stopped (SIGTERM to its group): logged
+// with its exit status, its message acked, the loop goes on.
+func TestLoopTimeout(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	lp := startLoop(t, state, t.TempDir(), "--timeout", "0.5")
+	id := wake(t, state, "ci", "hold")
+	lp.waitLog("holding")
+	lp.waitStderr("agent run timed out")
+	lp.waitStderr("id=" + strconv.FormatInt(id, 10) + " from=ci exit=143 duration=")
+	next := wake(t, state, "ci", "after the timeout")
+	lp.waitLog("turn:" + strconv.FormatInt(next, 10) + ":ci:after the timeout:same")
+	waitInboxWaiters(t, state, 1) // the turn is over: acked, idle, waiting again
+	var ls struct {
+		Undelivered int               `json:"undelivered"`
+		Messages    []json.RawMessage `json:"messages"`
+	}
+	mustJSON(t, state, &ls, "inbox", "ls")
+	if len(ls.Messages) != 0 {
+		t.Errorf("inbox: %+v", ls)
+	}
+	lp.cmd.Process.Signal(syscall.SIGTERM)
+	if code := lp.wait(); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, lp.stderr.String())
+	}
+}
+
+func kill9Daemon(t *testing.T, state string) {
+	t.Helper()
+	pid := daemonPid(state)
+	syscall.Kill(pid, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for processAlive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon %d still alive after SIGKILL", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitInboxWaiters waits until n clients wait in inbox_next (stats).
+func waitInboxWaiters(t *testing.T, state string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := client.Call(paths.Layout{Dir: state}, proto.Request{Cmd: proto.CmdStats})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Stats.InboxWaiters == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inbox waiters %d, want %d", resp.Stats.InboxWaiters, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

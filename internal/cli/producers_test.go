@@ -81,7 +81,7 @@ func TestProducerCommandLines(t *testing.T) {
 		{"todo clear", "", []string{"--subsystem", "ci", "--key", "build-42"}, "no todo ci/build-42 (nothing to clear)\n"},
 		{"todo clear", "", []string{"--subsystem", "ci", "--key", "build-42", "--json"}, `{"cleared":false}` + "\n"},
 		{"todo ls", "", nil, "no open todos\n"},
-		{"turn", "", []string{"thinking", "--context-usage", "0.4"}, "thinking (compact_pending: false)\n"},
+		{"turn", "", []string{"thinking", "--context-usage", "0.4"}, "{\"compact_pending\":false}\n"},
 		{"turn", "", []string{"idle", "--json"}, `{"compact_pending":false}` + "\n"},
 	} {
 		out, errs, err := cliRun(dir, tt.stdin, tt.words, tt.args...)

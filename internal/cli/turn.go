@@ -11,14 +11,14 @@ import (
 )
 
 func init() {
-	register(command{name: "turn", usage: "turn idle|thinking|compacting [--context-usage F] [--json]   report the turn state (idle: says if a compaction is pending)", run: runTurn})
+	register(command{name: "turn", usage: "turn idle|thinking|compacting [--context-usage F] [--json]   report the turn state; prints {\"compact_pending\": bool} (moving to idle consumes it)", run: runTurn})
 }
 
 func runTurn(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("turn", e)
 	var usage optFloat
 	fs.Var(&usage, "context-usage", "share of the context window in use, 0..1 (compact() is granted above 0.66)")
-	asJSON := fs.Bool("json", false, "JSON output")
+	fs.Bool("json", false, "accepted, as everywhere: the output is JSON anyway")
 	if err := parse(fs, interspersed(fs, args)); err != nil {
 		return err
 	}
@@ -40,16 +40,10 @@ func runTurn(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// A harness reads the answer: it is one JSON object, with or without
+	// --json.
 	pending := resp.CompactPending != nil && *resp.CompactPending
-	if *asJSON {
-		return jsonOut(e, map[string]any{"compact_pending": pending})
-	}
-	if pending {
-		fmt.Fprintf(e.Stdout, "%s; a compaction was pending: run it now (compact_pending: true)\n", fs.Arg(0))
-	} else {
-		fmt.Fprintf(e.Stdout, "%s (compact_pending: false)\n", fs.Arg(0))
-	}
-	return nil
+	return jsonOut(e, map[string]any{"compact_pending": pending})
 }
 
 // optFloat is a float flag that may be left unset (v nil).

@@ -203,3 +203,36 @@ func TestCompactAndMeta(t *testing.T) {
 		}
 	}
 }
+
+// A reminder that falls due while no daemon runs fires when one starts.
+func TestReminderDueDuringDowntime(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	s := connect(t, state, t.TempDir())
+	var r struct {
+		DueAt int64 `json:"due_at"`
+	}
+	s.mustCall("remind", map[string]any{"message": "while you were out", "delay_seconds": 0.5}, &r)
+	s.cs.Close()
+	pid := daemonPid(state)
+	syscall.Kill(pid, syscall.SIGKILL)
+	for processAlive(pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The due time passes with no daemon (the wait is for the clock).
+	time.Sleep(time.Until(time.Unix(r.DueAt+1, 0)))
+	startDaemon(t, state)
+	s = connect(t, state, t.TempDir())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var le inboxLooseEnds
+		s.mustCall("get_loose_ends", nil, &le)
+		if le.Inbox.Undelivered == 1 && le.Inbox.Oldest[0].From == "reminder" && len(le.Reminders) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reminder due during downtime did not fire at start: %+v", le)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

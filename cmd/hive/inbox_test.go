@@ -236,3 +236,18 @@ func TestReminderDueDuringDowntime(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The reminder cap comes from --remind-max, else HIVE_REMIND_MAX_PENDING.
+func TestRemindMaxFromEnv(t *testing.T) {
+	state := stateDir(t)
+	d := hiveCmd(state, "daemon")
+	d.Env = append(d.Env, "HIVE_REMIND_MAX_PENDING=2")
+	startDaemonCmd(t, state, d)
+	s := connect(t, state, t.TempDir())
+	for range 2 {
+		s.mustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
+	}
+	if text, isErr := s.call("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil); !isErr || !strings.Contains(text, "2 are pending") {
+		t.Errorf("third of 2: %v %q", isErr, text)
+	}
+}

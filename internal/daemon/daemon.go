@@ -307,7 +307,7 @@ func (d *daemon) open() error {
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {
-			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in)}
+			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in), News: in.State.Terminal()}
 		},
 		OnCommit: func(changed []store.Todo, of []job.Info) {
 			for i, t := range changed {

@@ -147,6 +147,12 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			return fail(err)
 		}
 		return proto.Response{OK: true}
+	case proto.CmdInboxRequeue:
+		n, err := d.inbox.Requeue(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, Requeued: &n}
 	case proto.CmdGracefulStop:
 		m, err := d.inbox.GracefulStop(ctx)
 		if err != nil {

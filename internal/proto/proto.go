@@ -36,7 +36,10 @@ const (
 	CmdInboxLs   = "inbox_ls"   // the messages, undelivered and in flight
 	CmdInboxNext = "inbox_next" // pop the oldest message for a turn: {wait, timeout_secs}
 	CmdInboxAck  = "inbox_ack"  // remove a message inbox_next delivered: {id}
-	CmdTurn      = "turn"       // a harness's turn state: {state, context_usage}
+	// CmdInboxRequeue puts every message in flight back in the queue: a
+	// harness starting takes back what a dead one had popped.
+	CmdInboxRequeue = "inbox_requeue"
+	CmdTurn         = "turn" // a harness's turn state: {state, context_usage}
 	// CmdGracefulStop appends the graceful-stop message and answers it:
 	// the harness runs its last turn with it.
 	CmdGracefulStop = "graceful_stop"
@@ -109,6 +112,7 @@ type Response struct {
 	Stats        *Stats `json:"stats,omitempty"`
 
 	MessageID int64  `json:"message_id,omitempty"` // wake
+	Requeued  *int   `json:"requeued,omitempty"`   // inbox_requeue
 	Cleared   *bool  `json:"cleared,omitempty"`    // clear_todo
 	Todos     []Todo `json:"todos,omitzero"`       // todo_ls
 	// inbox_ls: the oldest messages (at most MaxListed), and how many are

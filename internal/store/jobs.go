@@ -227,7 +227,7 @@ func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, 
 	var changed []Todo
 	now := time.Now()
 	for _, t := range todos {
-		got, ch, err := upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, now)
+		got, ch, err := upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, t.News, now)
 		if err != nil {
 			return nil, err
 		}

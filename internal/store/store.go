@@ -116,6 +116,10 @@ var migrations = []string{
 		value TEXT NOT NULL,
 		updated_at INTEGER NOT NULL
 	);`,
+	// Todos changed in a way a harness wakes for, until its next turn
+	// takes them (durable: a change made while it ran survives a restart).
+	`ALTER TABLE todos ADD COLUMN news INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX todos_news ON todos(news) WHERE news != 0;`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

@@ -142,7 +142,7 @@ func (in *Inbox) fireDue() time.Duration {
 			// clock steps: look again at least each second.
 			return min(wait, time.Second)
 		}
-		r, m, err := in.st.FireReminder(ctx, r.ID, time.Now())
+		fired, m, err := in.st.FireReminder(ctx, r.ID, time.Now())
 		if store.IsNotFound(err) {
 			continue // cancelled meanwhile
 		}
@@ -150,7 +150,7 @@ func (in *Inbox) fireDue() time.Duration {
 			in.log.Error("fire reminder", "reminder", r.ID, "err", err)
 			return time.Second
 		}
-		in.emit(Change{Kind: KindReminder, Reminder: r, Removed: true})
+		in.emit(Change{Kind: KindReminder, Reminder: fired, Removed: true})
 		in.emit(Change{Kind: KindMessage, Message: m})
 	}
 	return time.Hour

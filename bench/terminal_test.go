@@ -92,13 +92,18 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 }
 
 // BenchmarkToolsListSize reports the size of tools/list for all groups
-// together (target <= 16 KiB: it is paid for in every agent turn) and for
-// each group alone.
+// together (target <= 18 KB with the instructions: it is paid for in every
+// agent turn), for each group alone, and for all groups in the text form
+// of answers (--answers text: no output schemas).
 func BenchmarkToolsListSize(b *testing.B) {
 	d := startDaemon(b)
-	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta"} {
-		b.Run(fmt.Sprintf("groups=%s", g), func(b *testing.B) {
-			sess := connectMCP(b, d, groupsArgs(g)...)
+	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta", "answers=text"} {
+		name, args := fmt.Sprintf("groups=%s", g), groupsArgs(g)
+		if g == "answers=text" { // all groups, the text form: no output schemas
+			name, args = g, []string{"--answers", "text"}
+		}
+		b.Run(name, func(b *testing.B) {
+			sess := connectMCP(b, d, args...)
 			var size int
 			for i := 0; i < b.N; i++ {
 				res, err := sess.ListTools(context.Background(), &mcp.ListToolsParams{})

@@ -57,6 +57,9 @@ type Request struct {
 	Cwd    string   `json:"cwd,omitempty"`
 	Env    []string `json:"env,omitempty"`
 	Groups []string `json:"groups,omitempty"`
+	// mcp: the form of tool answers, "structured" (default) or "text"
+	// (see docs/answers.md).
+	Answers string `json:"answers,omitempty"`
 
 	// run; inbox_next (with Wait: how long to wait, 0 for no limit)
 	Argv        []string `json:"argv,omitempty"`

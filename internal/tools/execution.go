@@ -125,7 +125,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 			}
 			st := h.taskStatus(info)
 			st.Note = note
-			return text(renderStatus(st)), st, nil
+			return h.replyStatus(st), st, nil
 		}
 	}
 	in2, err := h.d.Jobs.Durable(j)
@@ -135,7 +135,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if in2.State.Terminal() { // failed to start, or already over
 		st := h.taskStatus(in2)
 		st.Note = note
-		return text(renderStatus(st)), st, nil
+		return h.replyStatus(st), st, nil
 	}
 	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: in2.StdoutPath, StderrPath: in2.StderrPath, Note: note}
 	msg := "task started: id=" + in2.ID
@@ -179,7 +179,7 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 	}
 	st := h.taskStatus(info)
 	st.Note = note
-	return text(renderStatus(st)), st, nil
+	return h.replyStatus(st), st, nil
 }
 
 // KillOut is the answer of kill and terminal_job_kill.
@@ -263,7 +263,14 @@ func describeEnd(in job.Info) string {
 	return s
 }
 
-func renderStatus(st TaskStatus) string {
+// replyStatus is the text block of a TaskStatus: its tails only in a text
+// session (structuredContent has them otherwise).
+func (h *handlers) replyStatus(st TaskStatus) *mcp.CallToolResult {
+	return h.sess.reply(renderStatus(st, false), func() string { return renderStatus(st, true) })
+}
+
+// renderStatus renders a TaskStatus, with the output tails or not.
+func renderStatus(st TaskStatus, tails bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "task %s: %s", st.ID, st.Status)
 	if st.ExitCode != nil {
@@ -281,6 +288,16 @@ func renderStatus(st TaskStatus) string {
 		bytes, dropped   int64
 	}{{"stdout", st.StdoutTail, st.StdoutPath, st.StdoutBytes, st.StdoutDropped}, {"stderr", st.StderrTail, st.StderrPath, st.StderrBytes, st.StderrDropped}} {
 		if s.bytes == 0 {
+			continue
+		}
+		if !tails {
+			fmt.Fprintf(&b, "\n%s: %d bytes in %s", s.name, s.bytes, s.path)
+			if s.dropped > 0 {
+				fmt.Fprintf(&b, " (%d past the file cap dropped)", s.dropped)
+			}
+			if s.tail != "" {
+				fmt.Fprintf(&b, "; its last %d in structuredContent", len(s.tail))
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "\n--- %s (%d bytes, %s", s.name, s.bytes, s.path)

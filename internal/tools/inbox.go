@@ -168,7 +168,8 @@ func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, _ s
 			fmt.Fprintf(&b, "message %d from %s: %s\n", m.ID, m.From, m.Preview)
 		}
 	}
-	return text(strings.TrimRight(b.String(), "\n")), le, nil
+	brief := fmt.Sprintf("%d reminders, %d todos, %d undelivered messages in structuredContent", len(le.Reminders), len(le.Todos), le.Inbox.Undelivered)
+	return h.sess.reply(brief, func() string { return strings.TrimRight(b.String(), "\n") }), le, nil
 }
 
 func (h *handlers) cancelLooseEnd(ctx context.Context, _ *mcp.CallToolRequest, in cancelIn) (*mcp.CallToolResult, Cleared, error) {
@@ -246,11 +247,15 @@ func (h *handlers) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in rea
 		fmt.Fprintf(&b, "--- message %d from %s at %s ---\n%s\n", d.ID, d.From, d.At.Format(time.DateTime), d.Body)
 	}
 	if len(ds) == 0 {
-		b.WriteString("inbox empty")
-	} else if out.Left > 0 {
-		fmt.Fprintf(&b, "(%d more: read_inbox again)", out.Left)
+		return text("inbox empty"), out, nil
 	}
-	return text(strings.TrimRight(b.String(), "\n")), out, nil
+	brief := fmt.Sprintf("%d messages in structuredContent", len(ds))
+	if out.Left > 0 {
+		more := fmt.Sprintf("(%d more: read_inbox again)", out.Left)
+		b.WriteString(more)
+		brief += "\n" + more
+	}
+	return h.sess.reply(brief, func() string { return strings.TrimRight(b.String(), "\n") }), out, nil
 }
 
 type statusTextIn struct {

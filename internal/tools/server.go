@@ -64,6 +64,11 @@ type Session struct {
 	// transport sessions (streamable HTTP), the logs name each of them as
 	// LogID(ID, its transport session id).
 	ID string
+	// Answers is the form of this session's tool answers: AnswersStructured
+	// (structuredContent with the data, a text block that leaves the bulk
+	// out) or AnswersText (the text block alone, with the bulk; no output
+	// schemas). See docs/answers.md. If Answers is empty, AnswersStructured.
+	Answers string
 
 	baseOnce sync.Once
 	base     []string // Env (or the daemon's) deduplicated, zsh variables removed
@@ -80,6 +85,37 @@ func (s *Session) baseEnv() []string {
 		s.base = shell.CleanEnv(dedupEnv(env))
 	})
 	return s.base[:len(s.base):len(s.base)] // an append copies
+}
+
+// Answer forms (Session.Answers).
+const (
+	AnswersStructured = "structured"
+	AnswersText       = "text"
+)
+
+// ParseAnswers validates an answer form; "" is AnswersStructured.
+func ParseAnswers(a string) (string, error) {
+	switch a {
+	case "", AnswersStructured:
+		return AnswersStructured, nil
+	case AnswersText:
+		return AnswersText, nil
+	}
+	return "", fmt.Errorf("answers: unknown form %q (known: %s, %s)", a, AnswersStructured, AnswersText)
+}
+
+// textAnswers reports whether the session takes its answers as text alone.
+func (s *Session) textAnswers() bool { return s.Answers == AnswersText }
+
+// reply is a tool's text block. In a structured session it is brief: the
+// small fields, while structuredContent carries the bulk (output, matches,
+// pages). In a text session it is full(), the only copy of the answer,
+// bulk included. Either way the bulk is sent once.
+func (s *Session) reply(brief string, full func() string) *mcp.CallToolResult {
+	if s.textAnswers() {
+		return text(full())
+	}
+	return text(brief)
 }
 
 // GroupAlways names the tools every session has (set_status, compact,
@@ -147,6 +183,9 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
+	if sess.Answers, err = ParseAnswers(sess.Answers); err != nil {
+		return nil, nil, err
+	}
 	d.once.Do(func() {
 		if d.Logger == nil {
 			d.Logger = slog.New(slog.DiscardHandler)
@@ -165,6 +204,9 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	})
 	logLegacy(d.Logger, asked)
 	srv.AddReceivingMiddleware(envelope(d.Logger, sess))
+	if sess.textAnswers() {
+		srv.AddReceivingMiddleware(textOnly)
+	}
 	h := &handlers{d: d, sess: sess}
 	if slices.Contains(groups, GroupExecution) {
 		h.addExecution(srv)
@@ -321,6 +363,29 @@ func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
 			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
 			return res, err
 		}
+	}
+}
+
+// textOnly makes a session's answers text alone: tools/list without
+// output schemas (so no client expects structuredContent) and tool results
+// without structuredContent (the handlers' text blocks carry the bulk).
+func textOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			c := *r
+			c.Tools = make([]*mcp.Tool, len(r.Tools))
+			for i, t := range r.Tools {
+				tc := *t
+				tc.OutputSchema = nil
+				c.Tools[i] = &tc
+			}
+			return &c, err
+		case *mcp.CallToolResult:
+			r.StructuredContent = nil
+		}
+		return res, err
 	}
 }
 

@@ -97,7 +97,7 @@ func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_output_get", Description: "Page the full output behind an output_handle."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
-			return t.outputGet(in)
+			return t.outputGet(h.sess, in)
 		})
 	h.addTerminalJobs(s, t)
 }
@@ -279,7 +279,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 				if err != nil {
 					return nil, Envelope{}, err
 				}
-				return t.envelope(j, info, env0, maxKB, true)
+				return t.envelope(sess, j, info, env0, maxKB, true)
 			case errors.Is(err, job.ErrEnded):
 				ended = true
 			default:
@@ -298,11 +298,11 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, fmt.Errorf("the command ran, but %w", err)
 	}
-	return t.envelope(j, info, env0, maxKB, false)
+	return t.envelope(sess, j, info, env0, maxKB, false)
 }
 
 // envelope fills the standard envelope from a job.
-func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
+func (t *terminal) envelope(sess *Session, j *job.Job, info job.Info, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
 	e.Pid = info.Pid
 	e.RuntimeMs = info.Duration().Milliseconds()
 	e.TimedOut = info.State == job.TimedOut
@@ -351,7 +351,7 @@ func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, ba
 			e.Stderr = strings.Replace(e.Stderr, truncMarker, fmt.Sprintf("\n[... %d bytes truncated; terminal_output_get(%q, stream=\"stderr\") has them ...]\n", e.StderrTruncatedBytes, h), 1)
 		}
 	}
-	return text(renderEnvelope(e)), e, nil
+	return sess.reply(renderEnvelope(e, false), func() string { return renderEnvelope(e, true) }), e, nil
 }
 
 // truncMarker stands in for the truncation line until the handle is known.
@@ -422,7 +422,9 @@ func readRange(s *output.Stream, from, to int64) (out []byte, skipped int64) {
 
 func decode(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
 
-func renderEnvelope(e Envelope) string {
+// renderEnvelope is terminal_exec's text block: the outcome, and either
+// the output (withOutput: a text session's only copy) or what is where.
+func renderEnvelope(e Envelope, withOutput bool) string {
 	var b strings.Builder
 	switch {
 	case e.AutoBackgrounded:
@@ -442,18 +444,24 @@ func renderEnvelope(e Envelope) string {
 	if e.Warning != nil {
 		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
 	}
-	if e.Stdout != "" {
-		b.WriteString("\n--- stdout ---\n")
-		b.WriteString(e.Stdout)
-	}
-	if e.Stderr != "" {
-		b.WriteString("\n--- stderr ---\n")
-		b.WriteString(e.Stderr)
+	for _, s := range []struct {
+		name, data string
+		cut        int64
+	}{{"stdout", e.Stdout, e.StdoutTruncatedBytes}, {"stderr", e.Stderr, e.StderrTruncatedBytes}} {
+		switch {
+		case s.data == "":
+		case withOutput:
+			fmt.Fprintf(&b, "\n--- %s ---\n%s", s.name, s.data)
+		case s.cut > 0:
+			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s", s.name, len(s.data), s.cut, *e.OutputHandle)
+		default:
+			fmt.Fprintf(&b, "\n%s: %d bytes in structuredContent", s.name, len(s.data))
+		}
 	}
 	return b.String()
 }
 
-func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
+func (t *terminal) outputGet(sess *Session, in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
 	if in.OutputHandle == "" {
 		return nil, OutputPage{}, errors.New("output_handle: must not be empty")
 	}
@@ -497,7 +505,16 @@ func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, e
 	if c.Skipped > 0 {
 		p.Message = fmt.Sprintf("%d bytes before offset %d are no longer kept", c.Skipped, c.Offset)
 	}
-	return text(p.Data), p, nil
+	head := fmt.Sprintf("%s bytes [%d, %d)", stream, p.Offset, p.NextOffset)
+	if p.EOF {
+		head += ", the end"
+	} else {
+		head += fmt.Sprintf("; more from since_offset=%d", p.NextOffset)
+	}
+	if p.Message != "" {
+		head += "; " + p.Message
+	}
+	return sess.reply(head, func() string { return "[" + head + "]\n" + p.Data }), p, nil
 }
 
 // readFileAt reads up to max bytes of a file from off, ending on a rune

@@ -95,11 +95,19 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit code; can wait for exit or output."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
-			return t.jobLogs(ctx, req, in)
+			res, out, err := t.jobLogs(ctx, req, in)
+			if err == nil && res == nil {
+				res = replyLogs(h.sess, out)
+			}
+			return res, out, err
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_list", Description: "List jobs, newest first."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobListIn) (*mcp.CallToolResult, JobList, error) {
-			return t.jobList(ctx, in)
+			res, out, err := t.jobList(ctx, in)
+			if err == nil && len(out.Jobs) > 0 && !h.sess.textAnswers() {
+				res = text(fmt.Sprintf("%d jobs in structuredContent", len(out.Jobs)))
+			}
+			return res, out, err
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_kill", Description: "Stop a job: SIGINT to its group (SIGKILL with force)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobKillIn) (*mcp.CallToolResult, KillOut, error) {
@@ -208,26 +216,37 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 	if stream != "stdout" {
 		out.Stderr = readChunk(j, info, true, errOff, maxKB<<10)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
-	if out.ExitCode != nil {
-		fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
-	}
-	for _, c := range []struct {
-		name string
-		ch   *StreamChunk
-	}{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
-		if c.ch == nil {
-			continue
+	return nil, out, nil // the caller adds the text block (replyLogs)
+}
+
+// replyLogs is terminal_job_logs' text block: the data only in a text
+// session (structuredContent has it otherwise).
+func replyLogs(sess *Session, out JobLogs) *mcp.CallToolResult {
+	render := func(data bool) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
+		if out.ExitCode != nil {
+			fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
 		}
-		fmt.Fprintf(&b, "\n--- %s [%d, %d)", c.name, c.ch.Offset, c.ch.NextOffset)
-		if c.ch.DroppedBytes > 0 {
-			fmt.Fprintf(&b, ", %d earlier bytes no longer kept", c.ch.DroppedBytes)
+		for _, c := range []struct {
+			name string
+			ch   *StreamChunk
+		}{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+			if c.ch == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "\n--- %s [%d, %d)", c.name, c.ch.Offset, c.ch.NextOffset)
+			if c.ch.DroppedBytes > 0 {
+				fmt.Fprintf(&b, ", %d earlier bytes no longer kept", c.ch.DroppedBytes)
+			}
+			b.WriteString(" ---")
+			if data {
+				b.WriteString("\n" + c.ch.Data)
+			}
 		}
-		b.WriteString(" ---\n")
-		b.WriteString(c.ch.Data)
+		return b.String()
 	}
-	return text(b.String()), out, nil
+	return sess.reply(render(false), func() string { return render(true) })
 }
 
 // waitJob blocks until the job ends or, with forOutput, until a watched
@@ -373,5 +392,6 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 	if len(out.Jobs) == 0 {
 		return text("no jobs"), out, nil
 	}
-	return text(strings.TrimRight(b.String(), "\n")), out, nil
+	full := strings.TrimRight(b.String(), "\n")
+	return text(full), out, nil // addTerminalJobs makes it brief in a structured session
 }

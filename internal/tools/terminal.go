@@ -38,7 +38,7 @@ type execIn struct {
 	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (default 120 in pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
 	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
-	Shell                  string            `json:"shell,omitempty" jsonschema:"bash: force a shell"`
+	Shell                  shellArg          `json:"shell,omitempty" jsonschema:"true: bash -c"`
 }
 
 // Envelope is terminal_exec's answer.
@@ -102,10 +102,15 @@ func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
 	h.addTerminalJobs(s, t)
 }
 
-// plan decides argv and shell kind for cmd.
-func plan(cmd, requested string) (argv []string, kind string, autoShell bool, err error) {
-	if requested != "" {
-		sh, err := shell.Resolve(requested)
+// plan decides argv and shell kind for cmd: under the requested shell
+// when one is forced, else directly when the command has no shell syntax,
+// else under the policy shell (shell.Default).
+func plan(cmd string, requested shellArg) (argv []string, kind string, autoShell bool, err error) {
+	if requested.force {
+		sh, err := shell.Default()
+		if requested.name != "" {
+			sh, err = shell.Resolve(requested.name)
+		}
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -115,14 +120,24 @@ func plan(cmd, requested string) (argv []string, kind string, autoShell bool, er
 	if !d.NeedsShell && len(d.Argv) > 0 {
 		return d.Argv, "direct", false, nil
 	}
-	sh, err := shell.Resolve("")
+	sh, err := shell.Default()
 	if err != nil {
 		return nil, "", false, err
 	}
 	return sh.Args(cmd), sh.Kind, true, nil
 }
 
-// sessionEnv is the session's environment plus overrides, zsh variables removed.
+// policyEnv puts env under the shell policy (shell.Shell.Env): no zsh
+// variables, SHELL the policy shell.
+func policyEnv(env []string) []string {
+	if sh, err := shell.Default(); err == nil {
+		return sh.Env(env)
+	}
+	return shell.CleanEnv(env)
+}
+
+// sessionEnv is the session's environment plus overrides, under the shell
+// policy (policyEnv).
 func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	env := sess.baseEnv()
 	if len(extra) == 0 {
@@ -139,7 +154,7 @@ func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	for _, k := range keys {
 		env = append(env, k+"="+extra[k]) // later entries win in exec
 	}
-	return shell.CleanEnv(dedupEnv(env)), nil
+	return policyEnv(dedupEnv(env)), nil
 }
 
 // checkCmdNUL refuses a NUL byte in a command, its directory or its

@@ -118,7 +118,7 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	argv, kind, _, err := plan(in.Cmd, "")
+	argv, kind, _, err := plan(in.Cmd, shellArg{})
 	if err != nil {
 		return nil, JobStarted{}, err
 	}

@@ -32,10 +32,10 @@ const (
 
 type execIn struct {
 	Cmd                    string            `json:"cmd"`
-	Cwd                    string            `json:"cwd,omitempty" jsonschema:"default: session dir"`
-	Env                    map[string]string `json:"env,omitempty" jsonschema:"added to the environment"`
+	Cwd                    string            `json:"cwd,omitempty"`
+	Env                    map[string]string `json:"env,omitempty"`
 	Stdin                  string            `json:"stdin,omitempty"`
-	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (default 120 in pure foreground)"`
+	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (120 if pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
 	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
 	Shell                  shellArg          `json:"shell,omitempty" jsonschema:"true: bash -c"`
@@ -278,10 +278,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, err
 	}
-	env0 := Envelope{ShellKind: kind, AutoShell: autoShell}
-	if w := shell.Warning(in.Cmd); w != "" {
-		env0.Warning = &w
-	}
+	env0 := Envelope{ShellKind: kind, AutoShell: autoShell, Warning: warningOf(in.Cmd)}
 	ended := false
 	if autoBg > 0 {
 		wctx, cancel := context.WithTimeout(ctx, autoBg)
@@ -337,24 +334,9 @@ func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, ba
 		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
 		e.SemanticMessage = &msg
 	} else {
-		switch {
-		case info.State == job.Failed:
-			e.SemanticStatus = shell.StatusError
-			msg := "Could not start: " + info.Error
-			e.SemanticMessage = &msg
-		case info.ExitCode != nil:
-			e.ExitCode = info.ExitCode
-			st := shell.Semantic(info.Cmd, *info.ExitCode)
-			e.SemanticStatus = st.Kind
-			if st.Message != "" {
-				m := st.Message
-				e.SemanticMessage = &m
-			}
-			if e.TimedOut {
-				m := fmt.Sprintf("Timed out after %s; the process group was killed", info.Timeout)
-				e.SemanticStatus, e.SemanticMessage = shell.StatusError, &m
-			}
-		}
+		e.ExitCode = info.ExitCode
+		m := meaningOf(info)
+		e.SemanticStatus, e.SemanticMessage = m.Status, m.msg()
 	}
 	if e.StdoutTruncatedBytes > 0 || e.StderrTruncatedBytes > 0 {
 		h := t.handles.Put(streams, size)

@@ -44,26 +44,27 @@ type killIn struct {
 
 // TaskStatus is the structured answer of run, status and kill.
 type TaskStatus struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	ExitCode *int   `json:"exit_code"`
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	ExitCode      *int   `json:"exit_code"`
+	Signal        *int   `json:"signal,omitempty"`
+	Error         string `json:"error,omitempty"`
+	DurationMs    int64  `json:"duration_ms"`
+	StdoutTail    string `json:"stdout_tail,omitempty"`
+	StderrTail    string `json:"stderr_tail,omitempty"`
+	StdoutPath    string `json:"stdout_path,omitempty"`
+	StderrPath    string `json:"stderr_path,omitempty"`
+	StdoutBytes   int64  `json:"stdout_bytes"`
+	StderrBytes   int64  `json:"stderr_bytes"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
+	Leftover      int    `json:"leftover_processes,omitempty"`
+	Note          string `json:"note,omitempty"`
+
 	// SemanticStatus and SemanticMessage are terminal_exec's meaning of
 	// the end (see meaningOf); absent while the task runs.
 	SemanticStatus  string `json:"semantic_status,omitempty"`
 	SemanticMessage string `json:"semantic_message,omitempty"`
-	Signal          *int   `json:"signal,omitempty"`
-	Error           string `json:"error,omitempty"`
-	DurationMs      int64  `json:"duration_ms"`
-	StdoutTail      string `json:"stdout_tail,omitempty"`
-	StderrTail      string `json:"stderr_tail,omitempty"`
-	StdoutPath      string `json:"stdout_path,omitempty"`
-	StderrPath      string `json:"stderr_path,omitempty"`
-	StdoutBytes     int64  `json:"stdout_bytes"`
-	StderrBytes     int64  `json:"stderr_bytes"`
-	StdoutDropped   int64  `json:"stdout_dropped,omitempty"`
-	StderrDropped   int64  `json:"stderr_dropped,omitempty"`
-	Leftover        int    `json:"leftover_processes,omitempty"`
-	Note            string `json:"note,omitempty"`
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {

@@ -34,7 +34,7 @@ func schemasFor[In, Out any]() *toolSchemas {
 	if v, ok := schemaCache.Load(key); ok {
 		return v.(*toolSchemas)
 	}
-	in, err := jsonschema.For[In](nil)
+	in, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: inputTypeSchemas})
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %v: %v", reflect.TypeFor[In](), err))
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
-	"github.com/hivetools/hive/internal/shell"
 )
 
 // Group names.
@@ -71,7 +70,7 @@ type Session struct {
 	Answers string
 
 	baseOnce sync.Once
-	base     []string // Env (or the daemon's) deduplicated, zsh variables removed
+	base     []string // Env (or the daemon's) deduplicated, under the shell policy
 }
 
 // baseEnv is the environment commands of this session start from. It is
@@ -82,7 +81,7 @@ func (s *Session) baseEnv() []string {
 		if env == nil {
 			env = os.Environ()
 		}
-		s.base = shell.CleanEnv(dedupEnv(env))
+		s.base = policyEnv(dedupEnv(env))
 	})
 	return s.base[:len(s.base):len(s.base)] // an append copies
 }

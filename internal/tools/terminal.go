@@ -32,13 +32,13 @@ const (
 
 type execIn struct {
 	Cmd                    string            `json:"cmd"`
-	Cwd                    string            `json:"cwd,omitempty" jsonschema:"default: session dir"`
-	Env                    map[string]string `json:"env,omitempty" jsonschema:"added to the environment"`
+	Cwd                    string            `json:"cwd,omitempty"`
+	Env                    map[string]string `json:"env,omitempty"`
 	Stdin                  string            `json:"stdin,omitempty"`
-	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (default 120 in pure foreground)"`
+	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (120 if pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
 	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
-	Shell                  string            `json:"shell,omitempty" jsonschema:"bash: force a shell"`
+	Shell                  shellArg          `json:"shell,omitempty" jsonschema:"true: bash -c"`
 }
 
 // Envelope is terminal_exec's answer.
@@ -102,10 +102,15 @@ func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
 	h.addTerminalJobs(s, t)
 }
 
-// plan decides argv and shell kind for cmd.
-func plan(cmd, requested string) (argv []string, kind string, autoShell bool, err error) {
-	if requested != "" {
-		sh, err := shell.Resolve(requested)
+// plan decides argv and shell kind for cmd: under the requested shell
+// when one is forced, else directly when the command has no shell syntax,
+// else under the policy shell (shell.Default).
+func plan(cmd string, requested shellArg) (argv []string, kind string, autoShell bool, err error) {
+	if requested.force {
+		sh, err := shell.Default()
+		if requested.name != "" {
+			sh, err = shell.Resolve(requested.name)
+		}
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -115,14 +120,24 @@ func plan(cmd, requested string) (argv []string, kind string, autoShell bool, er
 	if !d.NeedsShell && len(d.Argv) > 0 {
 		return d.Argv, "direct", false, nil
 	}
-	sh, err := shell.Resolve("")
+	sh, err := shell.Default()
 	if err != nil {
 		return nil, "", false, err
 	}
 	return sh.Args(cmd), sh.Kind, true, nil
 }
 
-// sessionEnv is the session's environment plus overrides, zsh variables removed.
+// policyEnv puts env under the shell policy (shell.Shell.Env): no zsh
+// variables, SHELL the policy shell.
+func policyEnv(env []string) []string {
+	if sh, err := shell.Default(); err == nil {
+		return sh.Env(env)
+	}
+	return shell.CleanEnv(env)
+}
+
+// sessionEnv is the session's environment plus overrides, under the shell
+// policy (policyEnv).
 func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	env := sess.baseEnv()
 	if len(extra) == 0 {
@@ -139,7 +154,7 @@ func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	for _, k := range keys {
 		env = append(env, k+"="+extra[k]) // later entries win in exec
 	}
-	return shell.CleanEnv(dedupEnv(env)), nil
+	return policyEnv(dedupEnv(env)), nil
 }
 
 // checkCmdNUL refuses a NUL byte in a command, its directory or its
@@ -263,10 +278,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, err
 	}
-	env0 := Envelope{ShellKind: kind, AutoShell: autoShell}
-	if w := shell.Warning(in.Cmd); w != "" {
-		env0.Warning = &w
-	}
+	env0 := Envelope{ShellKind: kind, AutoShell: autoShell, Warning: warningOf(in.Cmd)}
 	ended := false
 	if autoBg > 0 {
 		wctx, cancel := context.WithTimeout(ctx, autoBg)
@@ -322,24 +334,9 @@ func (t *terminal) envelope(sess *Session, j *job.Job, info job.Info, e Envelope
 		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
 		e.SemanticMessage = &msg
 	} else {
-		switch {
-		case info.State == job.Failed:
-			e.SemanticStatus = shell.StatusError
-			msg := "Could not start: " + info.Error
-			e.SemanticMessage = &msg
-		case info.ExitCode != nil:
-			e.ExitCode = info.ExitCode
-			st := shell.Semantic(info.Cmd, *info.ExitCode)
-			e.SemanticStatus = st.Kind
-			if st.Message != "" {
-				m := st.Message
-				e.SemanticMessage = &m
-			}
-			if e.TimedOut {
-				m := fmt.Sprintf("Timed out after %s; the process group was killed", info.Timeout)
-				e.SemanticStatus, e.SemanticMessage = shell.StatusError, &m
-			}
-		}
+		e.ExitCode = info.ExitCode
+		m := meaningOf(info)
+		e.SemanticStatus, e.SemanticMessage = m.Status, m.msg()
 	}
 	if e.StdoutTruncatedBytes > 0 || e.StderrTruncatedBytes > 0 {
 		h := t.handles.Put(streams, size)

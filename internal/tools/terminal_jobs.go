@@ -11,13 +11,14 @@ import (
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/shell"
 )
 
 type jobStartIn struct {
 	Cmd        string            `json:"cmd"`
 	Cwd        string            `json:"cwd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
-	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, used as the id"`
+	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}: the id"`
 	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
 }
 
@@ -32,13 +33,13 @@ type JobStarted struct {
 
 type jobLogsIn struct {
 	JobID          string   `json:"job_id"`
-	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"offset in stdout (or the one stream)"`
-	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"offset in stderr for both"`
+	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"in stdout, or the one stream"`
+	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"stderr's, for both"`
 	Stream         string   `json:"stream,omitempty" jsonschema:"stdout|stderr|both"`
-	MaxKB          int      `json:"max_kb,omitempty" jsonschema:"per stream, default 64"`
+	MaxKB          int      `json:"max_kb,omitempty" jsonschema:"per stream (64)"`
 	WaitUntilExit  bool     `json:"wait_until_exit,omitempty"`
 	WaitTimeoutSec *float64 `json:"wait_timeout_sec,omitempty" jsonschema:"default 60"`
-	WaitForOutput  bool     `json:"wait_for_output,omitempty" jsonschema:"wait for new output"`
+	WaitForOutput  bool     `json:"wait_for_output,omitempty"`
 }
 
 // StreamChunk is one stream's part of terminal_job_logs.
@@ -49,15 +50,23 @@ type StreamChunk struct {
 	DroppedBytes int64  `json:"dropped_bytes,omitempty"`
 }
 
-// JobLogs is terminal_job_logs' answer.
+// JobLogs is terminal_job_logs' answer. Its end carries the envelope's
+// meaning (timed_out, semantic_status, semantic_message, warning), the
+// same as terminal_exec's for the same command; semantic_status is absent
+// while the job runs, semantic_message and warning when there is nothing
+// to say.
 type JobLogs struct {
-	JobID     string       `json:"job_id"`
-	Status    string       `json:"status"`
-	ExitCode  *int         `json:"exit_code"`
-	RuntimeMs int64        `json:"runtime_ms"`
-	Stdout    *StreamChunk `json:"stdout,omitempty"`
-	Stderr    *StreamChunk `json:"stderr,omitempty"`
-	WaitedMs  int64        `json:"waited_ms"`
+	JobID           string       `json:"job_id"`
+	Status          string       `json:"status"`
+	ExitCode        *int         `json:"exit_code"`
+	TimedOut        bool         `json:"timed_out"`
+	SemanticStatus  string       `json:"semantic_status,omitempty"`
+	SemanticMessage string       `json:"semantic_message,omitempty"`
+	Warning         string       `json:"warning,omitempty"`
+	RuntimeMs       int64        `json:"runtime_ms"`
+	Stdout          *StreamChunk `json:"stdout,omitempty"`
+	Stderr          *StreamChunk `json:"stderr,omitempty"`
+	WaitedMs        int64        `json:"waited_ms"`
 }
 
 type jobListIn struct {
@@ -126,7 +135,7 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	argv, kind, _, err := plan(in.Cmd, "")
+	argv, kind, _, err := plan(in.Cmd, shellArg{})
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
@@ -208,13 +217,19 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 			return nil, JobLogs{}, err
 		}
 	}
+	m := meaningOf(info)
 	out := JobLogs{JobID: info.ID, Status: string(info.State), ExitCode: info.ExitCode,
+		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: shell.Warning(info.Cmd),
 		RuntimeMs: info.Duration().Milliseconds(), WaitedMs: time.Since(t0).Milliseconds()}
 	if stream != "stderr" {
 		out.Stdout = readChunk(j, info, false, outOff, maxKB<<10)
 	}
 	if stream != "stdout" {
 		out.Stderr = readChunk(j, info, true, errOff, maxKB<<10)
+	}
+	if info.State.Terminal() {
+		// The caller has the end now: its loose end is done, as with status.
+		t.d.Inbox.ClearKey(ctx, TodoSubsystem, info.ID)
 	}
 	return nil, out, nil // the caller adds the text block (replyLogs)
 }
@@ -227,6 +242,12 @@ func replyLogs(sess *Session, out JobLogs) *mcp.CallToolResult {
 		fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
 		if out.ExitCode != nil {
 			fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
+		}
+		if out.SemanticStatus != "" {
+			fmt.Fprintf(&b, " (%s)", meaning{Status: out.SemanticStatus, Message: out.SemanticMessage}.text())
+		}
+		if out.Warning != "" {
+			fmt.Fprintf(&b, "\nwarning: %s", out.Warning)
 		}
 		for _, c := range []struct {
 			name string

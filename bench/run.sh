@@ -42,7 +42,7 @@ awk '
 		printf "ExecRoundTrip raw client %.2f ms  go-sdk client %.2f ms  spawn %.2f ms  raw-ratio %.2f  sdk ratio %.2f (target <= 1.5)\n",
 			m["raw-exec-ns/op"]/1e6, m["sdk-exec-ns/op"]/1e6, m["spawn-ns/op"]/1e6, m["raw-ratio"], m["ratio"]
 	} else if ($1 ~ /ToolsListSize/) {
-		printf "%-45s %d bytes\n", $1, m["bytes"]
+		printf "%-45s tools/list %d bytes  instructions %d bytes  together %d bytes (target <= 18000)\n", $1, m["bytes"], m["instructions-bytes"], m["total-bytes"]
 	} else if ($1 ~ /Capture1G/) {
 		printf "Capture1G     hive %.0f MB/s  bash %.0f MB/s  throughput-ratio %.2f (target >= 0.8)  daemon peak RSS %.1f MiB (target < 100)  daemon CPU %.2f s/GiB\n",
 			m["hive-MB/s"], m["bash-MB/s"], m["throughput-ratio"], m["daemon-peak-rss-MiB"], m["daemon-cpu-s/GiB"]

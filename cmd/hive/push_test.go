@@ -219,6 +219,11 @@ func TestChannelPushToRawClient(t *testing.T) {
 	if string(init.Capabilities.Experimental["claude/channel"]) != "{}" {
 		t.Errorf("experimental capabilities %v, want claude/channel: {}", init.Capabilities.Experimental)
 	}
+	for _, want := range []string{"semantic_status", "terminal_output_get", "terminal_job_logs", "loose end", "remind"} {
+		if !strings.Contains(init.Instructions, want) {
+			t.Errorf("instructions lack %q:\n%s", want, init.Instructions)
+		}
+	}
 
 	gate := filepath.Join(t.TempDir(), "gate")
 	var st struct {

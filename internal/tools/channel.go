@@ -46,9 +46,9 @@ const channelToken = "hive/claude-channel"
 
 // Coalescing: at most one channel notification per channelGap per server;
 // what arrives in between goes out together, as one summary. An event
-// waits channelSettle before it goes out, so that a job end the agent
-// observed inline (the todo cleared at once) is not pushed at all, and a
-// burst starting is summarised from its first event.
+// waits channelSettle before it goes out, so that a burst starting is
+// summarised from its first event, and a job end the agent read at once
+// (status clearing its todo) is not pushed.
 const (
 	channelGap    = time.Second
 	channelSettle = 150 * time.Millisecond

@@ -62,9 +62,9 @@ type TaskStatus struct {
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command in the background: the result inline if it ends within wait_seconds, else an id and its end arrives as a loose end."}, h.run)
+	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command; answers its result if it ends within wait_seconds, else its id (the end comes as a loose end)."}, h.run)
 	addTool(s, &mcp.Tool{Name: "status", Description: "Status, exit code, duration and last 4 KiB of output of a task."}, h.status)
-	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its process group (SIGKILL with force). Does not wait."}, h.kill)
+	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT (force: SIGKILL) to its process group; does not wait."}, h.kill)
 }
 
 // waitArg validates a wait_seconds argument: default def, clamped to

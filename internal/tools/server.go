@@ -163,6 +163,7 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 			Logging:      &mcp.LoggingCapabilities{},
 			Experimental: map[string]any{ChannelCapability: map[string]any{}},
 		},
+		Instructions: Instructions(groups),
 	})
 	logLegacy(d.Logger, asked)
 	srv.AddReceivingMiddleware(defaultLogLevel)

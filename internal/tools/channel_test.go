@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -8,6 +9,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/store"
 )
 
 func msgEvent(id, from string) channelEvent {
@@ -111,4 +117,78 @@ func TestUnwrapChannel(t *testing.T) {
 			t.Errorf("%+v unwrapped", m)
 		}
 	}
+}
+
+// oldProtocol serves protocol versions before the sessionless 2026-07-28
+// only: sessions that begin with initialize and have a log level (on
+// 2026-07-28 the level comes with each request: see docs/push.md).
+type oldProtocol struct{ mcp.Transport }
+
+func (oldProtocol) SupportsProtocolVersion(v string) bool { return v < "2026-07-28" }
+
+// A server pushes a new message to a client that set no level, as an info
+// log and as the channel carrier (an in-memory transport does not unwrap
+// it), and its notification goroutine ends with stop.
+func TestServerPushesAndStops(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	l := paths.Layout{Dir: t.TempDir()}
+	if err := l.MakeDirs(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(l.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ib, err := inbox.New(inbox.Options{Store: st, Layout: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ib.Close()
+	srv, stop, err := NewServer(&Deps{Inbox: ib, Layout: l}, &Session{ID: "t"}, []string{GroupInbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	got := make(chan string, 16)
+	c := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+			b, _ := json.Marshal(r.Params)
+			got <- "log " + string(b)
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			b, _ := json.Marshal(r.Params)
+			got <- "progress " + string(b)
+		},
+	})
+	ct, stt := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), oldProtocol{stt}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := cs.InitializeResult().Instructions; !strings.Contains(in, "read_inbox") || strings.Contains(in, "terminal_exec") {
+		t.Errorf("instructions for the inbox group:\n%s", in)
+	}
+	if _, err := ib.Wake(t.Context(), "ci", "build 9 failed"); err != nil {
+		t.Fatal(err)
+	}
+	var logged, carried bool
+	deadline := time.After(10 * time.Second)
+	for !logged || !carried {
+		select {
+		case s := <-got:
+			logged = logged || strings.HasPrefix(s, "log ") && strings.Contains(s, `"level":"info"`) && strings.Contains(s, "build 9 failed")
+			carried = carried || strings.HasPrefix(s, "progress ") && strings.Contains(s, `"progressToken":"hive/claude-channel"`) &&
+				strings.Contains(s, `"meta":{"from":"ci","id":"1","kind":"message"}`)
+		case <-deadline:
+			t.Fatalf("log %v, carrier %v", logged, carried)
+		}
+	}
+	cs.Close()
+	ss.Wait()
+	stop()
 }

@@ -91,10 +91,11 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 	b.ReportMetric(per(rawD)/per(spawnD), "raw-ratio")
 }
 
-// BenchmarkToolsListSize reports the size of tools/list for all groups
-// together (target <= 18 KB with the instructions: it is paid for in every
-// agent turn), for each group alone, and for all groups in the text form
-// of answers (--answers text: no output schemas).
+// BenchmarkToolsListSize reports the size of tools/list, of the server's
+// instructions (JSON-encoded, as sent at initialize) and of the two
+// together for all groups (target <= 18 000 bytes: they are paid for in
+// every agent turn), for each group alone, and for all groups in the text
+// form of answers (--answers text: no output schemas).
 func BenchmarkToolsListSize(b *testing.B) {
 	d := startDaemon(b)
 	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta", "answers=text"} {
@@ -104,6 +105,7 @@ func BenchmarkToolsListSize(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			sess := connectMCP(b, d, args...)
+			instr, _ := json.Marshal(sess.InitializeResult().Instructions)
 			var size int
 			for i := 0; i < b.N; i++ {
 				res, err := sess.ListTools(context.Background(), &mcp.ListToolsParams{})
@@ -114,6 +116,8 @@ func BenchmarkToolsListSize(b *testing.B) {
 				size = len(raw)
 			}
 			b.ReportMetric(float64(size), "bytes")
+			b.ReportMetric(float64(len(instr)), "instructions-bytes")
+			b.ReportMetric(float64(size+len(instr)), "total-bytes")
 		})
 	}
 }

@@ -299,7 +299,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { f.sessions.adopt(srv, w.Header().Get("Mcp-Session-Id"), groups) }()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
-	f.mcp.ServeHTTP(newHTTPDeadlineWriter(w, f.writeTimeout), r)
+	f.mcp.ServeHTTP(channelWriter{newHTTPDeadlineWriter(w, f.writeTimeout)}, r)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
 }
 

@@ -103,9 +103,9 @@ type InboxRead struct {
 }
 
 func (h *handlers) addInbox(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your pending reminders, todos (tasks, local programs) and undelivered inbox messages."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your pending reminders, todos (jobs, local programs) and unread inbox messages."}, h.getLooseEnds)
 	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Cancel a reminder, clear a todo or drop a message unread."}, h.cancelLooseEnd)
-	addTool(s, &mcp.Tool{Name: "remind", Description: "Send yourself a message later: in delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
+	addTool(s, &mcp.Tool{Name: "remind", Description: "Message yourself later: after delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
 	addTool(s, &mcp.Tool{Name: "read_inbox", Description: "Read (and remove) your oldest inbox messages."}, h.readInbox)
 }
 

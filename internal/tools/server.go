@@ -198,10 +198,13 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		Capabilities: &mcp.ServerCapabilities{
-			Logging: &mcp.LoggingCapabilities{},
+			Logging:      &mcp.LoggingCapabilities{},
+			Experimental: map[string]any{ChannelCapability: map[string]any{}},
 		},
+		Instructions: Instructions(groups),
 	})
 	logLegacy(d.Logger, asked)
+	srv.AddReceivingMiddleware(defaultLogLevel)
 	srv.AddReceivingMiddleware(envelope(d.Logger, sess))
 	if sess.textAnswers() {
 		srv.AddReceivingMiddleware(textOnly)
@@ -239,6 +242,12 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// Channel events wait in co until due; timer fires then.
+		var co coalescer
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		armed := false
 		for {
 			select {
 			case c := <-notes:
@@ -249,6 +258,22 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: LooseEndsURI})
 					cancel()
+				}
+				ev, removes, ok := channelEventOf(d, c)
+				switch {
+				case ok:
+					due, queued := co.add(ev, time.Now())
+					if queued && !armed {
+						timer.Reset(time.Until(due))
+						armed = true
+					}
+				case removes != "":
+					co.remove(removes)
+				}
+			case <-timer.C:
+				armed = false
+				if p, ok := co.take(time.Now()); ok {
+					sendChannel(srv, p)
 				}
 			case <-quit:
 				return
@@ -275,8 +300,27 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	return srv, stop, nil
 }
 
+// defaultLogLevel sets the session's log level to info once it is
+// initialized, as if the client had asked for it: the go-sdk sends no log
+// message until a client calls logging/setLevel, and few clients do, so
+// a job's end would reach none of them. A client's own setLevel comes
+// later and wins.
+func defaultLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "initialize" && err == nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				next(ctx, "logging/setLevel", &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{
+					Session: ss, Params: &mcp.SetLoggingLevelParams{Level: "info"}})
+			}
+		}
+		return res, err
+	}
+}
+
 // notifyChange pushes a loose-end change to the server's sessions: a
-// resources/updated to subscribers and an info log where a level is set.
+// resources/updated to subscribers and an info log (every session has a
+// level: see defaultLogLevel).
 func notifyChange(srv *mcp.Server, c inbox.Change) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

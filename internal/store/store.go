@@ -158,7 +158,7 @@ func Open(path string) (*Store, error) {
 	}{
 		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
-		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ?`},
+		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ? RETURNING id, subsystem, key, summary, created_at, updated_at`},
 	} {
 		st, err := db.Prepare(p.q)
 		if err != nil {

@@ -20,6 +20,12 @@ var Version = "0.1.0-dev"
 // ErrUsage marks a usage error (exit code 2).
 var ErrUsage = errors.New("usage")
 
+// ExitError makes hive exit with Code (a job's exit status, for logs -f
+// and wait); main prints nothing more for it.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
 // Env is what a subcommand may use of its process.
 type Env struct {
 	Stdin  io.Reader

@@ -404,3 +404,41 @@ func TestCLIJobsNotify(t *testing.T) {
 		t.Errorf("ps records: %+v, want loose_end true for --notify only", r)
 	}
 }
+
+// todo, inbox and wake follow ps's conventions: -q for ids, --format
+// json (or --json) for scripts.
+func TestProducerOutputConventions(t *testing.T) {
+	state := stateDir(t)
+	id, err := hive(t, state, "todo", "upsert", "-q", "--subsystem", "ci", "--key", "k1", "--summary", "red")
+	if err != nil || !regexp.MustCompile(`^\d+\n$`).MatchString(id) {
+		t.Fatalf("todo upsert -q: %q %v", id, err)
+	}
+	if out, err := hive(t, state, "todo", "ls", "-q"); err != nil || out != id {
+		t.Errorf("todo ls -q: %q %v, want %q", out, err, id)
+	}
+	out, err := hive(t, state, "todo", "ls", "--format", "json")
+	var todos struct {
+		Todos []struct {
+			Key string `json:"key"`
+		} `json:"todos"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &todos) != nil || len(todos.Todos) != 1 || todos.Todos[0].Key != "k1" {
+		t.Errorf("todo ls --format json: %q %v", out, err)
+	}
+	mid, err := hive(t, state, "wake", "-q", "--from", "ci", "hello")
+	if err != nil || !regexp.MustCompile(`^\d+\n$`).MatchString(mid) {
+		t.Fatalf("wake -q: %q %v", mid, err)
+	}
+	if out, err := hive(t, state, "inbox", "ls", "-q"); err != nil || out != mid {
+		t.Errorf("inbox ls -q: %q %v, want %q", out, err, mid)
+	}
+	if out, err := hive(t, state, "inbox", "ls", "--format", "json"); err != nil || !strings.Contains(out, `"preview":"hello"`) {
+		t.Errorf("inbox ls --format json: %q %v", out, err)
+	}
+	if out, err := hive(t, state, "todo", "clear", "-q", "--subsystem", "ci", "--key", "k1"); err != nil || out != "" {
+		t.Errorf("todo clear -q: %q %v", out, err)
+	}
+	if out, err := hive(t, state, "todo", "ls", "--format", "yaml"); rc(t, err) != 2 || !strings.Contains(out, "--format") {
+		t.Errorf("todo ls --format yaml: %q %v, want a usage error", out, err)
+	}
+}

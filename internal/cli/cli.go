@@ -59,6 +59,37 @@ func jsonOut(e Env, v any) error {
 	return enc.Encode(v)
 }
 
+// output is how a command prints, by the flags every command shares:
+// --json (or --format json) for scripts, -q for ids only, else a table.
+type output struct {
+	json, quiet bool
+	format      *string
+}
+
+// outputFlags adds --json, --format table|json and, if quiet, -q/--quiet.
+func outputFlags(fs *flagSet, quiet bool) *output {
+	o := &output{}
+	fs.BoolVar(&o.json, "json", false, "JSON output (same as --format json)")
+	o.format = fs.String("format", "table", "table or json")
+	if quiet {
+		fs.BoolVar(&o.quiet, "q", false, "only the ids, one per line")
+		fs.BoolVar(&o.quiet, "quiet", false, "same as -q")
+	}
+	return o
+}
+
+// check checks --format after parsing.
+func (o *output) check() error {
+	switch *o.format {
+	case "table":
+	case "json":
+		o.json = true
+	default:
+		return fmt.Errorf("%w: --format %q: must be table or json", ErrUsage, *o.format)
+	}
+	return nil
+}
+
 // errHelp is what a subcommand returns after printing its help: Run
 // turns it into success, and nothing else happens.
 var errHelp = errors.New("help shown")

@@ -27,13 +27,10 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func runPs(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("ps", e)
-	var all, quiet, asJSON bool
+	var all bool
 	fs.BoolVar(&all, "a", false, "all jobs: ended ones too")
 	fs.BoolVar(&all, "all", false, "same as -a")
-	fs.BoolVar(&quiet, "q", false, "only the ids, one per line")
-	fs.BoolVar(&quiet, "quiet", false, "same as -q")
-	fs.BoolVar(&asJSON, "json", false, "JSON output (same as --format json)")
-	format := fs.String("format", "table", "table or json (the whole records)")
+	out := outputFlags(fs, true)
 	var filters multiFlag
 	fs.Var(&filters, "filter", "state=S (pending, running, done, timed_out, killed, interrupted, failed; repeat for any of several) or name=N")
 	if err := parse(fs, args); err != nil {
@@ -42,12 +39,8 @@ func runPs(ctx context.Context, e Env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
 	}
-	switch *format {
-	case "table":
-	case "json":
-		asJSON = true
-	default:
-		return fmt.Errorf("%w: --format %q: must be table or json", ErrUsage, *format)
+	if err := out.check(); err != nil {
+		return err
 	}
 	req := proto.Request{Cmd: proto.CmdPs, All: all}
 	for _, f := range filters {
@@ -79,12 +72,12 @@ func runPs(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	switch {
-	case quiet:
+	case out.quiet:
 		for _, j := range resp.Jobs {
 			fmt.Fprintln(e.Stdout, j.ID)
 		}
 		return nil
-	case asJSON:
+	case out.json:
 		enc := json.NewEncoder(e.Stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)

@@ -49,12 +49,18 @@ func runLogs(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	if !follow {
+		if resp.Job.State == "failed" {
+			fmt.Fprintf(e.Stderr, "hive: job %s could not start: %s\n", resp.Job.ID, resp.Job.Error)
+		}
 		return nil
 	}
 	// The output ended with the job: its status is the exit status.
 	st, err := client.Call(l, proto.Request{Cmd: proto.CmdStatus, ID: resp.Job.ID})
 	if err != nil {
 		return err
+	}
+	if st.Job.State == "failed" {
+		fmt.Fprintf(e.Stderr, "hive: job %s could not start: %s\n", st.Job.ID, st.Job.Error)
 	}
 	if code := jobExitCode(*st.Job); st.Job.State != "pending" && st.Job.State != "running" && code != 0 {
 		return &ExitError{Code: code}

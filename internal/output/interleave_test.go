@@ -198,3 +198,21 @@ func TestMergerPastCap(t *testing.T) {
 		t.Errorf("past the cap, from files: %q", got)
 	}
 }
+
+// An index that lost its last marks (the daemon died before writing
+// them) still shows every byte: the marked part in order, then the rest.
+func TestMergerTruncatedIndex(t *testing.T) {
+	j := newILJob(t, 0, nil)
+	o, e := j.x.Writer(0), j.x.Writer(1)
+	fmt.Fprint(o, "o1\n")
+	fmt.Fprint(e, "e1\n")
+	fmt.Fprint(o, "o2\n")
+	fmt.Fprint(e, "e2\n")
+	j.close()
+	if err := os.Truncate(j.x.Path(), 2*MarkSize); err != nil {
+		t.Fatal(err)
+	}
+	if got := j.files(t, MergeOptions{}); got != "o1\ne1\ne2\no2\n" {
+		t.Errorf("truncated index: %q, want every byte, the marked ones in order", got)
+	}
+}

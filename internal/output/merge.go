@@ -175,7 +175,18 @@ func (m *Merger) Round(w io.Writer, snap Snapshot) error {
 		}
 		return nil
 	}
-	return m.emit(w, m.cur.Stream, snap.Ends[m.cur.Stream], m.cur.Time)
+	if err := m.emit(w, m.cur.Stream, snap.Ends[m.cur.Stream], m.cur.Time); err != nil {
+		return err
+	}
+	if snap.Closed {
+		// Nothing more comes: what no mark covers (an index whose last
+		// marks were lost with a daemon that died) follows, so no byte
+		// is left out. With a whole index there is none.
+		if err := m.emit(w, 1-m.cur.Stream, snap.Ends[1-m.cur.Stream], m.cur.Time); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // emit writes stream s from where it is to end, and moves it there.

@@ -38,14 +38,15 @@ type Interleave struct {
 	streams [2]*Stream
 	max     int64
 
-	mu    sync.Mutex
-	f     *os.File
-	buf   []byte // marks not yet in the file
-	n     int64  // marks in all (file and buf)
-	last  int    // stream of the last mark; -1 before the first
-	lastT time.Time
-	full  bool
-	werr  error
+	mu     sync.Mutex
+	f      *os.File
+	buf    []byte // marks not yet in the file
+	n      int64  // marks in all (file and buf)
+	last   int    // stream of the last mark; -1 before the first
+	lastT  time.Time
+	flushT time.Time // when marks were last written to the file
+	full   bool
+	werr   error
 }
 
 // MarkSize is the size of one mark in an index file, three little-endian
@@ -127,8 +128,12 @@ func (x *Interleave) markLocked(s int, cut bool, t time.Time) {
 	x.buf = append(x.buf, rec[:]...)
 	x.n++
 	x.last, x.lastT = s, t
-	if len(x.buf) >= markBatch*MarkSize {
+	// In batches, and at least every MarkEvery: a daemon that dies loses
+	// the marks of a second at most (a reader then shows what they would
+	// have ordered stream by stream).
+	if len(x.buf) >= markBatch*MarkSize || t.Sub(x.flushT) >= MarkEvery {
 		x.flushLocked()
+		x.flushT = t
 	}
 }
 

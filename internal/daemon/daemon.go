@@ -24,6 +24,7 @@ import (
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/store"
@@ -82,6 +83,12 @@ type Config struct {
 	// Shell is the argv prefix that runs a job's command line, for
 	// tests; nil means [bash -c].
 	Shell []string
+	// Subreaper makes the daemon's process a child subreaper (Linux): a
+	// process that leaves a job's tree is reparented to it, terminated
+	// with its job and reaped (see proc.Reaper). Only for a process whose
+	// every child is started through proc.Start, as `hive daemon`'s are;
+	// if the kernel refuses, the daemon runs without and says so.
+	Subreaper bool
 }
 
 type daemon struct {
@@ -91,6 +98,7 @@ type daemon struct {
 	st     *store.Store
 	inbox  *inbox.Inbox
 	jobs   *job.Manager
+	reaper *proc.Reaper // nil without Config.Subreaper
 	deps   *tools.Deps
 	http   *httpFront
 	extra  []func() // closers of extra engines, run at shutdown
@@ -323,9 +331,14 @@ func (d *daemon) open() error {
 		st.Close()
 		return err
 	}
+	if d.cfg.Subreaper {
+		if d.reaper, err = proc.NewReaper(); err != nil {
+			d.log.Warn("running without a child subreaper: processes that leave a job's group are found by their marks only, and not reaped", "err", err)
+		}
+	}
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
-		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell,
+		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {
@@ -340,6 +353,7 @@ func (d *daemon) open() error {
 		},
 	})
 	if err != nil {
+		d.reaper.Close()
 		d.inbox.Close()
 		st.Close()
 		return err
@@ -378,7 +392,20 @@ func (d *daemon) close() {
 		c()
 	}
 	d.jobs.Close(ctx)
+	d.reaper.Close() // after every job and session has ended
 	d.inbox.Close()
+}
+
+// escapeTracking says how processes that leave a job's group are found
+// (proc.Track*).
+func (d *daemon) escapeTracking() string {
+	switch {
+	case d.reaper != nil:
+		return proc.TrackSubreaper
+	case proc.Supported:
+		return proc.TrackMarks
+	}
+	return proc.TrackGroup
 }
 
 // maxRequestLine bounds the first line of a connection: a wake with the

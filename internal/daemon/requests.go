@@ -26,7 +26,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	fail := func(err error) proto.Response { return proto.Response{Error: err.Error()} }
 	switch req.Cmd {
 	case proto.CmdVersion:
-		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}
+		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), EscapeTracking: d.escapeTracking()}
 		if d.http != nil {
 			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.addr, d.http.auth(), d.http.tokenPath()
 		}

@@ -60,6 +60,13 @@ type Options struct {
 	// that left its group or whose record never reached the store. Use
 	// the state directory.
 	Owner string
+	// Reaper, if set, is the process's child subreaper: a process that
+	// leaves a job's tree is then reparented to this process, and when a
+	// job ends, any such process carrying its marks (see sweepEscapes) is
+	// terminated, counted in Info.Leftover and reaped. If nil, escaped
+	// processes are looked for only when the job was stopped or left
+	// processes in its group.
+	Reaper *proc.Reaper
 }
 
 // Environment variables set in every job.

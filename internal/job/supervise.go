@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // drainQuiet is how long the output readers may take to reach EOF after
@@ -41,7 +42,7 @@ func (j *Job) begin() func() {
 	}
 	cmd, pipes, err := j.prepareLocked()
 	if err == nil {
-		err = cmd.Start()
+		err = proc.Start(cmd) // the reaper (if any) leaves its status to watch
 		pipes.closeChildEnds()
 		if err != nil {
 			err = fmt.Errorf("start: %w", err)
@@ -62,6 +63,11 @@ func (j *Job) begin() func() {
 		// An attached job's start time is read only if its record is
 		// written while it runs (most end before: see fillPidStart).
 		j.info.PidStart = procStartTime(pid)
+		j.pidStart.Store(j.info.PidStart)
+	} else if m.o.Owner != "" && proc.Supported {
+		// What proves a process that left the group to be this job's
+		// (see sweepEscapes) includes starting after its leader.
+		j.pidStart.Store(procStartTime(pid))
 	}
 	j.info.State = Running
 	j.info.Started = time.Now()
@@ -91,7 +97,7 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	go func() { pump(pipes.outR, outW); pumped <- struct{}{} }()
 	go func() { pump(pipes.errR, errW); pumped <- struct{}{} }()
 
-	waitErr := cmd.Wait()
+	waitErr := proc.Wait(cmd)
 	j.reaped.Store(true)
 	code, sig := exitStatus(cmd.ProcessState)
 	// The leader is reaped: from now on its pid may be reused, so stop()
@@ -111,6 +117,7 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	}
 	j.mu.Unlock()
 	leftover := cleanupGroup(pid, grace)
+	leftover += j.sweepEscapes(pid, grace, leftover > 0)
 	// Every process of the group is gone, so all the job wrote is in the
 	// pipes or already read. Normally the readers reach EOF at once. If
 	// not, something that left the group holds a pipe open: after a short

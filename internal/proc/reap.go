@@ -18,7 +18,8 @@ func Wait(cmd *exec.Cmd) error {
 	return err
 }
 
-// Escape tracking mechanisms, as Mechanism reports them.
+// How a job's processes that leave its group are found (the daemon's
+// escape_tracking, in `hive version --json`).
 const (
 	// TrackGroup: a job's processes are found by their process group
 	// only; one that leaves it is not seen.

@@ -200,13 +200,3 @@ func UID(pid int) (int, bool) {
 	}
 	return int(st.Uid), true
 }
-
-// Mechanism says how hive finds the processes that leave a job's group
-// in this process (one of the Track constants): with a Reaper running,
-// TrackSubreaper.
-func Mechanism() string {
-	if running.Load() {
-		return TrackSubreaper
-	}
-	return TrackMarks
-}

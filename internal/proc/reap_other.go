@@ -32,6 +32,3 @@ func (r *Reaper) Reap() []int { return nil }
 
 // UID is unknown here.
 func UID(pid int) (int, bool) { return 0, false }
-
-// Mechanism is TrackGroup: no process table to find escapes by.
-func Mechanism() string { return TrackGroup }

@@ -121,6 +121,10 @@ type Response struct {
 	HTTPAuth      string `json:"http_auth,omitempty"`
 	HTTPTokenFile string `json:"http_token_file,omitempty"`
 
+	// version: how the daemon finds the processes that leave a job's
+	// group, "subreaper+marks", "marks" or "group" (docs/architecture.md).
+	EscapeTracking string `json:"escape_tracking,omitempty"`
+
 	Job          *Job   `json:"job,omitempty"`
 	Jobs         []Job  `json:"jobs,omitzero"` // ps: [] when none
 	AlreadyEnded bool   `json:"already_ended,omitempty"`

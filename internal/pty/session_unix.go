@@ -219,7 +219,7 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil { // the daemon's reaper leaves it to wait
 		master.Close()
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 // in the store.
 func (s *Session) wait() {
 	defer close(s.waitDone)
-	s.cmd.Wait()
+	proc.Wait(s.cmd)
 	code := exitCode(s.cmd.ProcessState)
 	// The exit is recorded before anyone is told of it (state, Exited):
 	// what a client reads is never contradicted after a crash.

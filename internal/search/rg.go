@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // GrepRG searches by running the rg binary at rgPath with --json (and
@@ -103,7 +105,7 @@ func (p *grepPlan) runRG(ctx context.Context, rgPath string, sorted bool) (hits 
 	if err != nil {
 		return nil, false, fmt.Errorf("rg stdout pipe: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil { // the daemon's reaper leaves it to Wait
 		return nil, false, fmt.Errorf("start rg %q: %w", rgPath, err)
 	}
 	ps := &rgParser{p: p, sorted: sorted, stopLine: -1}
@@ -111,7 +113,7 @@ func (p *grepPlan) runRG(ctx context.Context, rgPath string, sorted bool) (hits 
 	if stopped || perr != nil {
 		_ = cmd.Process.Kill()
 	}
-	werr := cmd.Wait()
+	werr := proc.Wait(cmd)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

@@ -88,4 +88,3 @@ func zombieChildren(pid int) []int {
 	}
 	return out
 }
-

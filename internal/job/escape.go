@@ -26,12 +26,13 @@ func (j *Job) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
 		return 0 // nothing to prove a process is this job's by
 	}
 	r := m.o.Reaper
-	need := hadLeft
+	need := false
 	if r == nil {
 		j.mu.Lock()
-		need = need || j.reason != ""
+		need = hadLeft || j.reason != ""
 		j.mu.Unlock()
 	} else {
+		// The pass also reaps what the group cleanup killed.
 		for _, pid := range r.Reap() {
 			if v, ok := proc.Getenv(pid, EnvJobID); ok && v == j.info.ID {
 				need = true

@@ -148,32 +148,22 @@ func (r *Reaper) Reap() (alive []int) {
 	return alive
 }
 
-// childPids lists the children of pid (the calling process), from each
-// thread's children file, or from a scan of the process table where that
-// file is missing.
+// childPids lists the children of the calling process (pid self) that
+// may have been adopted: those of its main thread. The kernel reparents an
+// orphan to the first live thread of its subreaper, the main thread of a
+// Go program (it never exits before the program), so one read of its
+// children file finds them all; children other threads forked are ones
+// Start registered. Without that file (a kernel without
+// CONFIG_PROC_CHILDREN) it scans the process table.
 func childPids(self int) []int {
-	dir := "/proc/" + strconv.Itoa(self) + "/task"
-	d, err := os.Open(dir)
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(self) + "/task/" + strconv.Itoa(self) + "/children")
 	if err != nil {
 		return pids(Children(self))
 	}
-	tids, _ := d.Readdirnames(-1)
-	d.Close()
 	var out []int
-	for _, tid := range tids {
-		b, err := os.ReadFile(dir + "/" + tid + "/children")
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				if _, serr := os.Stat(dir + "/" + tid); serr == nil {
-					return pids(Children(self)) // no children files in this kernel
-				}
-			}
-			continue // the thread is gone
-		}
-		for _, f := range bytes.Fields(b) {
-			if n, err := strconv.Atoi(string(f)); err == nil {
-				out = append(out, n)
-			}
+	for _, f := range bytes.Fields(b) {
+		if n, err := strconv.Atoi(string(f)); err == nil {
+			out = append(out, n)
 		}
 	}
 	return out

@@ -335,6 +335,9 @@ func (d *daemon) open() error {
 		if d.reaper, err = proc.NewReaper(); err != nil {
 			d.log.Warn("running without a child subreaper: processes that leave a job's group are found by their marks only, and not reaped", "err", err)
 		}
+		if dir, ok := proc.Cgroup2(); ok {
+			d.log.Info("cgroup v2 subtree writable: jobs could each get a cgroup (not used yet, see docs/architecture.md)", "cgroup", dir)
+		}
 	}
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,

@@ -94,3 +94,30 @@ func contains(xs []int, x int) bool {
 	}
 	return false
 }
+
+// TestCgroup2 reads where this process's cgroup v2 directory is: it must
+// exist, and hold this process.
+func TestCgroup2(t *testing.T) {
+	dir, writable := Cgroup2()
+	if dir == "" {
+		t.Skip("no cgroup v2 hierarchy here")
+	}
+	b, err := os.ReadFile(dir + "/cgroup.procs")
+	if err != nil {
+		t.Fatalf("cgroup %s: %v", dir, err)
+	}
+	if !contains(fieldsInts(string(b)), os.Getpid()) {
+		t.Errorf("cgroup %s does not list this process %d", dir, os.Getpid())
+	}
+	t.Logf("cgroup v2 at %s, writable %v", dir, writable)
+}
+
+func fieldsInts(s string) []int {
+	var out []int
+	for _, f := range strings.Fields(s) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -57,6 +57,7 @@ type Reaper struct {
 	wg     sync.WaitGroup
 	reaped atomic.Int64
 	self   int
+	once   sync.Once
 }
 
 // ErrReaperRunning is returned by NewReaper while another Reaper runs.
@@ -92,17 +93,20 @@ func NewReaper() (*Reaper, error) {
 
 // Close stops reaping and gives up the subreaper role (processes that
 // leave a tree from now on go to init, as before NewReaper); it reaps
-// once more first. It returns once the reaper's goroutine has ended.
+// once more first. It returns once the reaper's goroutine has ended. A
+// second Close does nothing.
 func (r *Reaper) Close() {
 	if r == nil {
 		return
 	}
-	signal.Stop(r.sigs)
-	close(r.done)
-	r.wg.Wait()
-	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-	r.Reap()
-	running.Store(false)
+	r.once.Do(func() {
+		signal.Stop(r.sigs)
+		close(r.done)
+		r.wg.Wait()
+		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+		r.Reap()
+		running.Store(false)
+	})
 }
 
 // Reaped is how many adopted processes the reaper has reaped.

@@ -74,14 +74,13 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 	for _, p := range ps {
 		p.Close()
 	}
-	before := r.Reaped()
 	r.Reap()
 	for _, pid := range esc {
 		if st, ok := Read(pid); ok {
 			t.Errorf("escapee %d not reaped: state %c", pid, st.State)
 		}
 	}
-	if got := r.Reaped() - before; got < 0 || r.Reaped() < 2 {
+	if r.Reaped() < 2 { // by this pass or an earlier one on SIGCHLD
 		t.Errorf("Reaped() = %d, want at least the 2 escapees", r.Reaped())
 	}
 }

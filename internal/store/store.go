@@ -120,6 +120,8 @@ var migrations = []string{
 	// takes them (durable: a change made while it ran survives a restart).
 	`ALTER TABLE todos ADD COLUMN news INTEGER NOT NULL DEFAULT 0;
 	CREATE INDEX todos_news ON todos(news) WHERE news != 0;`,
+	// The dashboard pages through jobs newest first (ListJobsPage).
+	`CREATE INDEX jobs_created ON jobs(created_at DESC, id);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

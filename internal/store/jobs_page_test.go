@@ -99,7 +99,9 @@ func BenchmarkJobsPage(b *testing.B) {
 	}
 	var page, all time.Duration
 	for b.Loop() {
-		page += run(func() { s.ListJobsPage(ctx, JobQuery{Limit: 50, BeforeCreated: time.UnixMilli(1e6 + 5000), BeforeID: "j05000"}) })
+		page += run(func() {
+			s.ListJobsPage(ctx, JobQuery{Limit: 50, BeforeCreated: time.UnixMilli(1e6 + 5000), BeforeID: "j05000"})
+		})
 		all += run(func() { s.ListJobs(ctx, 0) })
 	}
 	b.ReportMetric(float64(page)/float64(all), "page/all")

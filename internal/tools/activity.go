@@ -61,7 +61,11 @@ func (a *Activity) add(c Call) {
 
 // Since returns the calls kept whose Seq is above seq, oldest first, and
 // a channel closed at the next Add.
+// A nil Activity has no calls (and a nil channel).
 func (a *Activity) Since(seq uint64) ([]Call, <-chan struct{}) {
+	if a == nil {
+		return nil, nil
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []Call

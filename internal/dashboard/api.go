@@ -43,9 +43,6 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /api/ptys/{id}/input", d.post(d.input))
 	m.HandleFunc("GET /api/activity", d.get(d.activity))
 	m.HandleFunc("GET /api/events", d.events)
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, "no such page or endpoint: "+r.Method+" "+r.URL.Path+" (docs/http-api.md lists them)")
-	})
 	d.mux = m
 }
 

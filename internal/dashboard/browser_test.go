@@ -1,0 +1,3 @@
+package dashboard_test
+
+func stopBrowser() {}

@@ -295,6 +295,7 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if msg := checkWrite(r, who, key, sid); msg != "" {
+			d.log.Warn("dashboard: write refused", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"), "reason", msg)
 			w.Header().Set("Connection", "close")
 			fail(w, http.StatusForbidden, msg)
 			return

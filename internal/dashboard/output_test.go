@@ -24,7 +24,9 @@ func TestOutputRanges(t *testing.T) {
 		t.Fatalf("run: %+v %v", resp, err)
 	}
 	ev := e.events("")
-	ev.next(t, func(x sseEvent) bool { return x.typ == "job" && strings.Contains(x.data, `"id":"big"`) && strings.Contains(x.data, `"state":"done"`) })
+	ev.next(t, func(x sseEvent) bool {
+		return x.typ == "job" && strings.Contains(x.data, `"id":"big"`) && strings.Contains(x.data, `"state":"done"`)
+	})
 	check := func(name string) {
 		var j dashboard.Job
 		e.get("/api/jobs/big", &j)

@@ -43,6 +43,9 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /api/ptys/{id}/input", d.post(d.input))
 	m.HandleFunc("GET /api/activity", d.get(d.activity))
 	m.HandleFunc("GET /api/events", d.events)
+	m.HandleFunc("GET /api/usage", d.get(func(*http.Request) (any, error) {
+		return map[string][]Sample{"samples": d.usage.list()}, nil
+	}))
 	d.mux = m
 }
 

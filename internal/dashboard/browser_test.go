@@ -215,6 +215,8 @@ func TestBrowserJobLive(t *testing.T) {
 	}
 	tb.wait("the streamed end", `document.getElementById("jv-stdout").textContent === "first line\nlast line\n"`, 5*time.Second)
 	tb.wait("the exit and semantic status", `document.getElementById("jv-facts").innerText.includes("exit 3 · error")`, 5*time.Second)
+	tb.do("find in the output", chromedp.SendKeys(chromedp.CSS("#jv-find"), "last\r"))
+	tb.wait("found", `document.getElementById("jv-found").textContent.startsWith("1 found") && getSelection().toString() === "last"`, 5*time.Second)
 	tb.do("back", chromedp.Navigate(e.base+"/#/"))
 	tb.wait("the ended row", rowText("live1")+`.includes("exit 3")`, 5*time.Second)
 	tb.screenshot("overview")

@@ -81,6 +81,7 @@ type Dashboard struct {
 	index *template.Template
 	files fs.FS
 	hub   *hub
+	usage sampler
 	// anonKey signs the CSRF token when no authentication is asked.
 	anonKey []byte
 

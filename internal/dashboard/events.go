@@ -119,7 +119,15 @@ func (d *Dashboard) watchLoop() {
 	var callSeq uint64
 	tick := time.NewTicker(d.o.Poll)
 	defer tick.Stop()
+	d.usage.sample()
+	nextSample := time.Now().Add(sampleEvery)
 	for {
+		if now := time.Now(); now.After(nextSample) {
+			nextSample = now.Add(sampleEvery)
+			if smp, ok := d.usage.sample(); ok {
+				d.hub.publish("usage", smp)
+			}
+		}
 		if a := d.o.Deps.Agent; a != nil {
 			b, _ := json.Marshal(a.State())
 			if string(b) != string(agentWas) {

@@ -388,6 +388,64 @@ $("pv-screen").addEventListener("paste", (e) => {
   flushInput();
 });
 
+// --- daemon CPU/RSS sparklines ---
+const usage = [];
+function spark(id, values) {
+  const svg = $(id), top = Math.max(...values, 1e-9);
+  const pts = values.map((v, i) => ((values.length === 1 ? 120 : i * 120 / (values.length - 1)).toFixed(1)) + "," + (19 - (v / top) * 18).toFixed(1)).join(" ");
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+  line.setAttribute("points", pts);
+  svg.replaceChildren(line);
+}
+function drawUsage() {
+  if (!usage.length) return;
+  const last = usage[usage.length - 1];
+  $("cpu").textContent = (last.cpu * 100).toFixed(1) + "%";
+  $("rss").textContent = bytes(last.rss_bytes);
+  spark("spark-cpu", usage.map((u) => u.cpu));
+  spark("spark-rss", usage.map((u) => u.rss_bytes));
+}
+async function loadUsage() {
+  let v;
+  try { v = await api("GET", "/api/usage"); } catch (e) { return; }
+  usage.length = 0;
+  usage.push(...v.samples);
+  drawUsage();
+}
+function onUsage(u) { usage.push(u); if (usage.length > 120) usage.shift(); drawUsage(); }
+
+// --- find in the loaded output ---
+let findAt = { pre: null, index: -1, q: "" };
+function findNext() {
+  const q = $("jv-find").value;
+  if (!q) { $("jv-found").textContent = ""; return; }
+  const pres = [$("jv-stdout"), $("jv-stderr")];
+  if (q !== findAt.q) findAt = { pre: null, index: -1, q };
+  let hits = 0;
+  for (const p of pres) { const t = p.textContent; for (let i = t.indexOf(q); i >= 0; i = t.indexOf(q, i + q.length)) hits++; }
+  if (!hits) { $("jv-found").textContent = "not in the loaded output"; return; }
+  // The next hit after the current one, stdout first, wrapping around.
+  let start = findAt.pre ? pres.indexOf(findAt.pre) : 0, from = findAt.index + 1;
+  for (let k = 0; k < 3; k++) {
+    const p = pres[(start + k) % 2];
+    p.normalize();
+    const i = p.textContent.indexOf(q, k === 0 ? from : 0);
+    if (i >= 0 && p.firstChild) {
+      findAt = { pre: p, index: i, q };
+      const r = document.createRange();
+      r.setStart(p.firstChild, i); r.setEnd(p.firstChild, i + q.length);
+      const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r);
+      const box = r.getBoundingClientRect(), pbox = p.getBoundingClientRect();
+      p.scrollTop += box.top - pbox.top - p.clientHeight / 2;
+      p.scrollIntoView({ block: "nearest" });
+      $("jv-follow").checked = false;
+      $("jv-found").textContent = hits + " found (Enter: next)";
+      return;
+    }
+  }
+}
+$("jv-find").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); findNext(); } });
+
 // --- routing ---
 function route() {
   const h = location.hash;
@@ -409,7 +467,7 @@ function soon(which) {
 }
 function loadAll() {
   stateAt = Date.now();
-  loadState(); loadJobs(); loadLooseEnds(); loadPtys(); loadActivity();
+  loadState(); loadJobs(); loadLooseEnds(); loadPtys(); loadActivity(); loadUsage();
   route();
 }
 function connect() {
@@ -423,6 +481,7 @@ function connect() {
   on("pty", (p) => { loadPtys(); onPty(p); });
   on("pty_gone", () => loadPtys());
   on("activity", (c) => { addCall(c); renderActivity(); });
+  on("usage", onUsage);
   es.onopen = () => { $("conn").textContent = "live"; $("banner").hidden = true; };
   es.onerror = async () => {
     $("conn").textContent = "reconnecting";

@@ -219,6 +219,12 @@ func TestBrowserJobLive(t *testing.T) {
 	tb.wait("found", `document.getElementById("jv-found").textContent.startsWith("1 found") && getSelection().toString() === "last"`, 5*time.Second)
 	tb.do("back", chromedp.Navigate(e.base+"/#/"))
 	tb.wait("the ended row", rowText("live1")+`.includes("exit 3")`, 5*time.Second)
+	tool(t, cs, "set_status", map[string]any{"text": "running the test suite"}, nil)
+	tool(t, cs, "remind", map[string]any{"message": "check the CI run", "delay_seconds": 600}, nil)
+	tool(t, cs, "run", map[string]any{"name": "grep-none", "cmd": "grep -q needle /dev/null", "wait_seconds": 10}, nil)
+	tb.wait("the status", `document.getElementById("status").textContent.startsWith("running the test suite")`, 5*time.Second)
+	tb.wait("the reminder", `document.getElementById("reminders").innerText.includes("check the CI run")`, 5*time.Second)
+	tb.wait("grep's exit 1 is ok", rowText("grep-none")+`.includes("exit 1 · ok: No matches found")`, 5*time.Second)
 	tb.screenshot("overview")
 	tb.noDialogs()
 }

@@ -160,7 +160,7 @@ function drawTimeline(list) {
     if (end < now - span) continue;
     const x0 = Math.max(0, (j.started_ms - (now - span)) / span), x1 = Math.min(1, (end - (now - span)) / span);
     t.append(el("span", { class: j.ended_ms ? "ended" : "", title: j.id + ": " + j.cmd,
-      style: { left: (x0 * 100).toFixed(2) + "%", width: Math.max(0.3, (x1 - x0) * 100).toFixed(2) + "%", top: 2 + (lane++ % 6) * 6 + "px" } }));
+      style: { left: (x0 * 100).toFixed(2) + "%", width: Math.max(0.3, (x1 - x0) * 100).toFixed(2) + "%", minWidth: "3px", top: 2 + (lane++ % 6) * 6 + "px" } }));
   }
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
@@ -441,4 +442,50 @@ fetch(%s, {method: "POST", credentials: "include", mode: "no-cors", headers: {"C
 	if !strings.Contains(e.log(), "is not this dashboard's") {
 		t.Error("the daemon did not refuse the cross-origin POST")
 	}
+}
+
+// The page reconnects after a daemon restart, on its own, with the same
+// cookie, and is live again.
+func TestBrowserDaemonRestart(t *testing.T) {
+	state := shortDir(t)
+	e := start(t, state)
+	addr := strings.TrimPrefix(e.base, "http://")
+	tb := newTab(t)
+	tb.login(e)
+	e.stop()
+	tb.wait("the page sees the daemon go", `document.getElementById("conn").textContent === "reconnecting"`, 10*time.Second)
+	e = startAt(t, state, addr)
+	tb.wait("live again", `document.getElementById("conn").textContent === "live"`, 10*time.Second)
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "after", Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	tb.wait("a job of the new daemon", rowText("after")+`.includes("done")`, 5*time.Second)
+	if tb.text(`document.getElementById("banner").hidden ? "hidden" : "shown"`) != "hidden" {
+		t.Error("the logged-out banner shows after the restart")
+	}
+	tb.noDialogs()
+}
+
+// The page fits a phone's width (no sideways scrolling of the page) and
+// follows a dark system theme.
+func TestBrowserPhoneAndDark(t *testing.T) {
+	e := start(t, shortDir(t))
+	tb := newTab(t)
+	tb.login(e)
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "long",
+		Argv: []string{"bash", "-c", "echo " + strings.Repeat("a-long-argument ", 30)}}); err != nil {
+		t.Fatal(err)
+	}
+	tb.wait("the row", rowText("long")+`.includes("done")`, 5*time.Second)
+	tb.do("a phone, dark", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		}))
+	tb.wait("no sideways scrolling", `document.documentElement.scrollWidth <= window.innerWidth`, 5*time.Second)
+	if bg := tb.text(`getComputedStyle(document.body).backgroundColor`); bg != "rgb(20, 20, 22)" {
+		t.Errorf("dark theme background %q", bg)
+	}
+	tb.screenshot("phone-dark")
 }

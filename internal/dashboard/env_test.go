@@ -58,7 +58,10 @@ func shortDir(t *testing.T) string {
 }
 
 // start runs a daemon on state until the test ends (or e.stop).
-func start(t *testing.T, state string) *env {
+func start(t *testing.T, state string) *env { return startAt(t, state, "127.0.0.1:0") }
+
+// startAt is start with the HTTP address.
+func startAt(t *testing.T, state, addr string) *env {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(state, "test-daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -67,7 +70,7 @@ func start(t *testing.T, state string) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	cfg := daemon.Config{StateDir: state, HTTPAddr: "127.0.0.1:0", Version: "test", Name: "builder",
+	cfg := daemon.Config{StateDir: state, HTTPAddr: addr, Version: "test", Name: "builder",
 		Logger: slog.New(slog.NewTextHandler(logf, nil)), Grace: 2 * time.Second, Ready: func() { close(ready) }}
 	go func() { done <- daemon.Run(ctx, cfg) }()
 	select {

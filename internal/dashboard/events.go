@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -35,7 +36,9 @@ type hub struct {
 }
 
 func newHub() *hub {
-	return &hub{epoch: strconv.FormatInt(time.Now().UnixMilli(), 36), changed: make(chan struct{})}
+	// The start time, and random bits for two daemons started at once.
+	epoch := strconv.FormatInt(time.Now().UnixMilli(), 36) + hex.EncodeToString(randomBytes(3))
+	return &hub{epoch: epoch, changed: make(chan struct{})}
 }
 
 func (h *hub) publish(typ string, v any) {

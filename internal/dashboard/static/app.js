@@ -129,14 +129,24 @@ function jobCells(j) {
   ];
 }
 function jobRow(j) {
-  const tr = el("tr", { class: "row", "data-id": j.id });
+  const tr = el("tr", { class: "row", "data-id": j.id, on: { click: (ev) => {
+    if (!ev.target.closest("a")) location.hash = "#/job/" + encodeURIComponent(j.id);
+  } } });
+  tr.job = j;
   tr.append(...jobCells(j));
   jobs.rows.set(j.id, tr);
   return tr;
 }
+// A running job's duration ticks between its events.
+setInterval(() => {
+  for (const tr of jobs.rows.values()) {
+    const j = tr.job;
+    if (j.state === "running" && j.started_ms) tr.cells[4].textContent = dur(Date.now() - j.started_ms);
+  }
+}, 1000);
 function onJob(j) {
   const tr = jobs.rows.get(j.id);
-  if (tr) tr.replaceChildren(...jobCells(j));
+  if (tr) { tr.job = j; tr.replaceChildren(...jobCells(j)); }
   else if (jobs.cursor.length === 0 && matches(j)) {
     const tb = $("jobs").tBodies[0];
     tb.prepend(jobRow(j));

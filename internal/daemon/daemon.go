@@ -109,6 +109,28 @@ type daemon struct {
 	waiters atomic.Int64
 }
 
+// lockWait bounds how long a lock held with no daemon answering is
+// waited for.
+const lockWait = 3 * time.Second
+
+// takeLock takes the daemon lock. A lock held while no daemon answers on
+// the socket is tried again for up to lockWait: right after a daemon was
+// killed, a child it was starting may still hold the lock's file until it
+// execs (the file is close-on-exec), and another daemon may be starting.
+func takeLock(l paths.Layout) (func(), error) {
+	deadline := time.Now().Add(lockWait)
+	for {
+		unlock, err := lockFile(l.Lock())
+		if err == nil || !errors.Is(err, errLockHeld) || time.Now().After(deadline) {
+			return unlock, err
+		}
+		if resp, cerr := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
+			return nil, fmt.Errorf("daemon pid %d answers: %w", resp.PID, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Run serves until ctx is cancelled, then stops jobs, closes the store and
 // removes the socket. It returns only after every goroutine it started has
 // ended. Cancellation is the normal way to stop and returns nil.
@@ -125,7 +147,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
 		return fmt.Errorf("%w for %s (pid %d)", ErrRunning, l.Dir, resp.PID)
 	}
-	unlock, err := lockFile(l.Lock())
+	unlock, err := takeLock(l)
 	if errors.Is(err, paths.ErrInsecure) {
 		return err
 	}
@@ -487,7 +509,7 @@ func (r rwc) Close() error { return r.c.Close() }
 // Response line: OK when the client closed its input, else the reason)
 // before it closes it, so the bridge can tell its user.
 func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
-	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c)}
+	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c), Answers: req.Answers}
 	srv, stop, err := tools.NewServer(d.deps, sess, req.Groups)
 	if err != nil {
 		closeFDs(fds)
@@ -582,3 +604,6 @@ func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
 
 // pid is this daemon's process id.
 var pid = os.Getpid()
+
+// errLockHeld is a daemon lock another process holds.
+var errLockHeld = errors.New("held by another daemon")

@@ -228,15 +228,16 @@ func (f *httpFront) tokenPath() string {
 	return f.token.path
 }
 
-// server is the MCP server of a group list, made on first use.
-func (f *httpFront) server(groups []string) (*mcp.Server, error) {
-	key := strings.Join(groups, ",")
+// server is the MCP server of a group list and answer form, made on
+// first use.
+func (f *httpFront) server(groups []string, answers string) (*mcp.Server, error) {
+	key := strings.Join(groups, ",") + ";" + answers
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.servers[key]; ok {
 		return s, nil
 	}
-	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: f.cwd, ID: "http"}, groups)
+	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: f.cwd, ID: "http", Answers: answers}, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +258,7 @@ func isLoopbackHost(h string) bool {
 // ServeHTTP is the guard in front of the SDK's handler. In order: Host
 // (loopback when listening on loopback) and Origin (loopback) against DNS
 // rebinding → 403; the bearer token → 401 (500 while the token file is
-// unusable); ?groups= → 400; the body, read whole within the read timeout
+// unusable); ?groups= or ?answers= → 400; the body, read whole within the read timeout
 // → 408, at most maxHTTPBody → 413; a new session past the cap → 503.
 // Every write to the client then has its own write deadline.
 func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -280,10 +281,15 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, "?"+err.Error(), http.StatusBadRequest)
 		return
 	}
+	answers, err := tools.ParseAnswers(r.URL.Query().Get("answers"))
+	if err != nil {
+		refuse(w, "?"+err.Error(), http.StatusBadRequest)
+		return
+	}
 	if !f.readBody(w, r, rc) {
 		return
 	}
-	srv, err := f.server(groups)
+	srv, err := f.server(groups, answers)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -296,7 +302,7 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { f.sessions.adopt(srv, w.Header().Get("Mcp-Session-Id"), groups) }()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
-	f.mcp.ServeHTTP(newHTTPDeadlineWriter(w, f.writeTimeout), r)
+	f.mcp.ServeHTTP(channelWriter{newHTTPDeadlineWriter(w, f.writeTimeout)}, r)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
 }
 

@@ -372,10 +372,19 @@ func wireJob(in job.Info) proto.Job {
 		ID: in.ID, Name: in.Name, Cmd: in.Cmd, Cwd: in.Cwd, Source: in.Source, State: string(in.State),
 		ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error, Pid: in.Pid, Created: in.Created,
 		Started: in.Started, Ended: in.Ended, DurationMs: in.Duration().Milliseconds(),
-		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath, StdoutBytes: in.StdoutBytes,
+		StdoutPath: streamPath(in.StdoutPath, in.StdoutBytes), StderrPath: streamPath(in.StderrPath, in.StderrBytes), StdoutBytes: in.StdoutBytes,
 		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped,
 		Leftover: in.Leftover,
 	}
+}
+
+// streamPath is the path to tell of a stream's file: none while the
+// stream is empty, as its file is created at the first byte.
+func streamPath(path string, bytes int64) string {
+	if bytes == 0 {
+		return ""
+	}
+	return path
 }
 
 // shellJoin quotes argv into one bash command line.

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -49,7 +49,10 @@ type Options struct {
 	OnCommit func(changed []store.Todo, of []Info)
 	// Logger, if nil, discards.
 	Logger *slog.Logger
-	// Shell is the argv prefix that runs Spec.Cmd. If nil, [bash -c].
+	// Shell is the argv prefix that runs Spec.Cmd. If nil, the policy
+	// shell's (shell.Default: /bin/bash -c on POSIX). Whatever it is, every
+	// job's environment goes through the policy (shell.Shell.Env: no
+	// ZDOTDIR or ZSH_*, SHELL is the policy shell).
 	Shell []string
 	// Owner, if set, marks every job's environment with HIVE_JOB_OWNER=Owner
 	// (and HIVE_JOB_ID=<id>). At New, any process still carrying the mark
@@ -74,7 +77,9 @@ type Manager struct {
 	wg     sync.WaitGroup // every goroutine the manager starts
 
 	records *recordWriter
-	devNull *os.File // the stdin of jobs without one
+	devNull *os.File    // the stdin of jobs without one
+	sh      shell.Shell // the policy shell: its kind, and the SHELL of every job's environment
+	shErr   error       // no policy shell: why (command lines fail with it)
 	paths   *pathCache
 
 	mu   sync.Mutex
@@ -113,18 +118,18 @@ func New(o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Shell == nil {
-		bash, err := exec.LookPath("bash")
-		if err != nil {
-			bash = "/bin/bash"
-		}
-		o.Shell = []string{bash, "-c"}
+	// The one shell policy (shell.Default): never the first bash on
+	// PATH, never $SHELL. Without a shell, jobs of a command line fail
+	// with the reason; argv jobs still run.
+	sh, shErr := shell.Default()
+	if o.Shell == nil && shErr == nil {
+		o.Shell = sh.Prefix()
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create output dir %q: %w", o.Dir, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, hexIDs: map[uint32]struct{}{}}
+	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr}
 	ids, err := o.Store.JobIDs(ctx)
 	if err != nil {
 		cancel()
@@ -210,7 +215,10 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", spec.Name)
 	}
 	if spec.ShellKind == "" {
-		spec.ShellKind = "bash"
+		spec.ShellKind = shell.KindBash
+		if m.sh.Kind != "" {
+			spec.ShellKind = m.sh.Kind
+		}
 		if len(spec.Argv) > 0 {
 			spec.ShellKind = "direct"
 		}

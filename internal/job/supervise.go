@@ -195,12 +195,16 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	var err error
 	argv := j.spec.Argv
 	if len(argv) == 0 {
+		if m.o.Shell == nil {
+			return nil, nil, m.shErr
+		}
 		argv = append(append([]string(nil), m.o.Shell...), j.spec.Cmd)
 	}
 	env := j.spec.Env
 	if env == nil {
 		env = os.Environ()
 	}
+	env = m.sh.Env(env) // copies only what must change
 	if m.o.Owner != "" {
 		// The job's own marks, last, and no others: a job started from
 		// within another job (or a PTY shell) must not carry that one's.

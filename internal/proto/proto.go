@@ -59,6 +59,9 @@ type Request struct {
 	Cwd    string   `json:"cwd,omitempty"`
 	Env    []string `json:"env,omitempty"`
 	Groups []string `json:"groups,omitempty"`
+	// mcp: the form of tool answers, "structured" (default) or "text"
+	// (see docs/answers.md).
+	Answers string `json:"answers,omitempty"`
 
 	// run; inbox_next (with Wait: how long to wait, 0 for no limit)
 	Argv        []string `json:"argv,omitempty"`
@@ -250,8 +253,8 @@ type Job struct {
 	Started       time.Time `json:"started,omitzero"`
 	Ended         time.Time `json:"ended,omitzero"`
 	DurationMs    int64     `json:"duration_ms"`
-	StdoutPath    string    `json:"stdout_path"`
-	StderrPath    string    `json:"stderr_path"`
+	StdoutPath    string    `json:"stdout_path,omitempty"` // none while the stream is empty (its file does not exist)
+	StderrPath    string    `json:"stderr_path,omitempty"`
 	StdoutBytes   int64     `json:"stdout_bytes"`
 	StderrBytes   int64     `json:"stderr_bytes"`
 	StdoutDropped int64     `json:"stdout_dropped,omitempty"`

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -88,19 +89,21 @@ type Session struct {
 }
 
 func start(m *Manager, id string, o OpenOptions) (*Session, error) {
-	bash, err := exec.LookPath("bash")
+	// The one shell policy (shell.Default): /bin/bash, never the first
+	// bash on PATH nor $SHELL.
+	sh, err := shell.Default()
 	if err != nil {
-		return nil, fmt.Errorf("open pty session: find bash: %w", err)
+		return nil, fmt.Errorf("open pty session: %w", err)
 	}
 	cmdText := o.Cmd
 	var cmd *exec.Cmd
 	if cmdText == "" {
 		cmdText = defaultShell
-		cmd = exec.Command(bash, "--norc", "--noprofile")
+		cmd = exec.Command(sh.Path, "--norc", "--noprofile")
 	} else {
-		cmd = exec.Command(bash, "-c", o.Cmd)
+		cmd = exec.Command(sh.Path, "-c", o.Cmd)
 	}
-	cmd.Env = sessionEnv(o.Env, m.marks(id))
+	cmd.Env = sh.Env(sessionEnv(o.Env, m.marks(id)))
 	cmd.Dir = o.Cwd
 	cwd := o.Cwd
 	if cwd == "" {

@@ -63,6 +63,11 @@ func (p *grepPlan) rgArgs(sorted bool) []string {
 	if o.Context > 0 {
 		args = append(args, "--context="+strconv.Itoa(o.Context))
 	}
+	if o.MaxCount > 0 && o.Context == 0 {
+		// With context, rg 14 reports a match inside the after-context
+		// of the last one counted as one more match: finish trims instead.
+		args = append(args, "--max-count="+strconv.Itoa(o.MaxCount))
+	}
 	if o.Hidden {
 		args = append(args, "--hidden")
 	}

@@ -387,7 +387,6 @@ func (d *Dashboard) rerun(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	<-j.Started()
 	d.log.Info("dashboard: job run again", "job", in.ID, "new_job", j.ID())
 	return toJob(j.Info()), nil
 }

@@ -61,7 +61,10 @@ func shortDir(t *testing.T) string {
 func start(t *testing.T, state string) *env { return startAt(t, state, "127.0.0.1:0") }
 
 // startAt is start with the HTTP address.
-func startAt(t *testing.T, state, addr string) *env {
+func startAt(t *testing.T, state, addr string) *env { return startWith(t, state, addr, nil) }
+
+// startWith is startAt with a change to the daemon's configuration.
+func startWith(t *testing.T, state, addr string, change func(*daemon.Config)) *env {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(state, "test-daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -72,6 +75,9 @@ func startAt(t *testing.T, state, addr string) *env {
 	done := make(chan error, 1)
 	cfg := daemon.Config{StateDir: state, HTTPAddr: addr, Version: "test", Name: "builder",
 		Logger: slog.New(slog.NewTextHandler(logf, nil)), Grace: 2 * time.Second, Ready: func() { close(ready) }}
+	if change != nil {
+		change(&cfg)
+	}
 	go func() { done <- daemon.Run(ctx, cfg) }()
 	select {
 	case <-ready:

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -112,4 +114,17 @@ func TestEventsResume(t *testing.T) {
 	if r := e.events(first.id).next(t, func(x sseEvent) bool { return true }); r.typ != "reset" {
 		t.Errorf("an id of the previous daemon: %+v", r)
 	}
+}
+
+// The write deadline of normal requests does not cut an event stream: a
+// stream outlives many --http-write-timeouts and still gets events.
+func TestEventsOutliveWriteTimeout(t *testing.T) {
+	e := startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) { c.HTTPWriteTimeout = 50 * time.Millisecond })
+	s := e.events("")
+	s.next(t, func(x sseEvent) bool { return x.typ == "hello" })
+	// The job ends after 20 write timeouts.
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "slow", Argv: []string{"sleep", "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.next(t, func(x sseEvent) bool { return x.typ == "job" && strings.Contains(x.data, `"id":"slow"`) && strings.Contains(x.data, `"state":"done"`) })
 }

@@ -126,5 +126,7 @@ func TestEventsOutliveWriteTimeout(t *testing.T) {
 	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "slow", Argv: []string{"sleep", "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	s.next(t, func(x sseEvent) bool { return x.typ == "job" && strings.Contains(x.data, `"id":"slow"`) && strings.Contains(x.data, `"state":"done"`) })
+	s.next(t, func(x sseEvent) bool {
+		return x.typ == "job" && strings.Contains(x.data, `"id":"slow"`) && strings.Contains(x.data, `"state":"done"`)
+	})
 }

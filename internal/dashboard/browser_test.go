@@ -141,9 +141,22 @@ func (tb *tab) text(expr string) string {
 	return s
 }
 
+// click clicks the element css selects once it is visible. A live page
+// may draw the element again between the query and the click: the click
+// is tried again then (the node was gone before any click was sent).
 func (tb *tab) click(css string) {
 	tb.t.Helper()
-	tb.do("click "+css, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 5 || !strings.Contains(err.Error(), "Could not find node") {
+			tb.t.Fatalf("click %s: %v", css, err)
+		}
+	}
 }
 
 // login opens the page through a one-time login URL, and waits until its
@@ -297,14 +310,56 @@ func TestBrowserInboxAndTodos(t *testing.T) {
 	if err != nil || resp.Message == nil || resp.Message.From != "operator" || resp.Message.Body != "please rebase on main" {
 		t.Fatalf("inbox next: %+v %v", resp.Message, err)
 	}
-	tb.screenshot("loose-ends")
-	tb.click(`#todos li button.clear`)
-	tb.wait("the todo gone from the page", `!document.getElementById("todos").innerText.includes("deploy 42")`, 5*time.Second)
 	cs := e.mcp()
+	tool(t, cs, "remind", map[string]any{"message": "look at the flaky test", "delay_seconds": 3600}, nil)
+	long := strings.Repeat("a long report line\n", 10000) + "THE-END"
+	for _, m := range []proto.Request{{Cmd: proto.CmdWake, From: "ci", Body: long}, {Cmd: proto.CmdWake, From: "ci", Body: "drop me"}} {
+		if _, err := client.Call(e.layout, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"a", "b"} {
+		if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdTodo, Subsystem: "ci", Key: "many-" + k, Summary: "one of many: " + k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb.wait("everything listed", `document.getElementById("reminders").innerText.includes("look at the flaky test") && document.getElementById("messages").innerText.includes("drop me") && document.getElementById("todos").innerText.includes("one of many: b")`, 5*time.Second)
+	tb.screenshot("loose-ends")
+
+	tb.click(`#todos li[data-id] button.clear`) // the first: deploy-42
+	tb.wait("the todo gone from the page", `!document.getElementById("todos").innerText.includes("deploy 42")`, 5*time.Second)
 	var le map[string]any
 	tool(t, cs, "get_loose_ends", map[string]any{}, &le)
-	if b, _ := json.Marshal(le); strings.Contains(string(b), "deploy-42") {
-		t.Errorf("get_loose_ends still has the todo: %s", b)
+	if b, _ := json.Marshal(le); strings.Contains(string(b), "deploy-42") || !strings.Contains(string(b), "many-a") {
+		t.Errorf("get_loose_ends after clearing deploy-42: %s", b)
+	}
+	// Clear several at once.
+	tb.click(`#todos li:nth-child(1) input[type=checkbox]`)
+	tb.click(`#todos li:nth-child(2) input[type=checkbox]`)
+	tb.click("#clear-sel")
+	tb.wait("both gone", `!document.getElementById("todos").innerText.includes("one of many")`, 5*time.Second)
+	if resp, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdTodoLs}); err != nil || len(resp.Todos) != 0 {
+		t.Errorf("todos after clearing several: %+v %v", resp.Todos, err)
+	}
+	// Cancel the reminder; read the long message whole, then drop the other.
+	tb.click(`#reminders li[data-id] button.cancel`)
+	tb.wait("the reminder gone", `!document.getElementById("reminders").innerText.includes("flaky")`, 5*time.Second)
+	tb.click(`#messages li[data-id]:nth-child(1) button.read`)
+	tb.wait("the whole message", `document.querySelector("#messages li[data-id]:nth-child(1) .body").textContent.endsWith("THE-END")`, 5*time.Second)
+	tb.click(`#messages li[data-id]:nth-child(2) button.drop`)
+	tb.wait("the message dropped", `!document.getElementById("messages").innerText.includes("drop me")`, 5*time.Second)
+	resp, err = client.Call(e.layout, proto.Request{Cmd: proto.CmdInboxLs})
+	// Left: the operator's message (in flight since inbox next) and the
+	// long one (read on the page, still the agent's).
+	if err != nil || len(resp.Messages) != 2 || resp.Messages[1].Size != int64(len(long)) {
+		t.Errorf("the inbox after a read (kept) and a drop: %+v %v", resp.Messages, err)
+	}
+	var rs struct {
+		Reminders []any `json:"reminders"`
+	}
+	e.get("/api/loose-ends", &rs)
+	if len(rs.Reminders) != 0 {
+		t.Errorf("reminders after cancel: %v", rs.Reminders)
 	}
 	tb.noDialogs()
 }

@@ -175,25 +175,35 @@ function drawTimeline(list) {
 }
 
 // --- loose ends and inbox ---
+// A list is drawn again only when what it shows changed, and keeps the
+// todos checked: a live update neither steals a click nor a selection.
+const drawn = {};
+function changed(name, v) {
+  const s = JSON.stringify(v);
+  if (drawn[name] === s) return false;
+  drawn[name] = s;
+  return true;
+}
 async function loadLooseEnds() {
   let v;
   try { v = await api("GET", "/api/loose-ends"); } catch (e) { return; }
   const todos = $("todos");
-  todos.replaceChildren(...v.todos.map((t) => el("li", { "data-id": t.id },
-    el("input", { type: "checkbox", value: String(t.id), "aria-label": "select todo " + t.key }),
+  const checked = new Set([...todos.querySelectorAll("input:checked")].map((c) => c.value));
+  if (changed("todos", v.todos)) todos.replaceChildren(...v.todos.map((t) => el("li", { "data-id": t.id },
+    el("input", { type: "checkbox", value: String(t.id), checked: checked.has(String(t.id)), "aria-label": "select todo " + t.key }),
     el("span", { class: "dim" }, t.subsystem + "/" + t.key),
     el("span", { class: "body" }, t.summary),
     el("button", { type: "button", class: "clear", on: { click: () => clearTodos([t.id]) } }, "Clear"))));
-  if (!v.todos.length) todos.append(el("li", { class: "dim" }, "none"));
+  if (!v.todos.length && !todos.children.length) todos.append(el("li", { class: "dim" }, "none"));
   const rs = $("reminders");
-  rs.replaceChildren(...v.reminders.map((r) => el("li", { "data-id": r.id },
+  if (changed("reminders", v.reminders)) rs.replaceChildren(...v.reminders.map((r) => el("li", { "data-id": r.id },
     el("span", { class: "dim" }, "due " + new Date(r.due_ms).toLocaleString()),
     el("span", { class: "body" }, r.body),
     el("button", { type: "button", class: "cancel", on: { click: () => act("/api/reminders/" + r.id + "/cancel") } }, "Cancel"))));
-  if (!v.reminders.length) rs.append(el("li", { class: "dim" }, "none"));
+  if (!v.reminders.length && !rs.children.length) rs.append(el("li", { class: "dim" }, "none"));
   $("undelivered").textContent = "(" + v.undelivered + " undelivered)";
   const ms = $("messages");
-  ms.replaceChildren(...v.messages.map((m) => {
+  if (changed("messages", v.messages)) ms.replaceChildren(...v.messages.map((m) => {
     const body = el("span", { class: "body" }, m.body);
     return el("li", { "data-id": m.id },
       el("span", { class: "dim" }, "from " + m.from + ", " + ago(m.at_ms) + (m.in_flight ? " (in flight)" : "")),
@@ -203,7 +213,7 @@ async function loadLooseEnds() {
       } } }, "Read"),
       el("button", { type: "button", class: "drop", on: { click: () => act("/api/messages/" + m.id + "/drop") } }, "Drop"));
   }));
-  if (!v.messages.length) ms.append(el("li", { class: "dim" }, "none"));
+  if (!v.messages.length && !ms.children.length) ms.append(el("li", { class: "dim" }, "none"));
 }
 async function act(path, body) {
   try { await api("POST", path, body); } catch (e) { alertMsg(e.message); }
@@ -476,6 +486,7 @@ function soon(which) {
   else { clearTimeout(leTimer); leTimer = setTimeout(loadLooseEnds, 100); }
 }
 function loadAll() {
+  for (const k of Object.keys(drawn)) delete drawn[k];
   stateAt = Date.now();
   loadState(); loadJobs(); loadLooseEnds(); loadPtys(); loadActivity(); loadUsage();
   route();

@@ -20,7 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/store"
 )
 
 // chromium is Debian's browser, which .ci/run installs.
@@ -543,4 +545,53 @@ func TestBrowserPhoneAndDark(t *testing.T) {
 		t.Errorf("dark theme background %q", bg)
 	}
 	tb.screenshot("phone-dark")
+}
+
+// With 10 000 ended jobs the page shows them a page at a time: the
+// newest 50, the next 50 with Older, and a text filter finds one.
+func TestBrowserManyJobs(t *testing.T) {
+	state := shortDir(t)
+	l := paths.Layout{Dir: state}
+	if err := l.Create(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.MakeDirs(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(l.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	code := 0
+	var jobs []store.Job
+	for i := range 10000 {
+		cmd := fmt.Sprintf("echo %d", i)
+		if i == 1234 {
+			cmd = "echo the-needle"
+		}
+		at := now.Add(time.Duration(i-10000) * time.Second)
+		jobs = append(jobs, store.Job{ID: fmt.Sprintf("j%05d", i), Cmd: cmd, State: "done", ExitCode: &code,
+			Created: at, Started: at, Ended: at.Add(time.Millisecond)})
+	}
+	for len(jobs) > 0 {
+		k := min(len(jobs), 1000)
+		if _, err := st.PutJobs(context.Background(), jobs[:k], nil); err != nil {
+			t.Fatal(err)
+		}
+		jobs = jobs[k:]
+	}
+	st.Close()
+	e := start(t, state)
+	tb := newTab(t)
+	tb.login(e)
+	rows := `document.querySelectorAll("#jobs tbody tr").length`
+	first := `document.querySelector("#jobs tbody tr").dataset.id`
+	tb.wait("the newest page", rows+` === 50 && `+first+` === "j09999"`, 5*time.Second)
+	tb.click("#p-older")
+	tb.wait("the next page", rows+` === 50 && `+first+` === "j09949"`, 5*time.Second)
+	tb.click("#p-newest")
+	tb.wait("the newest page again", first+` === "j09999"`, 5*time.Second)
+	tb.do("find", chromedp.SendKeys(chromedp.CSS("#f-q"), "needle"))
+	tb.wait("one job found", rows+` === 1 && `+first+` === "j01234"`, 5*time.Second)
 }

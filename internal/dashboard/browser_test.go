@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hivetools/hive/internal/client"
@@ -88,6 +91,7 @@ type tab struct {
 	ctx     context.Context
 	mu      sync.Mutex
 	dialogs []string
+	errors  []string // uncaught exceptions and errors the browser logged (CSP violations, failed requests)
 }
 
 func newTab(t *testing.T) *tab {
@@ -101,14 +105,47 @@ func newTab(t *testing.T) *tab {
 	// A dialog (alert) is recorded: the page must never open one (an
 	// open one blocks the page, so the test fails at its next wait).
 	if err := chromedp.Listen(ctx, func(ev any) {
-		if d, ok := ev.(*page.EventJavascriptDialogOpening); ok {
+		switch ev := ev.(type) {
+		case *page.EventJavascriptDialogOpening:
 			tb.mu.Lock()
-			tb.dialogs = append(tb.dialogs, d.Message)
+			tb.dialogs = append(tb.dialogs, ev.Message)
 			tb.mu.Unlock()
+		case *runtime.EventExceptionThrown:
+			tb.mu.Lock()
+			tb.errors = append(tb.errors, ev.ExceptionDetails.Text+" "+fmt.Sprint(ev.ExceptionDetails.Exception))
+			tb.mu.Unlock()
+		case *log.EventEntryAdded:
+			// A 4xx the page shows (a refused compaction) is no error of
+			// the page; a CSP violation, a missing file or a 5xx is.
+			if text := ev.Entry.Text; ev.Entry.Level == log.EntryLevelError &&
+				(strings.Contains(text, "Refused to") || strings.Contains(text, "status of 5") || strings.Contains(text, "status of 404")) {
+				tb.mu.Lock()
+				tb.errors = append(tb.errors, ev.Entry.Text)
+				tb.mu.Unlock()
+			}
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := chromedp.Call(ctx, log.Enable, cdp.Empty{}); err != nil {
+		t.Fatal(err)
+	}
+	// Each page records its CSP violations and uncaught errors (a script
+	// the browser adds, which the page's CSP does not govern).
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: `
+window.__hiveErrors = [];
+document.addEventListener("securitypolicyviolation", (e) => window.__hiveErrors.push("CSP " + e.violatedDirective + " " + e.blockedURI));
+window.addEventListener("error", (e) => window.__hiveErrors.push("error " + e.message));
+window.addEventListener("unhandledrejection", (e) => window.__hiveErrors.push("rejection " + e.reason));`}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tb.mu.Lock()
+		defer tb.mu.Unlock()
+		if len(tb.errors) > 0 {
+			t.Errorf("the page had errors: %q", tb.errors)
+		}
+	})
 	return tb
 }
 
@@ -193,8 +230,13 @@ func (tb *tab) screenshot(name string) {
 	tb.t.Logf("screenshot: %s (%d bytes)", p, len(b))
 }
 
+// noDialogs checks that the page opened no dialog, and that it had no
+// CSP violation or uncaught error.
 func (tb *tab) noDialogs() {
 	tb.t.Helper()
+	if errs := tb.text(`(window.__hiveErrors || []).join("\n")`); errs != "" {
+		tb.t.Errorf("the page had errors:\n%s", errs)
+	}
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	if len(tb.dialogs) > 0 {
@@ -394,6 +436,7 @@ func TestBrowserCompact(t *testing.T) {
 	if !st.CompactPending {
 		t.Error("compact_pending not set")
 	}
+	tb.noDialogs()
 }
 
 // 5. A PTY session's screen shows vim as it looks; take-over typing
@@ -431,6 +474,7 @@ func TestBrowserShell(t *testing.T) {
 	if l := e.log(); !strings.Contains(l, "took over a pty session") || !strings.Contains(l, "operator input to a pty session") {
 		t.Error("the take-over and its input are not logged")
 	}
+	tb.noDialogs()
 }
 
 // 6. A job whose command and output hold <script> and <img onerror>
@@ -545,6 +589,7 @@ func TestBrowserPhoneAndDark(t *testing.T) {
 		t.Errorf("dark theme background %q", bg)
 	}
 	tb.screenshot("phone-dark")
+	tb.noDialogs()
 }
 
 // With 10 000 ended jobs the page shows them a page at a time: the
@@ -594,4 +639,5 @@ func TestBrowserManyJobs(t *testing.T) {
 	tb.wait("the newest page again", first+` === "j09999"`, 5*time.Second)
 	tb.do("find", chromedp.SendKeys(chromedp.CSS("#f-q"), "needle"))
 	tb.wait("one job found", rows+` === 1 && `+first+` === "j01234"`, 5*time.Second)
+	tb.noDialogs()
 }

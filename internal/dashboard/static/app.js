@@ -105,6 +105,7 @@ async function loadJobs() {
   tb.replaceChildren();
   jobs.rows.clear();
   for (const j of v.jobs) tb.append(jobRow(j));
+  if (!v.jobs.length) tb.append(el("tr", { class: "none" }, el("td", { colspan: "7", class: "dim" }, "no jobs" + ($("f-state").value || $("f-q").value ? " match" : " yet"))));
   jobs.next = v.next_before || "";
   $("p-older").disabled = !jobs.next;
   $("p-newest").disabled = jobs.cursor.length === 0;
@@ -149,6 +150,7 @@ function onJob(j) {
   if (tr) { tr.job = j; tr.replaceChildren(...jobCells(j)); }
   else if (jobs.cursor.length === 0 && matches(j)) {
     const tb = $("jobs").tBodies[0];
+    for (const none of tb.querySelectorAll("tr.none")) none.remove();
     tb.prepend(jobRow(j));
     while (tb.rows.length > jobs.limit) { const last = tb.rows[tb.rows.length - 1]; jobs.rows.delete(last.dataset.id); last.remove(); }
   }
@@ -362,7 +364,12 @@ async function drawPty() {
   $("pv-title").textContent = "Shell " + (p.name ? p.name + " (" + p.id + ")" : p.id) + " · " + p.cmd + " · " + (p.running ? "running" : "exited " + p.exit_code);
   const lines = p.screen.text.split("\n");
   while (lines.length < p.rows) lines.push("");
-  $("pv-screen").textContent = lines.join("\n");
+  // The cursor's cell is a span; everything else is text.
+  const r = p.screen.cursor_row, c = p.screen.cursor_col, chars = [...(lines[r] || "")];
+  while (chars.length <= c) chars.push(" ");
+  const before = lines.slice(0, r).concat([chars.slice(0, c).join("")]).join("\n");
+  const after = chars.slice(c + 1).join("") + (r + 1 < lines.length ? "\n" + lines.slice(r + 1).join("\n") : "");
+  $("pv-screen").replaceChildren(document.createTextNode(before), el("span", { class: "cursor" }, chars[c]), document.createTextNode(after));
 }
 function onPty(p) {
   if (view.pty && view.pty.id === p.id) { clearTimeout(ptyTimer); ptyTimer = setTimeout(drawPty, 50); }

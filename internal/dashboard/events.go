@@ -122,7 +122,9 @@ func (d *Dashboard) watchLoop() {
 	var callSeq uint64
 	tick := time.NewTicker(d.o.Poll)
 	defer tick.Stop()
-	d.usage.sample()
+	if smp, ok := d.usage.sample(); ok {
+		d.hub.publish("usage", smp)
+	}
 	nextSample := time.Now().Add(sampleEvery)
 	for {
 		if now := time.Now(); now.After(nextSample) {

@@ -36,7 +36,12 @@ type sampler struct {
 
 var cpuMetrics = []metrics.Sample{{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/cpu/classes/idle:cpu-seconds"}, {Name: "/memory/classes/total:bytes"}}
 
-// sample takes a sample; ok is false for the first (no interval yet).
+// processStart is about when the process started: the first sample's
+// interval begins there.
+var processStart = time.Now()
+
+// sample takes a sample (the first measures the time since the process
+// started); ok is false when no time has passed.
 func (s *sampler) sample() (smp Sample, ok bool) {
 	m := make([]metrics.Sample, len(cpuMetrics))
 	copy(m, cpuMetrics)
@@ -56,12 +61,13 @@ func (s *sampler) sample() (smp Sample, ok bool) {
 	defer s.mu.Unlock()
 	defer func() { s.lastCPU, s.lastAt = busy, now }()
 	if s.lastAt.IsZero() {
+		s.lastAt = processStart
+	}
+	dt := now.Sub(s.lastAt).Seconds()
+	if dt <= 0 {
 		return Sample{}, false
 	}
-	cpu := 0.0
-	if dt := now.Sub(s.lastAt).Seconds(); dt > 0 {
-		cpu = max(0, (busy-s.lastCPU)/dt)
-	}
+	cpu := max(0, (busy-s.lastCPU)/dt)
 	smp = Sample{At: now.UnixMilli(), CPU: cpu, RSS: rss}
 	s.samples = append(s.samples, smp)
 	if len(s.samples) > keepSamples {

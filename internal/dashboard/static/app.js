@@ -155,7 +155,10 @@ function onJob(j) {
     while (tb.rows.length > jobs.limit) { const last = tb.rows[tb.rows.length - 1]; jobs.rows.delete(last.dataset.id); last.remove(); }
   }
   if (view.job && view.job.id === j.id) onViewedJob(j);
+  clearTimeout(tlTimer);
+  tlTimer = setTimeout(() => drawTimeline([...jobs.rows.values()].map((tr) => tr.job)), 200);
 }
+let tlTimer = 0;
 let qTimer = 0;
 $("f-q").addEventListener("input", () => { clearTimeout(qTimer); qTimer = setTimeout(() => { jobs.cursor = []; loadJobs(); }, 250); });
 $("f-state").addEventListener("change", () => { jobs.cursor = []; loadJobs(); });
@@ -171,8 +174,9 @@ function drawTimeline(list) {
     const end = j.ended_ms || now;
     if (end < now - span) continue;
     const x0 = Math.max(0, (j.started_ms - (now - span)) / span), x1 = Math.min(1, (end - (now - span)) / span);
+    const w = Math.max(0.4, (x1 - x0) * 100);
     t.append(el("span", { class: j.ended_ms ? "ended" : "", title: j.id + ": " + j.cmd,
-      style: { left: (x0 * 100).toFixed(2) + "%", width: Math.max(0.3, (x1 - x0) * 100).toFixed(2) + "%", minWidth: "3px", top: 2 + (lane++ % 6) * 6 + "px" } }));
+      style: { left: Math.min(x0 * 100, 100 - w).toFixed(2) + "%", width: w.toFixed(2) + "%", top: 2 + (lane++ % 6) * 6 + "px" } }));
   }
 }
 
@@ -418,6 +422,7 @@ $("pv-screen").addEventListener("paste", (e) => {
 // --- daemon CPU/RSS sparklines ---
 const usage = [];
 function spark(id, values) {
+  if (values.length === 1) values = [values[0], values[0]];
   const svg = $(id), top = Math.max(...values, 1e-9);
   const pts = values.map((v, i) => ((values.length === 1 ? 120 : i * 120 / (values.length - 1)).toFixed(1)) + "," + (19 - (v / top) * 18).toFixed(1)).join(" ");
   const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");

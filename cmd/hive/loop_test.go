@@ -38,7 +38,7 @@ echo "turn:$HIVE_MESSAGE_ID:$HIVE_MESSAGE_FROM:$HIVE_MESSAGE:$same" >> "$log"
 case "$HIVE_MESSAGE" in
 report) hive turn thinking --context-usage 0.9 > /dev/null ;;
 wake-self) hive wake --from agent "woken from a turn" > /dev/null ;;
-task) hive run --name bg-task -- true > /dev/null ;;
+task) hive run --notify --name bg-task -- true > "$LOOP_DIR/bg-task.id" ;;
 fail) exit 3 ;;
 leave) sleep 300 > /dev/null 2>&1 & echo $! > "$LOOP_DIR/leftover.pid" ;;
 hold) echo $$ > "$LOOP_DIR/agent.pid"; echo "holding" >> "$log"; gate "$LOOP_DIR/hold-gate" ;;
@@ -216,7 +216,10 @@ func TestLoop(t *testing.T) {
 	lp.waitLog("turn:" + strconv.FormatInt(id, 10) + ":ci:after the failure:same")
 
 	wake(t, state, "ci", "task")
-	lp.waitLog("turn:0:loose-ends:todo bash/bg-task: task bg-task done, exit 0")
+	tlog := lp.waitLog("(bg-task) done, exit 0")
+	if bg, _ := os.ReadFile(filepath.Join(lp.dir, "bg-task.id")); !strings.Contains(tlog, "turn:0:loose-ends:todo bash/"+strings.TrimSpace(string(bg))+": task ") {
+		t.Errorf("the loose-ends turn of job %q (bg-task, --notify): log %q", bg, tlog)
+	}
 
 	wake(t, state, "ci", "leave")
 	lp.waitLog(":ci:leave:same")

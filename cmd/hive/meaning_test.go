@@ -220,7 +220,7 @@ func TestJobViewsShareTheMeaning(t *testing.T) {
 	}{
 		{"grep no match", "grep zeta f.txt", 0, ptr(1), "ok", "No matches found", false, false},
 		{"diff differs", "echo a > a; echo b > b; diff a b", 0, ptr(1), "ok", "Files differ", false, false},
-		{"plain error", "ls /no/such/dir", 0, ptr(2), "error", "Misuse of shell builtin / usage error", false, false},
+		{"plain error", "ls /no/such/dir", 0, ptr(2), "error", "Serious trouble (e.g. a file or directory given does not exist or cannot be read)", false, false},
 		{"signal", "kill -9 $$", 0, ptr(137), "signal", "Killed by SIGKILL (9)", false, false},
 		{"timeout", "sleep 30", 0.3, nil, "error", "Timed out after 300ms", true, false},
 		{"destructive warning", "mkdir -p d && rm -rf d", 0, ptr(0), "ok", "", false, true},

@@ -459,6 +459,9 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	case proto.CmdLogs:
 		c.SetWriteDeadline(time.Time{})
 		d.serveLogs(ctx, c, req)
+	case proto.CmdWait:
+		c.SetDeadline(time.Time{}) // the wait has no limit; the answer gets the write deadline
+		d.serveWait(ctx, c, br, req, requestTimeout)
 	case proto.CmdInboxNext:
 		if req.Wait {
 			d.serveInboxNext(ctx, c, br, req, requestTimeout)

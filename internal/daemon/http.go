@@ -228,16 +228,30 @@ func (f *httpFront) tokenPath() string {
 	return f.token.path
 }
 
-// server is the MCP server of a group list and answer form, made on
-// first use.
-func (f *httpFront) server(groups []string, answers string) (*mcp.Server, error) {
-	key := strings.Join(groups, ",") + ";" + answers
+// maxHTTPServers bounds the MCP servers the HTTP front end makes: one
+// per group list, answer form and working directory asked for
+// (?groups=, ?answers=, ?cwd=).
+const maxHTTPServers = 64
+
+// errTooManyServers is answered 503 past maxHTTPServers.
+var errTooManyServers = fmt.Errorf("too many distinct ?groups=, ?answers= and ?cwd= combinations (at most %d per daemon)", maxHTTPServers)
+
+// server is the MCP server of a group list, answer form and working
+// directory ("": the daemon's), made on first use.
+func (f *httpFront) server(groups []string, answers, cwd string) (*mcp.Server, error) {
+	if cwd == "" {
+		cwd = f.cwd
+	}
+	key := strings.Join(groups, ",") + ";" + answers + "\x00" + cwd
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.servers[key]; ok {
 		return s, nil
 	}
-	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: f.cwd, ID: "http", Answers: answers}, groups)
+	if len(f.servers) >= maxHTTPServers {
+		return nil, errTooManyServers
+	}
+	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: cwd, ID: "http", Answers: answers}, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -286,15 +300,27 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, "?"+err.Error(), http.StatusBadRequest)
 		return
 	}
+	newSession := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+	var cwd string
+	if newSession { // a session's directory is set when it starts
+		if cwd, err = sessionCwd(r); err != nil {
+			refuse(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
 	if !f.readBody(w, r, rc) {
 		return
 	}
-	srv, err := f.server(groups, answers)
+	srv, err := f.server(groups, answers, cwd)
+	if errors.Is(err, errTooManyServers) {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" { // a new session
+	if newSession {
 		if err := f.sessions.reserve(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -304,6 +330,39 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
 	f.mcp.ServeHTTP(channelWriter{newHTTPDeadlineWriter(w, f.writeTimeout)}, r)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
+}
+
+// CwdHeader sets an HTTP session's working directory, like ?cwd=.
+const CwdHeader = "Hive-Cwd"
+
+// sessionCwd is the working directory a new HTTP session asks for with
+// ?cwd= or the Hive-Cwd header ("" for the daemon's): an absolute path of
+// an existing directory.
+func sessionCwd(r *http.Request) (string, error) {
+	q, h := r.URL.Query().Get("cwd"), r.Header.Get(CwdHeader)
+	switch {
+	case q != "" && h != "" && q != h:
+		return "", fmt.Errorf("?cwd=%q and %s: %q: give one, or the same directory", q, CwdHeader, h)
+	case q == "":
+		q = h
+	}
+	if q == "" {
+		return "", nil
+	}
+	if strings.IndexByte(q, 0) >= 0 {
+		return "", fmt.Errorf("?cwd=%q: must not contain a NUL byte", q)
+	}
+	if !filepath.IsAbs(q) {
+		return "", fmt.Errorf("?cwd=%q: must be an absolute path", q)
+	}
+	fi, err := os.Stat(q)
+	if err != nil {
+		return "", fmt.Errorf("?cwd=%q: must be an existing directory: %v", q, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("?cwd=%q: must be a directory, not a file", q)
+	}
+	return filepath.Clean(q), nil
 }
 
 // refuse answers an error and closes the connection: nothing of a refused

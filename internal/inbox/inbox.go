@@ -267,12 +267,12 @@ func (in *Inbox) ClearKey(ctx context.Context, subsystem, key string) error {
 
 // ClearTodo is ClearKey that tells whether there was such a todo.
 func (in *Inbox) ClearTodo(ctx context.Context, subsystem, key string) (cleared bool, err error) {
-	deleted, err := in.st.DeleteTodoKey(ctx, subsystem, key)
+	t, deleted, err := in.st.DeleteTodoKey(ctx, subsystem, key)
 	if err != nil {
 		return false, err
 	}
 	if deleted {
-		in.emit(Change{Kind: KindTodo, Todo: store.Todo{Subsystem: subsystem, Key: key}, Removed: true})
+		in.emit(Change{Kind: KindTodo, Todo: t, Removed: true})
 	}
 	return deleted, nil
 }

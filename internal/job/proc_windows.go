@@ -1,9 +1,9 @@
 package job
 
 import (
+	"io"
 	"os"
 
-	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 	"path/filepath"
@@ -72,4 +72,4 @@ func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([
 }
 
 // drainNow is a no-op: Windows pipes here have no deadlines to interrupt.
-func drainNow(r *os.File, s *output.Stream, buf []byte) {}
+func drainNow(r *os.File, s io.Writer, buf []byte) {}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -83,8 +84,12 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	j.mu.Unlock()
 	j.markStarted()
 	pumped := make(chan struct{}, 2)
-	go func() { pump(pipes.outR, j.stdout); pumped <- struct{}{} }()
-	go func() { pump(pipes.errR, j.stderr); pumped <- struct{}{} }()
+	outW, errW := io.Writer(j.stdout), io.Writer(j.stderr)
+	if j.index != nil {
+		outW, errW = j.index.Writer(0), j.index.Writer(1)
+	}
+	go func() { pump(pipes.outR, outW); pumped <- struct{}{} }()
+	go func() { pump(pipes.errR, errW); pumped <- struct{}{} }()
 
 	waitErr := cmd.Wait()
 	j.reaped.Store(true)
@@ -187,6 +192,10 @@ func (j *Job) createStreamsLocked() {
 		}
 		*s.dst = st
 	}
+	// The arrival order of the two streams, for a merged view.
+	if x, err := output.NewInterleave(j.info.IndexPath(), j.stdout, j.stderr, 0); err == nil {
+		j.index = x
+	}
 }
 
 // prepareLocked creates the pipes and the command.
@@ -281,7 +290,7 @@ func hasMarkPrefix(kv string) bool {
 // pump copies a pipe into a stream until EOF, or until the supervisor
 // sets a deadline: then it takes what the pipe still holds, without
 // waiting, and returns.
-func pump(r *os.File, s *output.Stream) {
+func pump(r *os.File, s io.Writer) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -309,6 +318,9 @@ func pump(r *os.File, s *output.Stream) {
 }
 
 func (j *Job) closeStreams() {
+	if j.index != nil {
+		j.index.Close() // its marks first: a reader that sees the streams closed finds them all
+	}
 	if j.stdout != nil {
 		j.stdout.Close()
 		st := j.stdout.Stats()

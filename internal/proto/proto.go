@@ -25,6 +25,8 @@ const (
 	CmdRun     = "run"
 	CmdKill    = "kill"
 	CmdLogs    = "logs"
+	CmdWait    = "wait" // wait for a job's end: {id}
+	CmdRm      = "rm"   // remove an ended job, its record and files: {id}
 	CmdStatus  = "status"
 	CmdVersion = "version"
 	CmdStats   = "stats" // the daemon's own resources (goroutines, fds, memory, children)
@@ -67,6 +69,9 @@ type Request struct {
 	Argv        []string `json:"argv,omitempty"`
 	Name        string   `json:"name,omitempty"`
 	TimeoutSecs float64  `json:"timeout_secs,omitempty"`
+	// run: raise a loose end for the job (the agent's jobs do; the CLI's
+	// only when asked).
+	Notify bool `json:"notify,omitempty"`
 
 	// inbox_next: wait for a message (or a changed todo).
 	Wait bool `json:"wait,omitempty"`
@@ -79,12 +84,20 @@ type Request struct {
 	// id, sent as a JSON integer (a string of digits is accepted too).
 	ID     string `json:"id,omitempty"`
 	Force  bool   `json:"force,omitempty"`
-	Stderr bool   `json:"stderr,omitempty"`
 	Follow bool   `json:"follow,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
 
-	// ps
-	All bool `json:"all,omitempty"`
+	// logs: Stdout or Stderr selects one stream; neither merges both in
+	// arrival order. Tail starts at the last Tail lines; Timestamps
+	// prefixes each line with when it arrived.
+	Stdout     bool `json:"stdout,omitempty"`
+	Stderr     bool `json:"stderr,omitempty"`
+	Tail       int  `json:"tail,omitempty"`
+	Timestamps bool `json:"timestamps,omitempty"`
+
+	// ps: All also lists ended jobs; States (any of) and Name filter.
+	All    bool     `json:"all,omitempty"`
+	States []string `json:"states,omitempty"`
 
 	// wake
 	From string `json:"from,omitempty"`
@@ -260,4 +273,10 @@ type Job struct {
 	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
 	StderrDropped int64     `json:"stderr_dropped,omitempty"`
 	Leftover      int       `json:"leftover_processes,omitempty"`
+	// The rest of the record (inspect shows it; ps --format json too).
+	Argv      []string `json:"argv,omitempty"`
+	ShellKind string   `json:"shell_kind,omitempty"`
+	TimeoutMs int64    `json:"timeout_ms,omitempty"`
+	LooseEnd  bool     `json:"loose_end"` // the job raises a loose end for the agent
+	IndexPath string   `json:"index_path,omitempty"`
 }

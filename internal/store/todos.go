@@ -101,14 +101,19 @@ func (s *Store) DeleteTodos(ctx context.Context, ids ...int64) (int, error) {
 	return int(n), nil
 }
 
-// DeleteTodoKey deletes the todo (subsystem, key); deleted is false if none existed.
-func (s *Store) DeleteTodoKey(ctx context.Context, subsystem, key string) (deleted bool, err error) {
-	res, err := s.delTodoKey.ExecContext(ctx, subsystem, key)
-	if err != nil {
-		return false, fmt.Errorf("delete todo %s/%s: %w", subsystem, key, err)
+// DeleteTodoKey deletes the todo (subsystem, key) and returns it (with
+// its id); deleted is false if none existed.
+func (s *Store) DeleteTodoKey(ctx context.Context, subsystem, key string) (t Todo, deleted bool, err error) {
+	var c, u int64
+	err = s.delTodoKey.QueryRowContext(ctx, subsystem, key).Scan(&t.ID, &t.Subsystem, &t.Key, &t.Summary, &c, &u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Todo{}, false, nil
 	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	if err != nil {
+		return Todo{}, false, fmt.Errorf("delete todo %s/%s: %w", subsystem, key, err)
+	}
+	t.Created, t.Updated = fromMilli(c), fromMilli(u)
+	return t, true, nil
 }
 
 // ListTodos returns every todo, oldest first.

@@ -29,7 +29,7 @@ type runIn struct {
 	Cmd         string   `json:"cmd"`
 	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
-	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}: the id"`
+	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, usable as the id"`
 }
 
 type statusIn struct {
@@ -340,13 +340,17 @@ func renderStatus(st TaskStatus, tails bool) string {
 
 // TodoSummary is the loose-end text of a job.
 func TodoSummary(in job.Info) string {
+	label := in.ID
+	if in.Name != "" {
+		label += " (" + in.Name + ")"
+	}
 	switch in.State {
 	case job.Pending:
-		return fmt.Sprintf("task %s pending (queued): %s", in.ID, clip(in.Cmd, 120))
+		return fmt.Sprintf("task %s pending (queued): %s", label, clip(in.Cmd, 120))
 	case job.Running:
-		return fmt.Sprintf("task %s running: %s", in.ID, clip(in.Cmd, 120))
+		return fmt.Sprintf("task %s running: %s", label, clip(in.Cmd, 120))
 	}
-	s := fmt.Sprintf("task %s %s", in.ID, in.State)
+	s := fmt.Sprintf("task %s %s", label, in.State)
 	if in.ExitCode != nil {
 		s += fmt.Sprintf(", exit %d", *in.ExitCode)
 	}

@@ -18,7 +18,7 @@ type jobStartIn struct {
 	Cmd        string            `json:"cmd"`
 	Cwd        string            `json:"cwd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
-	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}: the id"`
+	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, usable as the id"`
 	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
 }
 

@@ -246,9 +246,10 @@ func (tb *tab) noDialogs() {
 
 func js(s string) string { b, _ := json.Marshal(s); return string(b) }
 
-// rowText is the text of a job's row in the jobs table.
-func rowText(id string) string {
-	return `((document.querySelector("#jobs tr[data-id=" + ` + js(js(id)) + ` + "]") || {}).innerText || "")`
+// rowText is the text of a job's row in the jobs table, by its name
+// (the newest job of the name) or, for a job without one, its id.
+func rowText(ref string) string {
+	return `((document.querySelector("#jobs tr[data-name=" + ` + js(js(ref)) + ` + "], #jobs tr[data-id=" + ` + js(js(ref)) + ` + "]") || {}).innerText || "")`
 }
 
 // 1. A job started through MCP appears on the open page within 1 s, its
@@ -264,7 +265,7 @@ func TestBrowserJobLive(t *testing.T) {
 	tool(t, cs, "run", map[string]any{"name": "live1", "wait_seconds": 0,
 		"cmd": fmt.Sprintf(`echo first line; echo to stderr >&2; while [ ! -e %s ]; do sleep 0.05; done; echo last line; exit 3`, gate)}, nil)
 	tb.wait("the job's row within 1 s", rowText("live1")+`.includes("running")`, time.Second)
-	tb.click(`#jobs tr[data-id="live1"] a`)
+	tb.click(`#jobs tr[data-name="live1"] a`)
 	tb.wait("output on the job page", `document.getElementById("jv-stdout").textContent.includes("first line")`, 5*time.Second)
 	tb.wait("stderr on the job page", `document.getElementById("jv-stderr").textContent === "to stderr\n"`, 5*time.Second)
 	tb.screenshot("job-running")

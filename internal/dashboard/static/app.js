@@ -130,7 +130,7 @@ function jobCells(j) {
   ];
 }
 function jobRow(j) {
-  const tr = el("tr", { class: "row", "data-id": j.id, on: { click: (ev) => {
+  const tr = el("tr", { class: "row", "data-id": j.id, "data-name": j.name || "", on: { click: (ev) => {
     if (!ev.target.closest("a")) location.hash = "#/job/" + encodeURIComponent(j.id);
   } } });
   tr.job = j;
@@ -282,6 +282,7 @@ async function openJob(id) {
   $("jv-stdout").textContent = ""; $("jv-stderr").textContent = ""; $("jv-msg").textContent = "";
   let j;
   try { j = await api("GET", "/api/jobs/" + encodeURIComponent(id)); } catch (e) { $("jv-title").textContent = e.message; return; }
+  view.job.id = j.id; // a name (#/job/build) stands for its newest job: follow that one
   await tail(view.job.out, j.stdout_bytes); await tail(view.job.err, j.stderr_bytes);
   onViewedJob(j);
 }

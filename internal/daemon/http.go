@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/tools"
 )
 
@@ -50,6 +51,7 @@ type httpFront struct {
 	ln        *limitListener
 	mcp       http.Handler
 	sessions  *sessionTable
+	dash      *dashboard.Dashboard // the page at / and /api/
 
 	addr     string     // the address it listens on
 	loopback bool       // it listens on loopback: Host must name a loopback host
@@ -118,7 +120,7 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", f)
-	mux.Handle("/api/state", f.api(d.apiState))
+	mux.Handle("/", f.dashboard(d))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %q: %w", addr, err)
@@ -203,6 +205,7 @@ func (f *httpFront) shutdown() {
 	}
 	f.mu.Unlock()
 	f.sessions.close(servers)
+	f.dash.Close() // its event streams end now
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if f.srv.Shutdown(ctx) != nil {
@@ -374,6 +377,27 @@ func refuse(w http.ResponseWriter, msg string, code int) {
 // against DNS rebinding → 403; the bearer token → 401 (500 while the
 // token file is unusable).
 func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
+	if !f.admitHost(w, r) {
+		return false
+	}
+	if f.token != nil {
+		sum, err := f.token.current()
+		if err != nil {
+			refuse(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
+			return false
+		}
+		if !authorized(r.Header.Values("Authorization"), sum) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			refuse(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			return false
+		}
+	}
+	return true
+}
+
+// admitHost checks Host (loopback when listening on loopback) and Origin
+// (loopback) against DNS rebinding, and answers 403 if they fail.
+func (f *httpFront) admitHost(w http.ResponseWriter, r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -386,18 +410,6 @@ func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
 		u, err := url.Parse(o)
 		if err != nil || !isLoopbackHost(u.Hostname()) {
 			refuse(w, "Origin not allowed", http.StatusForbidden)
-			return false
-		}
-	}
-	if f.token != nil {
-		sum, err := f.token.current()
-		if err != nil {
-			refuse(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
-			return false
-		}
-		if !authorized(r.Header.Values("Authorization"), sum) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			refuse(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
 			return false
 		}
 	}

@@ -31,6 +31,12 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.addr, d.http.auth(), d.http.tokenPath()
 		}
 		return resp
+	case proto.CmdDashboard:
+		u, err := d.dashboardURL()
+		if err != nil {
+			return proto.Response{Error: err.Error()}
+		}
+		return proto.Response{OK: true, URL: u}
 	case proto.CmdStats:
 		return proto.Response{OK: true, PID: os.Getpid(), Stats: d.stats()}
 	case proto.CmdPs:

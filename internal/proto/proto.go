@@ -45,6 +45,8 @@ const (
 	// CmdGracefulStop appends the graceful-stop message and answers it:
 	// the harness runs its last turn with it.
 	CmdGracefulStop = "graceful_stop"
+	// CmdDashboard asks for a one-time login URL of the dashboard (Response.URL).
+	CmdDashboard = "dashboard_url"
 )
 
 // Request is the first line of a connection.
@@ -144,6 +146,8 @@ type Response struct {
 	Empty   bool     `json:"empty,omitempty"`
 	// turn: a compaction was pending, consumed by this move to idle.
 	CompactPending *bool `json:"compact_pending,omitempty"`
+	// dashboard_url: the one-time login URL.
+	URL string `json:"url,omitempty"`
 }
 
 // MaxListed bounds the messages inbox_ls lists.

@@ -126,6 +126,8 @@ var migrations = []string{
 	// without --notify).
 	`CREATE INDEX jobs_name ON jobs(name, created_at) WHERE name != '';
 	ALTER TABLE jobs ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;`,
+	// The dashboard pages through jobs newest first (ListJobsPage).
+	`CREATE INDEX jobs_created ON jobs(created_at DESC, id);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

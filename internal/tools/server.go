@@ -50,6 +50,8 @@ type Deps struct {
 	// Handles keeps terminal_exec output handles. If nil, one with the
 	// defaults is made.
 	Handles *handles.Store
+	// Activity, if set, keeps the latest tool calls (the dashboard's feed).
+	Activity *Activity
 
 	term *terminal
 	once sync.Once
@@ -205,7 +207,7 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	})
 	logLegacy(d.Logger, asked)
 	srv.AddReceivingMiddleware(defaultLogLevel)
-	srv.AddReceivingMiddleware(envelope(d.Logger, sess))
+	srv.AddReceivingMiddleware(envelope(d.Logger, sess, d.Activity))
 	if sess.textAnswers() {
 		srv.AddReceivingMiddleware(textOnly)
 	}
@@ -371,7 +373,7 @@ func LogID(base, transportID string) string {
 
 // envelope logs every tool call before and after: time, session, tool,
 // arguments, duration, outcome.
-func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
+func envelope(log *slog.Logger, sess *Session, act *Activity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
@@ -404,6 +406,7 @@ func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
 				}
 			}
 			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
+			act.add(Call{At: t0, Session: id, Tool: tool, DurationMS: time.Since(t0).Milliseconds(), Outcome: outcome})
 			return res, err
 		}
 	}

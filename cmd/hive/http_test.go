@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -713,4 +714,52 @@ func TestHTTPAPIState(t *testing.T) {
 	if st.Name != "builder" || st.TurnState != "idle" || st.Status != "on it" || st.Jobs["done"] != 1 || st.LooseEnds.Reminders != 1 {
 		t.Errorf("state %+v", st)
 	}
+}
+
+// Another local user gets nothing over loopback HTTP, even holding the
+// token (or a dashboard cookie or login code): the daemon closes a
+// loopback connection whose socket another uid owns. The same request as
+// the daemon's user passes.
+func TestHTTPRefusesOtherUID(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("socket owners are read from /proc/net/tcp (Linux)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as uid 65534")
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("needs " + py + " (readable by uid 65534)")
+	}
+	state := stateDir(t)
+	addr := freePort(t)
+	startHTTPDaemon(t, state, addr)
+	tok := httpToken(t, state)
+	script := `import sys, urllib.request
+req = urllib.request.Request("http://` + addr + `/api/state", headers={"Authorization": "Bearer ` + tok + `"})
+try:
+    print(urllib.request.urlopen(req, timeout=10).status)
+except Exception as e:
+    print("refused:", type(e).__name__)
+`
+	as := func(uid uint32) string {
+		c := exec.Command(py, "-c", script)
+		c.Dir = "/"
+		c.Env = []string{"PATH=/usr/bin:/bin"}
+		if uid != 0 {
+			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		}
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("client as uid %d: %v %s", uid, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := as(0); got != "200" {
+		t.Fatalf("the daemon's own user: %q, want 200", got)
+	}
+	if got := as(65534); !strings.HasPrefix(got, "refused:") {
+		t.Fatalf("uid 65534 with the token: %q, want the connection refused", got)
+	}
+	waitLog(t, state, regexp.MustCompile(`refused an http connection from another user" remote=127\.0\.0\.1:\d+ uid=65534`))
 }

@@ -100,6 +100,9 @@ type daemon struct {
 	jobs   *job.Manager
 	reaper *proc.Reaper // nil without Config.Subreaper
 	deps   *tools.Deps
+	// peerLogged is when an http connection of another user was last
+	// refused and logged (unix nanoseconds).
+	peerLogged atomic.Int64
 	http   *httpFront
 	extra  []func() // closers of extra engines, run at shutdown
 	// extraRan: the shutdown ran the closers; guarded by connMu.

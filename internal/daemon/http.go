@@ -137,6 +137,7 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 		return nil, fmt.Errorf("%s: %q was bound to %s, not a loopback address: give an explicit 127.0.0.1 or [::1]", what, addr, a.IP)
 	}
 	f.ln = newLimitListener(ln, orDefault(cfg.HTTPMaxConns, DefaultHTTPMaxConns))
+	f.ln.admit = d.loopbackPeerAllowed
 	f.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: httpReadHeaderTimeout,

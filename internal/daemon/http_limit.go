@@ -18,25 +18,34 @@ type limitListener struct {
 	sem       chan struct{} // one token per accepted connection still open
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
+	// admit, if set, decides on each accepted connection before it is
+	// served (set before the first Accept).
+	admit func(net.Conn) bool
 }
 
 func newLimitListener(ln net.Listener, cap int) *limitListener {
 	return &limitListener{Listener: ln, sem: make(chan struct{}, cap), done: make(chan struct{})}
 }
 
-// Accept waits for room under the cap, then for a connection.
+// Accept waits for room under the cap, then for a connection that admit
+// (if set) lets in; the others are closed at once.
 func (l *limitListener) Accept() (net.Conn, error) {
 	select {
 	case l.sem <- struct{}{}:
 	case <-l.done:
 		return nil, net.ErrClosed
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.sem
+			return nil, err
+		}
+		if l.admit == nil || l.admit(c) {
+			return &limitConn{Conn: c, l: l}, nil
+		}
+		c.Close()
 	}
-	return &limitConn{Conn: c, l: l}, nil
 }
 
 // Close closes the listener and ends a pending Accept.

@@ -28,6 +28,7 @@ type ptyInfo struct {
 	Cols      int    `json:"cols"`
 	Rows      int    `json:"rows"`
 	Running   bool   `json:"running"`
+	ExitCode  *int   `json:"exit_code"`
 }
 
 // send calls a pty tool into a fresh result.
@@ -126,6 +127,73 @@ func TestPTYShell(t *testing.T) {
 	}
 	if text, isErr := s.call("terminal_pty_send", map[string]any{"session_id": "nope", "input": "x"}, nil); !isErr || !strings.Contains(text, "session_id") {
 		t.Errorf("unknown session: %q", text)
+	}
+}
+
+// sigIgnored reports whether process pid ignores signal sig.
+func sigIgnored(t *testing.T, pid int, sig syscall.Signal) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^SigIgn:\s*([0-9a-f]+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no SigIgn in /proc/%d/status", pid)
+	}
+	mask, _ := strconv.ParseUint(string(m[1]), 16, 64)
+	return mask&(1<<(sig-1)) != 0
+}
+
+// A daemon that inherited an ignored SIGHUP (started by nohup, or by any
+// parent that ignored it, as a long-lived daemon often is) used to pass
+// it on: a session's program that leaves SIGHUP alone (cat, python3 run
+// as the session's command) outlived terminal_pty_close's hangup, was
+// killed after the 1 s grace and read exit 137. Now the hangup ends it:
+// exit code 129 (128+SIGHUP), after the daemon has served other work.
+func TestPTYCloseHangupIgnoredDaemon(t *testing.T) {
+	state := stateDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command("bash", "-c", `trap '' HUP; exec "$0" daemon`, self)
+	d.Env = append(os.Environ(), "HIVE_E2E_MAIN=1", "HIVE_STATE_DIR="+state)
+	startDaemonCmd(t, state, d)
+	if !sigIgnored(t, daemonPid(state), syscall.SIGHUP) {
+		t.Fatal("the daemon does not ignore SIGHUP: the test's premise is gone")
+	}
+	s := connect(t, state, t.TempDir())
+	for range 3 {
+		s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 5}, nil)
+		s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 1000"}, nil)
+		var sh ptyInfo
+		s.mustCall("terminal_pty_open", nil, &sh)
+		s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo w-$((1+1))\n", "wait_for": "w-2"})
+		s.mustCall("terminal_pty_close", map[string]any{"session_id": sh.SessionID}, nil)
+	}
+	for _, c := range []struct{ name, cmd, input, want string }{
+		{"cat", "cat", "ping\n", "ping\\s+ping"},
+		{"shell", "", "echo ok-$((6*7))\n", "ok-42"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var info ptyInfo
+			s.mustCall("terminal_pty_open", map[string]any{"cmd": c.cmd}, &info)
+			if out := s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": c.input, "wait_for": c.want}); !out.Matched {
+				t.Fatalf("send: %+v", out)
+			}
+			if sigIgnored(t, info.Pid, syscall.SIGHUP) {
+				t.Errorf("the session's process %d ignores SIGHUP, inherited from the daemon", info.Pid)
+			}
+			s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, &info)
+			if info.Running || info.ExitCode == nil || *info.ExitCode != 129 {
+				code := "none"
+				if info.ExitCode != nil {
+					code = strconv.Itoa(*info.ExitCode)
+				}
+				t.Errorf("after close: running=%v exit_code=%s, want 129: ended by the hangup, not killed after a grace", info.Running, code)
+			}
+		})
 	}
 }
 

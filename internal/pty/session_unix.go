@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,6 +30,9 @@ const (
 	// closeGrace is how long Close waits for the process to exit after
 	// SIGHUP before it kills the whole session.
 	closeGrace = time.Second
+	// rehupFirst is when Close first repeats the SIGHUP to a process that
+	// has not exited (see awaitHangup).
+	rehupFirst = 5 * time.Millisecond
 	// drainGrace bounds how long Close waits, once every process of the
 	// session is gone, for the last output before it closes the pty. Only a
 	// process outside the session that still holds the terminal makes it
@@ -88,6 +92,7 @@ type Session struct {
 }
 
 func start(m *Manager, id string, o OpenOptions) (*Session, error) {
+	defaultHangup()
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		return nil, fmt.Errorf("open pty session: find bash: %w", err)
@@ -186,6 +191,27 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		return nil, fmt.Errorf("open pty session: %w, so its process was killed: %w", ErrNotRecorded, err)
 	}
 	return s, nil
+}
+
+// hangupOnce guards defaultHangup's change of the process's SIGHUP.
+var hangupOnce sync.Once
+
+// defaultHangup makes sure the programs of sessions start with SIGHUP at
+// its default, so that a hangup ends them as it ends a program in a
+// terminal. A process that ignores SIGHUP (a daemon started by nohup, or
+// by any parent that ignored it) passes the ignore on through fork and
+// exec, and a session's program that does not set SIGHUP itself (cat,
+// python3 started as the session's command) would then outlive Close's
+// hangup by the whole grace and be killed. Handled signals are reset at
+// exec, so the ignore is turned into a Go handler whose signals are
+// dropped: this process still ignores SIGHUP, its children do not.
+func defaultHangup() {
+	hangupOnce.Do(func() {
+		if signal.Ignored(syscall.SIGHUP) {
+			// Never read: signal drops what does not fit.
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		}
+	})
 }
 
 // startPTY starts cmd as a session leader with a new pty as its controlling
@@ -616,7 +642,8 @@ func (s *Session) Resize(cols, rows int) error {
 
 // Close ends the session: SIGHUP (and SIGCONT) to the process's group and
 // the terminal's foreground group, as a terminal hangup does; up to 1 s for
-// the process to exit; then SIGKILL to every process still in the session
+// the process to exit (it gets SIGHUP again meanwhile; no wait if it
+// ignores SIGHUP); then SIGKILL to every process still in the session
 // (found through /proc on Linux; elsewhere the process group only). It
 // reaps the process, waits for the last output, closes the pty and the
 // output stream, records the session closed (with a Store), and removes
@@ -640,13 +667,10 @@ func (s *Session) close(state string) {
 		reaped = true
 	default:
 		s.hangup()
-		t := time.NewTimer(closeGrace)
-		select {
-		case <-s.exited:
-			reaped = true // from now on its pid may be someone else's
-		case <-t.C:
+		if hangupIgnored(s.pid) {
+			break // it will not exit on the hangup: no grace to wait out
 		}
-		t.Stop()
+		reaped = s.awaitHangup()
 	}
 	killSession(s.pid, reaped)
 	<-s.exited
@@ -673,6 +697,34 @@ func (s *Session) close(state string) {
 	<-s.waitDone
 	s.record(false)
 	s.m.remove(s)
+}
+
+// awaitHangup waits up to closeGrace for the process to exit after the
+// hangup and reports whether it did (it is reaped then: from now on its
+// pid may be someone else's). A shell can miss a hangup: bash defers a
+// SIGHUP that comes while it finishes a command (the moment a fast client
+// closes, right after the output it waited for) and then waits for input
+// as if none had come. So the process gets SIGHUP again, after rehupFirst
+// and then at doubling intervals; through its os.Process, which signals
+// nobody once it is reaped.
+func (s *Session) awaitHangup() bool {
+	grace := time.NewTimer(closeGrace)
+	defer grace.Stop()
+	d := rehupFirst
+	again := time.NewTimer(d)
+	defer again.Stop()
+	for {
+		select {
+		case <-s.exited:
+			return true
+		case <-grace.C:
+			return false
+		case <-again.C:
+			s.cmd.Process.Signal(syscall.SIGHUP)
+			d *= 2
+			again.Reset(d)
+		}
+	}
 }
 
 // hangup signals what a terminal hangup signals: the session leader's

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,8 +60,10 @@ type Session struct {
 	started  time.Time
 	cmd      *exec.Cmd
 	pid      int
-	pidStart uint64   // the process's start time (proc.Stat.Start), 0 if unknown
-	master   *os.File // pollable: Close interrupts blocked reads and writes
+	pidStart uint64      // the process's start time (proc.Stat.Start), 0 if unknown
+	master   *os.File    // pollable: Close interrupts blocked reads and writes
+	tty      string      // the terminal's path (/dev/pts/N)
+	reading  atomic.Bool // the reader holds output not yet in the stream and the emulator
 	stream   *output.Stream
 
 	emuMu   sync.Mutex // guards emu
@@ -137,7 +140,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 			return nil, fmt.Errorf("open pty session: %w: nothing was started: %w", ErrNotRecorded, err)
 		}
 	}
-	master, err := startPTY(cmd, o.Cols, o.Rows)
+	master, tty, err := startPTY(cmd, o.Cols, o.Rows)
 	if err != nil {
 		stream.Close()
 		if st := m.opts.Store; st != nil {
@@ -167,6 +170,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		pid:         pid,
 		pidStart:    pidStart,
 		master:      master,
+		tty:         tty,
 		stream:      stream,
 		emu:         emu,
 		replies:     replies,
@@ -216,27 +220,28 @@ func defaultHangup() {
 
 // startPTY starts cmd as a session leader with a new pty as its controlling
 // terminal and returns the pty's master side, in non-blocking mode so that
-// the runtime poller serves it and Close unblocks its readers.
-func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
+// the runtime poller serves it and Close unblocks its readers, and the
+// terminal's path.
+func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, string, error) {
 	ptmx, tty, err := creackpty.Open()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer tty.Close()
 	if err := creackpty.Setsize(tty, &creackpty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		ptmx.Close()
-		return nil, fmt.Errorf("set pty size: %w", err)
+		return nil, "", fmt.Errorf("set pty size: %w", err)
 	}
 	// creack/pty used ptmx.Fd(), which leaves it blocking for good; a
 	// non-blocking duplicate goes to the poller instead.
 	fd, err := unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	ptmx.Close()
 	if err != nil {
-		return nil, fmt.Errorf("dup pty master: %w", err)
+		return nil, "", fmt.Errorf("dup pty master: %w", err)
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+		return nil, "", fmt.Errorf("pty master non-blocking: %w", err)
 	}
 	master := os.NewFile(uintptr(fd), "/dev/ptmx")
 
@@ -244,9 +249,9 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := cmd.Start(); err != nil {
 		master.Close()
-		return nil, err
+		return nil, "", err
 	}
-	return master, nil
+	return master, tty.Name(), nil
 }
 
 // wait reaps the process and records its exit code, in memory and then
@@ -330,10 +335,12 @@ func (s *Session) read() {
 	for {
 		n, err := s.master.Read(buf)
 		if n > 0 {
+			s.reading.Store(true)
 			s.emuMu.Lock()
 			s.stream.Write(buf[:n])
 			s.emu.Write(buf[:n])
 			s.emuMu.Unlock()
+			s.reading.Store(false)
 		}
 		if err != nil {
 			break

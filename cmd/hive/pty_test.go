@@ -13,6 +13,7 @@ import (
 
 type ptyOut struct {
 	Data       string `json:"data"`
+	Offset     int64  `json:"offset"`
 	NextOffset int64  `json:"next_offset"`
 	Matched    bool   `json:"matched"`
 	Running    bool   `json:"running"`
@@ -216,6 +217,50 @@ func TestPTYPythonREPL(t *testing.T) {
 		t.Errorf("after exit(): running=%v exit=%v", out.Running, out.ExitCode)
 	}
 	s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+}
+
+// terminal_pty_send without wait_ms or wait_for returns once the program
+// waits for input again: the whole answer and the next prompt, however
+// long it takes or prints, never just the echo or the first chunk.
+func TestPTYSendDefaultWaitsForInput(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	prompt := regexp.MustCompile(`\nbash-[0-9.]+[#$] $`)
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", nil, &sh)
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo re''ady\n", "wait_for": "ready\n"})
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\n", "wait_for": prompt.String()})
+
+	// Quiet far longer than the old 300 ms default, then the answer.
+	out := s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "sleep 0.5; echo late-$((1+1))\n"})
+	if !strings.HasSuffix(prompt.ReplaceAllString(out.Data, ""), "\nlate-2") || !prompt.MatchString(out.Data) {
+		t.Errorf("sleep then echo: %q, want late-2 and the prompt", out.Data)
+	}
+	// Streaming: all of it, up to the prompt after the last line.
+	out = s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "seq 1 100000\n"})
+	if !strings.HasSuffix(prompt.ReplaceAllString(out.Data, ""), "\n99999\n100000") || !prompt.MatchString(out.Data) {
+		t.Errorf("seq 1 100000: ends %q, want 100000 and the prompt", out.Data[max(0, len(out.Data)-60):])
+	}
+	if more := s.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "since_offset": out.NextOffset}); more.Data != "" {
+		t.Errorf("output after the answer's end: %q", more.Data)
+	}
+
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	var py ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &py)
+	s.pty("terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": "print('rea'+'dy')\n", "wait_for": "ready\n>>> $"})
+	for _, c := range []struct{ input, want string }{
+		{"1+1\n", "1+1\n2\n>>> "},
+		{"import time; time.sleep(0.5); print('up')\n", "import time; time.sleep(0.5); print('up')\nup\n>>> "},
+		{"if True:\n", "if True:\n... "},
+		{"  6*7\n\n", "  6*7\n... \n42\n>>> "},
+	} {
+		if out := s.pty("terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": c.input}); out.Data != c.want {
+			t.Errorf("python %q: %q, want %q", c.input, out.Data, c.want)
+		}
+	}
 }
 
 // A session that ended, closed by the client or left by a daemon killed

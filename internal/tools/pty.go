@@ -39,7 +39,7 @@ type ptySendIn struct {
 	SessionID string   `json:"session_id"`
 	Input     string   `json:"input,omitempty" jsonschema:"text; \u0003 is Ctrl-C"`
 	Keys      []string `json:"keys,omitempty" jsonschema:"keys after input: Enter, Tab, Up, C-c…"`
-	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"return after this quiet time; default: once it waits for input"`
+	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"or return after this quiet time"`
 	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex to wait for (30 s max)"`
 }
 
@@ -118,7 +118,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			info := ptyInfo(sess.Info())
 			return text(fmt.Sprintf("pty session %s (pid %d, %dx%d)", info.SessionID, info.Pid, info.Cols, info.Rows)), info, nil
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_pty_send", Description: "Type into a PTY session and return the output that follows."},
+	addTool(s, &mcp.Tool{Name: "terminal_pty_send", Description: "Type into a PTY; returns output until it waits for input."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptySendIn) (*mcp.CallToolResult, PTYOutput, error) {
 			sess, err := m.Get(in.SessionID)
 			if err != nil {

@@ -37,52 +37,51 @@ var waitCalls = map[int64]int{
 	unix.SYS_EPOLL_PWAIT2: callEpoll,
 }
 
-// maxProbeThreads bounds the threads probeGroup looks at; a process with
-// more is fgUnknown.
-const maxProbeThreads = 64
+// maxProbeThreads bounds the threads looked at in one process; a process
+// with more is fgUnknown. maxProbeMembers bounds the processes of the
+// group looked at.
+const (
+	maxProbeThreads = 64
+	maxProbeMembers = 16
+)
 
-// probeGroup tells what the leader of foreground process group pg is
-// doing (see fgProbe), from /proc: for each thread, the system call it is
-// blocked in (/proc/PID/task/TID/syscall) and, for a read, select, poll or
-// epoll wait, whether the terminal tty (its /dev/pts path) is among the
-// files it waits on. Looking needs the right to trace the process (the
-// daemon started it); without it the state is fgUnknown.
+// probeGroup tells what foreground process group pg is doing (see
+// fgProbe), from /proc: for each thread of its processes, the system call
+// it is blocked in (/proc/PID/task/TID/syscall) and, for a read, select,
+// poll or epoll wait, whether the terminal tty (its /dev/pts path) is
+// among the files it waits on. The group is waiting for input when one of
+// its processes is: the leader, or a process it started in its group (a
+// pager: git log's less), or, once the leader is gone, any (grep | less).
+// Looking needs the right to trace the process (the daemon started it);
+// without it the state is fgUnknown.
 func probeGroup(pg int, tty string) fgProbe {
 	p := fgProbe{pid: pg, state: fgBusy}
-	st, ok := proc.Read(pg)
-	if !ok || !st.Alive() || st.Pgrp != pg {
-		// The leader is gone while its group holds the terminal (the
-		// shell takes it back when the group ends).
-		return p
+	var todo []int
+	if st, ok := proc.Read(pg); ok && st.Alive() && st.Pgrp == pg {
+		todo = []int{pg}
+	} else {
+		// The leader is gone while its group holds the terminal (a
+		// pipeline whose first command ended; the shell takes the
+		// terminal back when the group ends).
+		for _, st := range proc.Live(func(st proc.Stat) bool { return st.Pgrp == pg }) {
+			todo = append(todo, st.Pid)
+		}
 	}
-	dir := "/proc/" + strconv.Itoa(pg)
-	ents, err := os.ReadDir(dir + "/task")
-	if err != nil || len(ents) == 0 {
-		p.state = unlessGone(err)
-		return p
-	}
-	if len(ents) > maxProbeThreads {
-		p.state = fgUnknown
-		return p
-	}
-	// The switches are counted whatever the state: SendReady compares
-	// them with a look taken before the input, maybe while it ran.
-	for _, e := range ents {
-		p.switches += voluntarySwitches(dir + "/task/" + e.Name())
-	}
-	if st.State != 'S' {
-		return p // running or stopped
-	}
-	l := looker{dir: dir, tty: tty}
-	defer l.close()
 	input, unknown := false, false
-	for _, e := range ents {
-		switch l.thread(dir + "/task/" + e.Name()) {
+	for n := 0; len(todo) > 0 && n < maxProbeMembers; n++ {
+		pid := todo[0]
+		todo = todo[1:]
+		l := looker{pid: pid, dir: "/proc/" + strconv.Itoa(pid), tty: tty}
+		switches, state, children := l.process(pg)
+		l.close()
+		p.switches += switches
+		switch state {
 		case fgInput:
 			input = true
 		case fgUnknown:
 			unknown = true
 		}
+		todo = append(todo, children...)
 	}
 	switch {
 	case input:
@@ -91,6 +90,50 @@ func probeGroup(pg int, tty string) fgProbe {
 		p.state = fgUnknown
 	}
 	return p
+}
+
+// process looks at one process of group pg: the voluntary context
+// switches of its threads (counted whatever its state: SendReady compares
+// them with a look taken before the input, maybe while it ran), whether
+// it waits for input from the terminal, and its children.
+func (l *looker) process(pg int) (switches uint64, state fgState, children []int) {
+	st, ok := proc.Read(l.pid)
+	if !ok || !st.Alive() || st.Pgrp != pg {
+		return 0, fgBusy, nil
+	}
+	ents, err := os.ReadDir(l.dir + "/task")
+	if err != nil || len(ents) == 0 {
+		return 0, unlessGone(err), nil
+	}
+	if len(ents) > maxProbeThreads {
+		return 0, fgUnknown, nil
+	}
+	state = fgBusy
+	unknown := false
+	for _, e := range ents {
+		tdir := l.dir + "/task/" + e.Name()
+		switches += voluntarySwitches(tdir)
+		if b, err := os.ReadFile(tdir + "/children"); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					children = append(children, pid)
+				}
+			}
+		}
+		if st.State != 'S' || state == fgInput {
+			continue // running or stopped; or known already
+		}
+		switch l.thread(tdir) {
+		case fgInput:
+			state = fgInput
+		case fgUnknown:
+			unknown = true
+		}
+	}
+	if state != fgInput && unknown {
+		state = fgUnknown
+	}
+	return switches, state, children
 }
 
 // unlessGone is the state of a process whose file gave err: fgUnknown
@@ -121,7 +164,8 @@ func voluntarySwitches(tdir string) uint64 {
 
 // looker reads one process's files for probeGroup.
 type looker struct {
-	dir, tty string
+	pid      int
+	dir, tty string // /proc/PID, the terminal's path
 	mem      *os.File
 	memErr   error
 }
@@ -137,6 +181,9 @@ func (l *looker) close() {
 func (l *looker) thread(tdir string) fgState {
 	b, err := os.ReadFile(tdir + "/syscall")
 	if err != nil {
+		if _, serr := os.Stat(tdir); serr == nil && errors.Is(err, fs.ErrNotExist) {
+			return fgUnknown // a kernel without the file
+		}
 		return unlessGone(err)
 	}
 	f := strings.Fields(string(b))

@@ -46,6 +46,12 @@ func TestSendReady(t *testing.T) {
 		{name: "read tty", input: "cat\n", want: `\Acat\n\z`, linuxOnly: true},
 		{name: "cat echoes", input: "line\n", want: `\Aline\nline\n\z`, linuxOnly: true},
 		{name: "eof", input: "\x04", want: `\A` + prompt + `\z`},
+		// Another process of the group reads: a child of the leader (a
+		// pager), or any once the leader is gone.
+		{name: "child reads", input: "bash -c 'cat; true'\n", want: `\Abash -c 'cat; true'\n\z`, linuxOnly: true},
+		{name: "child eof", input: "\x04", want: `\A` + prompt + `\z`},
+		{name: "leader gone", input: "true | cat /dev/tty\n", want: `\Atrue \| cat /dev/tty\n\z`, linuxOnly: true},
+		{name: "member eof", input: "\x04", want: `\A` + prompt + `\z`},
 		// Reading a pipe is not waiting for the terminal: it is waited for.
 		{name: "read pipe", input: "read -r -t 0.4 x < <(sleep 5); echo after-$((2+2))\n", want: `\nafter-4\n` + prompt + `\z`, linuxOnly: true},
 		// read -p: a prompt of the program's own.

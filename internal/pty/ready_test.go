@@ -4,6 +4,7 @@ package pty
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -157,4 +158,43 @@ func TestPromptAtCursor(t *testing.T) {
 	if s.promptAtCursor() {
 		t.Errorf("promptAtCursor = true with text after the cursor; screen:\n%s", strings.TrimSpace(s.Screen().Text))
 	}
+}
+
+// TestSendReadyBounded: a busy program is waited for until ctx ends; the
+// answer so far comes with ctx's error.
+func TestSendReadyBounded(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("elsewhere the quiet ends the wait")
+	}
+	m := newManager(t, Options{})
+	s := open(t, m, OpenOptions{})
+	sendWait(t, s, "echo up-$((1+1))\n", `up-2\n`+prompt)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	r, err := s.SendReady(ctx, "sleep 30\n")
+	if !errors.Is(err, context.DeadlineExceeded) || r.Data != "sleep 30\n" || !r.Running {
+		t.Errorf("SendReady(sleep 30) = %+v, %v; want the echo and the deadline", r, err)
+	}
+	if p := s.probe(); p.state != fgBusy {
+		t.Errorf("probe while sleep 30 runs = %+v, want busy", p)
+	}
+}
+
+// TestSendReadyByScreen: where the process cannot be seen (no /proc, or
+// not allowed), a prompt at the cursor after the echo tells; without one,
+// the quiet ends the wait.
+func TestSendReadyByScreen(t *testing.T) {
+	lookAtGroup = func(pg int, _ string) fgProbe { return fgProbe{pid: pg} }
+	t.Cleanup(func() { lookAtGroup = probeGroup })
+	m := newManager(t, Options{})
+	s := open(t, m, OpenOptions{})
+	sendWait(t, s, "echo up-$((1+1))\n", `up-2\n`+prompt)
+	if r := sendReady(t, s, "echo hi-$((6*7))\n"); !regexp.MustCompile(`\Aecho hi-\$\(\(6\*7\)\)\nhi-42\n` + prompt + `\z`).MatchString(r.Data) {
+		t.Errorf("echo: %q, want the answer and the prompt", r.Data)
+	}
+	// No prompt: the quiet ends the wait, before the answer.
+	if r := sendReady(t, s, "sleep 1; echo late\n"); r.Data != "sleep 1; echo late\n" {
+		t.Errorf("sleep: %q, want the echo only", r.Data)
+	}
+	sendWait(t, s, "", `late\n`+prompt)
 }

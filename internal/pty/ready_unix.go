@@ -60,8 +60,12 @@ func (s *Session) probe() fgProbe {
 	if pg <= 0 {
 		return fgProbe{}
 	}
-	return probeGroup(pg, s.tty)
+	return lookAtGroup(pg, s.tty)
 }
+
+// lookAtGroup is probeGroup; tests replace it to see SendReady without
+// /proc.
+var lookAtGroup = probeGroup
 
 // outputPending tells whether output the program wrote is not yet in the
 // stream: in the terminal (the master side has bytes to read) or in the

@@ -174,8 +174,8 @@ func BenchmarkPTYREPLRoundTrip(b *testing.B) {
 }
 
 // BenchmarkPTYClose: terminal_pty_close on a daemon that has served other
-// work and that inherited an ignored SIGHUP (started through a shell with
-// trap '' HUP, as nohup does), alternating in one run:
+// work and that inherited an ignored SIGHUP (started through a shell that
+// ignores it, as nohup does), alternating in one run:
 //   - shell: a bash session closed right after the answer it waited for
 //     (wait_for on the output: bash is still finishing the command);
 //   - python: a `python3 -q` session, a program that leaves SIGHUP alone;

@@ -46,6 +46,9 @@ func TestSendReady(t *testing.T) {
 		// A program reading the terminal (cat) waits for input, no prompt.
 		{name: "read tty", input: "cat\n", want: `\Acat\n\z`, linuxOnly: true},
 		{name: "cat echoes", input: "line\n", want: `\Aline\nline\n\z`, linuxOnly: true},
+		// Half a line: cat does not wake for it; the quiet ends the wait.
+		{name: "half line", input: "ha", want: `\Aha\z`},
+		{name: "rest", input: "lf\n", want: `\Alf\nhalf\n\z`, linuxOnly: true},
 		{name: "eof", input: "\x04", want: `\A` + prompt + `\z`},
 		// Another process of the group reads: a child of the leader (a
 		// pager), or any once the leader is gone.

@@ -128,8 +128,8 @@ func (s *Session) promptAtCursor() bool {
 // inputSettle otherwise. Where the process cannot be seen, a prompt at
 // the cursor after some output (promptSettle) tells. A program that is
 // busy (running, sleeping, writing, waiting for a child, a pipe or the
-// network) is waited for, printing or not; when nothing tells, readyQuiet
-// of quiet ends the wait. It also returns once the process has exited and
+// network) is waited for, printing or not; when nothing tells, or the
+// program did not wake for the input, readyQuiet of quiet ends the wait. It also returns once the process has exited and
 // its output is read, or the output ends. The wait is bounded by ctx:
 // when ctx ends first the result is still filled in and the error is
 // ctx.Err().
@@ -189,10 +189,12 @@ func (s *Session) SendReady(ctx context.Context, input string) (ReadResult, erro
 			case fgUnknown:
 				// The echo (at least) came back and a prompt waits.
 				ready, settle = printed && s.promptAtCursor(), promptSettle
-				if !ready && now.Sub(lastSign) >= readyQuiet {
-					return w.result(), nil
-				}
 			}
+		}
+		if !ready && p.state != fgBusy && now.Sub(lastSign) >= readyQuiet {
+			// Nothing tells, or the program did not wake for the input
+			// (half a line to a program reading whole lines).
+			return w.result(), nil
 		}
 		next := step
 		switch {

@@ -201,3 +201,15 @@ func TestSendReadyByScreen(t *testing.T) {
 	}
 	sendWait(t, s, "", `late\n`+prompt)
 }
+
+// TestSendReadyExit: once the shell exits, no input is wanted: SendReady
+// returns, though a job it left still holds the terminal.
+func TestSendReadyExit(t *testing.T) {
+	m := newManager(t, Options{})
+	s := open(t, m, OpenOptions{})
+	sendWait(t, s, "echo up-$((1+1))\n", `up-2\n`+prompt)
+	r := sendReady(t, s, "(sleep 2; echo bg-$((1+1))) & exit\n")
+	if r.Running || strings.Contains(r.Data, "bg-2") {
+		t.Errorf("SendReady(... & exit) = %+v, want the shell gone and the job's output not waited for", r)
+	}
+}

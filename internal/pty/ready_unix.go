@@ -129,10 +129,10 @@ func (s *Session) promptAtCursor() bool {
 // the cursor after some output (promptSettle) tells. A program that is
 // busy (running, sleeping, writing, waiting for a child, a pipe or the
 // network) is waited for, printing or not; when nothing tells, or the
-// program did not wake for the input, readyQuiet of quiet ends the wait. It also returns once the process has exited and
-// its output is read, or the output ends. The wait is bounded by ctx:
-// when ctx ends first the result is still filled in and the error is
-// ctx.Err().
+// program did not wake for the input, readyQuiet of quiet ends the wait.
+// It also returns once the process has exited and its output is read, or
+// the output ends. The wait is bounded by ctx: when ctx ends first the
+// result is still filled in and the error is ctx.Err().
 func (s *Session) SendReady(ctx context.Context, input string) (ReadResult, error) {
 	from := s.stream.Stats().Total
 	before := s.probe()
@@ -163,7 +163,8 @@ func (s *Session) SendReady(ctx context.Context, input string) (ReadResult, erro
 		}
 		now := time.Now()
 		p := s.probe()
-		if s.outputPending() {
+		pending := s.outputPending()
+		if pending {
 			// Still printing, or done but its output is not all read:
 			// not ready, and not quiet.
 			p.state = fgBusy
@@ -175,7 +176,8 @@ func (s *Session) SendReady(ctx context.Context, input string) (ReadResult, erro
 		ready, settle := false, readySettle
 		select {
 		case <-s.exited:
-			ready = p.state != fgBusy
+			// No input is wanted any more; what it printed is read.
+			ready = !pending
 		default:
 			switch p.state {
 			case fgInput:

@@ -299,11 +299,14 @@ type rawSession struct {
 	in  io.WriteCloser
 	r   *bufio.Reader
 	id  int
+	// sent is the length of the last answer's line as the bridge wrote it
+	// (the JSON-RPC message, without the newline).
+	sent int
 }
 
-func connectRaw(b *testing.B, d *daemon) *rawSession {
+func connectRaw(b *testing.B, d *daemon, args ...string) *rawSession {
 	b.Helper()
-	cmd := exec.Command(d.bin, "mcp", "--state-dir", d.dir)
+	cmd := exec.Command(d.bin, append([]string{"mcp", "--state-dir", d.dir}, args...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -358,6 +361,7 @@ func (s *rawSession) call(method, params string) (json.RawMessage, error) {
 		if msg.Error != nil {
 			return nil, fmt.Errorf("%s: %s", method, msg.Error.Message)
 		}
+		s.sent = len(line) - 1
 		return msg.Result, nil
 	}
 }

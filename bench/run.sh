@@ -24,6 +24,7 @@ go vet ./bench/
 go test -run '^$' -bench '^Benchmark(Run|Exec)RoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
 	-timeout 30m ./bench/ | tee "$out"
 go test -run '^$' -bench '^BenchmarkToolsListSize$' -benchtime=20x ./bench/ | tee -a "$out"
+go test -run '^$' -bench '^BenchmarkAnswerBytes$' -benchtime=2x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkPTY(REPLRoundTrip|Close)$' -benchtime="${PTY_BENCHTIME:-50x}" ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
 	-timeout 60m ./bench/ | tee -a "$out"
@@ -43,8 +44,11 @@ awk '
 	} else if ($1 ~ /ExecRoundTrip/) {
 		printf "ExecRoundTrip raw client %.2f ms  go-sdk client %.2f ms  spawn %.2f ms  raw-ratio %.2f  sdk ratio %.2f (target <= 1.5)\n",
 			m["raw-exec-ns/op"]/1e6, m["sdk-exec-ns/op"]/1e6, m["spawn-ns/op"]/1e6, m["raw-ratio"], m["ratio"]
+	} else if ($1 ~ /AnswerBytes/) {
+		printf "%-36s exec %d B (%.3f x 256 KiB; target <= 1.2 + 2 KB)  page-ratio %.3f (<= 1.2)  rg-ratio %.3f (<= 1.2, %d matches)  glob-ratio %.3f\n",
+			$1, m["exec-B"], m["exec-vs-inline"], m["page-ratio"], m["rg-ratio"], m["rg-matches"], m["glob-ratio"]
 	} else if ($1 ~ /ToolsListSize/) {
-		printf "%-45s %d bytes\n", $1, m["bytes"]
+		printf "%-45s tools/list %d bytes  instructions %d bytes  together %d bytes (target <= 18000)\n", $1, m["bytes"], m["instructions-bytes"], m["total-bytes"]
 	} else if ($1 ~ /PTYREPLRoundTrip/) {
 		printf "PTYREPL       default p50 %.1f ms (target <= 60)  wait_for p50 %.2f ms  raw %.2f ms\n", m["p50-default-ms"], m["p50-wait_for-ms"], m["raw-ms/op"]
 	} else if ($1 ~ /PTYClose/) {

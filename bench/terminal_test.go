@@ -91,14 +91,21 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 	b.ReportMetric(per(rawD)/per(spawnD), "raw-ratio")
 }
 
-// BenchmarkToolsListSize reports the size of tools/list for all groups
-// together (target <= 16 KiB: it is paid for in every agent turn) and for
-// each group alone.
+// BenchmarkToolsListSize reports the size of tools/list, of the server's
+// instructions (JSON-encoded, as sent at initialize) and of the two
+// together for all groups (target <= 18 000 bytes: they are paid for in
+// every agent turn), for each group alone, and for all groups in the text
+// form of answers (--answers text: no output schemas).
 func BenchmarkToolsListSize(b *testing.B) {
 	d := startDaemon(b)
-	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta"} {
-		b.Run(fmt.Sprintf("groups=%s", g), func(b *testing.B) {
-			sess := connectMCP(b, d, groupsArgs(g)...)
+	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta", "answers=text"} {
+		name, args := fmt.Sprintf("groups=%s", g), groupsArgs(g)
+		if g == "answers=text" { // all groups, the text form: no output schemas
+			name, args = g, []string{"--answers", "text"}
+		}
+		b.Run(name, func(b *testing.B) {
+			sess := connectMCP(b, d, args...)
+			instr, _ := json.Marshal(sess.InitializeResult().Instructions)
 			var size int
 			for i := 0; i < b.N; i++ {
 				res, err := sess.ListTools(context.Background(), &mcp.ListToolsParams{})
@@ -109,6 +116,8 @@ func BenchmarkToolsListSize(b *testing.B) {
 				size = len(raw)
 			}
 			b.ReportMetric(float64(size), "bytes")
+			b.ReportMetric(float64(len(instr)), "instructions-bytes")
+			b.ReportMetric(float64(size+len(instr)), "total-bytes")
 		})
 	}
 }

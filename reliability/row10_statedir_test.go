@@ -234,9 +234,12 @@ func TestRow10HostileStateDir(t *testing.T) {
 		}
 		var st plantedTask
 		s.MustCall("run", map[string]any{"cmd": "echo started >&2; cat " + gate + " >/dev/null; echo written-through", "wait_seconds": 0}, &st)
-		if st.StdoutPath == "" || st.StderrPath == "" {
-			t.Fatalf("run answered no output paths: %+v", st)
+		if st.StdoutPath != "" || st.StderrPath != "" {
+			t.Fatalf("run named the files of streams still empty: %+v", st)
 		}
+		// Where they will be (a path is named once its file exists).
+		st.StdoutPath = filepath.Join(dir, "bash-tasks", st.ID+".out")
+		st.StderrPath = filepath.Join(dir, "bash-tasks", st.ID+".err")
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			if _, err := os.Lstat(st.StderrPath); err == nil {

@@ -12,7 +12,7 @@ import (
 func TestHelpStartsNothing(t *testing.T) {
 	parent := t.TempDir()
 	state := filepath.Join(parent, "never-created")
-	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "version", "wake", "todo", "inbox", "turn", "loop",
+	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "wait", "rm", "inspect", "version", "wake", "todo", "inbox", "turn", "loop",
 		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack"} {
 		words := strings.Fields(cmd)
 		variants := [][]string{append(words, "-h"), append(words, "--help"), append(words, "-help")}

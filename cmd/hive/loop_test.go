@@ -38,10 +38,10 @@ echo "turn:$HIVE_MESSAGE_ID:$HIVE_MESSAGE_FROM:$HIVE_MESSAGE:$same" >> "$log"
 case "$HIVE_MESSAGE" in
 report) hive turn thinking --context-usage 0.9 > /dev/null ;;
 wake-self) hive wake --from agent "woken from a turn" > /dev/null ;;
-task) hive run --name bg-task -- true > /dev/null ;;
+task) hive run --notify --name bg-task -- true > "$LOOP_DIR/bg-task.id" ;;
 fail) exit 3 ;;
 leave) sleep 300 > /dev/null 2>&1 & echo $! > "$LOOP_DIR/leftover.pid" ;;
-hold) echo "holding" >> "$log"; gate "$LOOP_DIR/hold-gate" ;;
+hold) echo $$ > "$LOOP_DIR/agent.pid"; echo "holding" >> "$log"; gate "$LOOP_DIR/hold-gate" ;;
 esac
 `
 
@@ -216,7 +216,10 @@ func TestLoop(t *testing.T) {
 	lp.waitLog("turn:" + strconv.FormatInt(id, 10) + ":ci:after the failure:same")
 
 	wake(t, state, "ci", "task")
-	lp.waitLog("turn:0:loose-ends:todo bash/bg-task: task bg-task done, exit 0")
+	tlog := lp.waitLog("(bg-task) done, exit 0")
+	if bg, _ := os.ReadFile(filepath.Join(lp.dir, "bg-task.id")); !strings.Contains(tlog, "turn:0:loose-ends:todo bash/"+strings.TrimSpace(string(bg))+": task ") {
+		t.Errorf("the loose-ends turn of job %q (bg-task, --notify): log %q", bg, tlog)
+	}
 
 	wake(t, state, "ci", "leave")
 	lp.waitLog(":ci:leave:same")
@@ -325,6 +328,55 @@ func TestLoopRedelivery(t *testing.T) {
 	if code := lp2.wait(); code == 0 || !strings.Contains(lp2.stderr.String(), "inbox next") {
 		t.Fatalf("waiting loop after its daemon's kill -9: exit %d; stderr:\n%s", code, lp2.stderr.String())
 	}
+}
+
+// A loop killed mid-turn (kill -9: no cleanup of its own) takes its agent
+// run with it (the parent-death signal), and the next loop gets the
+// message it held again; two loops on one agent are refused. SIGHUP (a
+// lost terminal) stops a loop as SIGTERM does: the graceful-stop turn,
+// then exit 0.
+func TestLoopKilledAndHangup(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	dir := t.TempDir()
+	lp := startLoop(t, state, dir)
+	id := wake(t, state, "ci", "hold")
+	lp.waitLog("holding")
+	b, err := os.ReadFile(filepath.Join(dir, "agent.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	second := hiveCmd(state, "loop", "--", "true")
+	second.Env = append(second.Env, quickRaceExit()...)
+	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "another hive loop drives this agent") {
+		t.Errorf("a second loop: %v %s", err, out)
+	}
+	lp.cmd.Process.Signal(syscall.SIGKILL)
+	lp.wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for processAlive(agentPid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(agentPid, syscall.SIGKILL)
+			t.Fatalf("the agent run %d outlived its loop's kill -9", agentPid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	lp2 := startLoop(t, state, dir)
+	lp2.waitStderr("messages a stopped loop had taken are queued again")
+	want := "turn:" + strconv.FormatInt(id, 10) + ":ci:hold:same\n"
+	log := lp2.waitLog(want + "holding\n" + want)
+	if strings.Count(log, want) != 2 {
+		t.Fatalf("log:\n%s", log)
+	}
+	lp2.open("hold-gate")
+	waitInboxWaiters(t, state, 1)
+	lp2.cmd.Process.Signal(syscall.SIGHUP)
+	if code := lp2.wait(); code != 0 {
+		t.Fatalf("loop after SIGHUP: exit %d; stderr:\n%s", code, lp2.stderr.String())
+	}
+	lp2.waitLog(":graceful-stop:")
 }
 
 // An agent run past --timeout is stopped (SIGTERM to its group): logged

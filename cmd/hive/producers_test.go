@@ -106,7 +106,7 @@ func TestProducersCLI(t *testing.T) {
 	if out, _, code := hiveIn(t, state, "", "inbox", "ack", "1"); code != 0 || out != "message 1 acked\n" {
 		t.Errorf("inbox ack: %d %q", code, out)
 	}
-	if _, errs, code := hiveIn(t, state, "", "inbox", "ack", "1"); code != 1 || !strings.Contains(errs, "id 1: no message in the inbox has it") {
+	if _, errs, code := hiveIn(t, state, "", "inbox", "ack", "1"); code != 1 || !strings.Contains(errs, "id 1: no message in flight has it") {
 		t.Errorf("second ack: %d %q", code, errs)
 	}
 	mustJSON(t, state, &next, "inbox", "next", "--wait", "--timeout", "10")

@@ -220,9 +220,9 @@ func TestExecAutoBackgroundAndJobLogs(t *testing.T) {
 	if logs.Status != "done" || *logs.ExitCode != 0 || logs.Stdout.Data != "second\n" || logs.Stdout.NextOffset != 13 {
 		t.Fatalf("logs: %+v", logs)
 	}
-	// The promoted job raised a loose end with its completion.
-	if _, summary, ok := s.todoFor(*e.JobID); !ok || !strings.Contains(summary, "done") {
-		t.Errorf("promoted job todo: %v %q", ok, summary)
+	// terminal_job_logs read the end: the promoted job's loose end is done.
+	if _, summary, ok := s.todoFor(*e.JobID); ok {
+		t.Errorf("promoted job todo left after its end was read: %q", summary)
 	}
 }
 
@@ -251,7 +251,8 @@ func TestTerminalJobs(t *testing.T) {
 		Pid    int    `json:"pid"`
 	}
 	s.mustCall("terminal_job_start", map[string]any{"cmd": "echo out1; echo err1 >&2; sleep 30; echo out2", "name": "reader"}, &st)
-	if st.JobID != "reader" || st.Status != "running" || st.Pid == 0 {
+	if st.JobID == "reader" || st.Status != "running" || st.Pid == 0 { // its own id; the name addresses it
+
 		t.Fatalf("start: %+v", st)
 	}
 	type chunk struct {
@@ -274,7 +275,7 @@ func TestTerminalJobs(t *testing.T) {
 		} `json:"jobs"`
 	}
 	s.mustCall("terminal_job_list", map[string]any{"state": "running"}, &list)
-	if len(list.Jobs) != 1 || list.Jobs[0].JobID != "reader" {
+	if len(list.Jobs) != 1 || list.Jobs[0].JobID != st.JobID {
 		t.Errorf("list running: %+v", list)
 	}
 	if text, isErr := s.call("terminal_job_list", map[string]any{"state": "bogus"}, nil); !isErr || !strings.Contains(text, "state") {
@@ -317,7 +318,8 @@ func TestJobLogsDroppedOffset(t *testing.T) {
 	}
 }
 
-// tools/list stays small: it is paid for in every agent turn.
+// tools/list and the instructions stay small: they are paid for in every
+// agent turn.
 func TestToolsListSize(t *testing.T) {
 	state := stateDir(t)
 	s := connect(t, state, t.TempDir())
@@ -326,9 +328,14 @@ func TestToolsListSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(res)
-	t.Logf("tools/list: %d tools, %d bytes", len(res.Tools), len(b))
-	if len(b) > 18000 { // DESIGN: at most 18 KB with every group
-		t.Errorf("tools/list is %d bytes, over 18 KB", len(b))
+	instr := s.cs.InitializeResult().Instructions
+	ib, _ := json.Marshal(instr)
+	t.Logf("tools/list: %d tools, %d bytes; instructions %d bytes; together %d bytes", len(res.Tools), len(b), len(ib), len(b)+len(ib))
+	if instr == "" {
+		t.Error("no instructions at initialize")
+	}
+	if len(b)+len(ib) > 18000 { // DESIGN: at most 18 KB with every group
+		t.Errorf("tools/list (%d bytes) and instructions (%d bytes) are %d bytes, over 18 KB", len(b), len(ib), len(b)+len(ib))
 	}
 	names := map[string]bool{}
 	for _, tool := range res.Tools {
@@ -350,6 +357,10 @@ func TestToolsListSize(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "compact,kill,mark_todos_done,run,set_status,status" {
 		t.Errorf("execution group: %v", got)
+	}
+	// The instructions speak of the tools a session has.
+	if in := s2.cs.InitializeResult().Instructions; strings.Contains(in, "terminal_") || strings.Contains(in, "read_inbox") || !strings.Contains(in, "loose end") {
+		t.Errorf("instructions for the execution group:\n%s", in)
 	}
 }
 

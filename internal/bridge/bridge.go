@@ -19,6 +19,9 @@ import (
 type Options struct {
 	Layout paths.Layout
 	Groups []string
+	// Answers is the form of tool answers (tools.ParseAnswers); "" is the
+	// default, structured.
+	Answers string
 	// Exe is the hive binary to start a daemon with, if none answers.
 	Exe string
 	// StartWait bounds the wait for a started daemon. If zero, 2 s.
@@ -44,7 +47,7 @@ func Run(o Options) error {
 	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
-	req := proto.Request{Cmd: proto.CmdMCP, Cwd: cwd, Env: os.Environ(), Groups: o.Groups}
+	req := proto.Request{Cmd: proto.CmdMCP, Cwd: cwd, Env: os.Environ(), Groups: o.Groups, Answers: o.Answers}
 	// Best: hand stdin and stdout to the daemon, which then reads and
 	// writes the client's pipes itself; the bridge only waits, so the
 	// bytes skip a process hop each way.

@@ -20,6 +20,12 @@ var Version = "0.1.0-dev"
 // ErrUsage marks a usage error (exit code 2).
 var ErrUsage = errors.New("usage")
 
+// ExitError makes hive exit with Code (a job's exit status, for logs -f
+// and wait); main prints nothing more for it.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
+
 // Env is what a subcommand may use of its process.
 type Env struct {
 	Stdin  io.Reader
@@ -51,6 +57,37 @@ func jsonOut(e Env, v any) error {
 	enc := json.NewEncoder(e.Stdout)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// output is how a command prints, by the flags every command shares:
+// --json (or --format json) for scripts, -q for ids only, else a table.
+type output struct {
+	json, quiet bool
+	format      *string
+}
+
+// outputFlags adds --json, --format table|json and, if quiet, -q/--quiet.
+func outputFlags(fs *flagSet, quiet bool) *output {
+	o := &output{}
+	fs.BoolVar(&o.json, "json", false, "JSON output (same as --format json)")
+	o.format = fs.String("format", "table", "table or json")
+	if quiet {
+		fs.BoolVar(&o.quiet, "q", false, "only the ids, one per line")
+		fs.BoolVar(&o.quiet, "quiet", false, "same as -q")
+	}
+	return o
+}
+
+// check checks --format after parsing.
+func (o *output) check() error {
+	switch *o.format {
+	case "table":
+	case "json":
+		o.json = true
+	default:
+		return fmt.Errorf("%w: --format %q: must be table or json", ErrUsage, *o.format)
+	}
+	return nil
 }
 
 // errHelp is what a subcommand returns after printing its help: Run

@@ -100,7 +100,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HTTPReadTimeout: *readTimeout, HTTPWriteTimeout: *writeTimeout, MaxRunning: *maxRunning,
 		Grace: *grace, FileCap: *fileCap, Version: Version, Logger: log,
 		HandleTTL: *handleTTL, HandleCap: *handleCap, Retain: retainArg(*retain), MaxLine: *maxLine,
-		Name: *name, RemindMax: *remindMax,
+		Name: *name, RemindMax: *remindMax, Subreaper: true,
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	inboxLsUsage   = "inbox ls [--json]   list the inbox: undelivered messages and those in flight"
+	inboxLsUsage   = "inbox ls [-q] [--format table|json]   list the inbox: undelivered messages and those in flight"
 	inboxNextUsage = "inbox next [--wait] [--timeout S] [--json]   take the oldest message for a turn (ack it after)"
 	inboxAckUsage  = "inbox ack ID [--json]   remove a message inbox next delivered"
 )
@@ -48,8 +48,11 @@ func runInbox(ctx context.Context, e Env, args []string) error {
 
 func runInboxLs(e Env, args []string) error {
 	fs, dir := newFlags("inbox ls", e)
-	asJSON := fs.Bool("json", false, "JSON output")
+	out := outputFlags(fs, true)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -70,8 +73,14 @@ func runInboxLs(e Env, args []string) error {
 	if resp.Undelivered != nil {
 		undelivered = *resp.Undelivered
 	}
-	if *asJSON {
+	switch {
+	case out.json:
 		return jsonOut(e, map[string]any{"undelivered": undelivered, "messages": resp.Messages})
+	case out.quiet:
+		for _, m := range resp.Messages {
+			fmt.Fprintln(e.Stdout, m.ID)
+		}
+		return nil
 	}
 	fmt.Fprintf(e.Stdout, "%d undelivered\n", undelivered)
 	if len(resp.Messages) == 0 {
@@ -79,12 +88,13 @@ func runInboxLs(e Env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tFROM\tAT\tSTATE\tSIZE\tPREVIEW")
+	now := time.Now()
 	for _, m := range resp.Messages {
 		state := "queued"
 		if m.InFlight {
 			state = "in flight"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.From, time.Unix(m.At, 0).Format(time.DateTime), state, m.Size, clipLine(m.Preview, 80))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.From, humanTime(time.Unix(m.At, 0), now), state, m.Size, clipLine(m.Preview, 80))
 	}
 	return tw.Flush()
 }

@@ -8,29 +8,62 @@ import (
 	"github.com/hivetools/hive/internal/proto"
 )
 
+const logsUsage = "logs ID [-f] [--stdout|--stderr] [--tail N] [--timestamps]   a job's output, stdout and stderr merged in arrival order (-f: follow, exit with the job's status)"
+
 func init() {
-	register(command{name: "logs", usage: "logs ID [-f] [--stderr]   print a job's output (-f: follow until it ends)", run: runLogs})
+	register(command{name: "logs", usage: logsUsage, run: runLogs})
 }
 
 func runLogs(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("logs", e)
-	follow := fs.Bool("f", false, "follow live output until the job ends")
-	stderr := fs.Bool("stderr", false, "standard error instead of standard output")
+	var follow bool
+	fs.BoolVar(&follow, "f", false, "follow live output until the job ends, then exit with its status")
+	fs.BoolVar(&follow, "follow", false, "same as -f")
+	stdout := fs.Bool("stdout", false, "standard output only")
+	stderr := fs.Bool("stderr", false, "standard error only")
+	tail := fs.Int("tail", 0, "start at the last N lines (0: all)")
+	var stamps bool
+	fs.BoolVar(&stamps, "timestamps", false, "prefix each line with when it arrived (RFC 3339, UTC)")
+	fs.BoolVar(&stamps, "t", false, "same as --timestamps")
 	if err := parse(fs, interspersed(fs, args)); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: hive logs ID [-f] [--stderr]", ErrUsage)
+		return fmt.Errorf("%w: hive logs ID [-f] [--stdout|--stderr] [--tail N] [--timestamps]", ErrUsage)
+	}
+	if *tail < 0 {
+		return fmt.Errorf("%w: --tail %d: must be >= 0 (0: all)", ErrUsage, *tail)
 	}
 	l, err := layout(*dir)
 	if err != nil {
 		return err
 	}
-	c, _, err := client.Open(l, proto.Request{Cmd: proto.CmdLogs, ID: fs.Arg(0), Follow: *follow, Stderr: *stderr})
+	c, resp, err := client.Open(l, proto.Request{Cmd: proto.CmdLogs, ID: fs.Arg(0), Follow: follow,
+		Stdout: *stdout, Stderr: *stderr, Tail: *tail, Timestamps: stamps})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	go func() { <-ctx.Done(); c.Close() }()
-	return c.Copy(e.Stdout)
+	if err := c.Copy(e.Stdout); err != nil {
+		return err
+	}
+	if !follow {
+		if resp.Job.State == "failed" {
+			fmt.Fprintf(e.Stderr, "hive: job %s could not start: %s\n", resp.Job.ID, resp.Job.Error)
+		}
+		return nil
+	}
+	// The output ended with the job: its status is the exit status.
+	st, err := client.Call(l, proto.Request{Cmd: proto.CmdStatus, ID: resp.Job.ID})
+	if err != nil {
+		return err
+	}
+	if st.Job.State == "failed" {
+		fmt.Fprintf(e.Stderr, "hive: job %s could not start: %s\n", st.Job.ID, st.Job.Error)
+	}
+	if code := jobExitCode(*st.Job); st.Job.State != "pending" && st.Job.State != "running" && code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,12 +73,28 @@ func runLoop(ctx context.Context, e Env, args []string) error {
 	if err := client.Ensure(l, e.Exe, 5*time.Second); err != nil {
 		return err
 	}
+	// One loop per agent: it owns the messages in flight. Whatever a loop
+	// that died (kill -9, a lost terminal) had popped is queued again.
+	unlock, err := lockLoop(filepath.Join(l.Dir, "loop.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdInboxRequeue})
+	if err != nil {
+		return fmt.Errorf("inbox requeue: %w", err)
+	}
 	lp := &looper{e: e, l: l, argv: argv, timeout: time.Duration(*timeout * float64(time.Second)),
 		log: slog.New(slog.NewTextHandler(e.Stderr, nil)).With("loop", os.Getpid()), hurry: make(chan struct{})}
+	if resp.Requeued != nil && *resp.Requeued > 0 {
+		lp.log.Info("messages a stopped loop had taken are queued again", "count", *resp.Requeued)
+	}
 
 	// The first signal fences the inbox, a second one hurries.
+	// SIGHUP (the terminal went away) and SIGQUIT stop it as SIGTERM does:
+	// the agent runs in its own process group, which no terminal signals.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	fenced, fence := context.WithCancel(ctx)
 	defer fence()
@@ -132,7 +149,7 @@ func (lp *looper) run(fenced context.Context) error {
 		if resp.Message == nil {
 			continue
 		}
-		if err := lp.turn(*resp.Message); err != nil {
+		if err := lp.turn(fenced, *resp.Message); err != nil {
 			return err
 		}
 	}
@@ -140,24 +157,36 @@ func (lp *looper) run(fenced context.Context) error {
 	if err != nil {
 		return fmt.Errorf("graceful_stop: %w", err)
 	}
-	if err := lp.turn(*resp.Message); err != nil {
+	if err := lp.turn(context.Background(), *resp.Message); err != nil {
 		return err
 	}
 	lp.log.Info("loop stopped after the graceful-stop turn")
 	return nil
 }
 
-// turn runs one message's turn and acks the message.
-func (lp *looper) turn(m proto.Message) error {
+// turn runs one message's turn and acks the message: unless the run
+// ended by a signal after the inbox was fenced (a stop that reached the
+// agent too, as systemd's does), when the message stays in flight for the
+// next loop. An ack that finds the message gone (dropped meanwhile with
+// cancel_loose_end) is logged, not fatal.
+func (lp *looper) turn(fenced context.Context, m proto.Message) error {
 	if _, err := lp.setTurn(agent.Thinking); err != nil {
 		return err
 	}
-	if err := lp.runAgent(&m); err != nil {
+	signaled, err := lp.runAgent(&m)
+	if err != nil {
 		return err
 	}
-	if m.ID != 0 {
-		if _, err := client.Call(lp.l, proto.Request{Cmd: proto.CmdInboxAck, ID: strconv.FormatInt(m.ID, 10)}); err != nil {
-			return fmt.Errorf("inbox ack %d: %w", m.ID, err)
+	switch {
+	case m.ID == 0:
+	case signaled && fenced.Err() != nil:
+		lp.log.Warn("the agent run was ended by a signal during the stop: its message stays in flight for the next loop", "id", m.ID)
+	default:
+		if resp, err := client.Call(lp.l, proto.Request{Cmd: proto.CmdInboxAck, ID: strconv.FormatInt(m.ID, 10)}); err != nil {
+			if resp.Error == "" { // not the daemon's answer: it went away
+				return fmt.Errorf("inbox ack %d: %w", m.ID, err)
+			}
+			lp.log.Warn("ack refused", "id", m.ID, "err", resp.Error)
 		}
 	}
 	return lp.idle()
@@ -173,7 +202,7 @@ func (lp *looper) idle() error {
 	if _, err := lp.setTurn(agent.Compacting); err != nil {
 		return err
 	}
-	if err := lp.runAgent(nil); err != nil {
+	if _, err := lp.runAgent(nil); err != nil {
 		return err
 	}
 	if pending, err = lp.setTurn(agent.Idle); pending {
@@ -194,8 +223,9 @@ func (lp *looper) setTurn(state string) (compactPending bool, err error) {
 // compaction when m is nil. Its exit code and duration are logged; it
 // failing is not an error. It runs in its own process group (a terminal's
 // ^C reaches the loop, not the agent), which is emptied when it exits.
-// The error is a command that could not start, or errHurried.
-func (lp *looper) runAgent(m *proto.Message) error {
+// signaled is a run a signal ended (exit 128+n). The error is a command that could
+// not start, or errHurried.
+func (lp *looper) runAgent(m *proto.Message) (signaled bool, err error) {
 	cmd := exec.Command(lp.argv[0], lp.argv[1:]...)
 	cmd.Env = lp.env(m)
 	cmd.Stdout, cmd.Stderr = lp.e.Stdout, lp.e.Stderr
@@ -206,14 +236,14 @@ func (lp *looper) runAgent(m *proto.Message) error {
 		what = []any{"id", m.ID, "from", m.From}
 		f, err := bodyFile(m.Body)
 		if err != nil {
-			return err
+			return false, err
 		}
 		defer closeBody(f)
 		cmd.Stdin = f
 	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the agent command: %w", err)
+		return false, fmt.Errorf("start the agent command: %w", err)
 	}
 	exited := make(chan struct{})
 	var wg sync.WaitGroup
@@ -244,7 +274,7 @@ func (lp *looper) runAgent(m *proto.Message) error {
 			signalGroup(cmd.Process, true)
 		}
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(exited)
 	wg.Wait()
 	emptyGroup(cmd.Process)
@@ -259,11 +289,12 @@ func (lp *looper) runAgent(m *proto.Message) error {
 	lp.log.Info("agent run ended", attrs...)
 	if hurried {
 		if m != nil && m.ID != 0 {
-			return fmt.Errorf("%w: message %d stays in flight (it is delivered again after the daemon restarts)", errHurried, m.ID)
+			return true, fmt.Errorf("%w: message %d stays in flight (the next hive loop takes it again)", errHurried, m.ID)
 		}
-		return errHurried
+		return true, errHurried
 	}
-	return nil
+	// 128+n: a signal ended it, or a shell that caught one said so.
+	return code > 128 && code <= 128+64, nil
 }
 
 // env is the agent's environment: the loop's, with HIVE_STATE_DIR and the

@@ -3,13 +3,41 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/paths"
 )
 
-// groupAttr puts an agent run in a process group of its own.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// groupAttr puts an agent run in a process group of its own (on Linux
+// also told SIGTERM if the loop dies).
+func groupAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	setPdeathsig(a)
+	return a
+}
+
+// lockLoop takes the loop lock of a state dir, held until the returned
+// func runs or the process dies.
+func lockLoop(path string) (func(), error) {
+	f, err := paths.OpenFile(path, os.O_CREATE|os.O_RDWR)
+	if err != nil {
+		return nil, fmt.Errorf("loop lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another hive loop drives this agent (it holds %s): one loop per state dir", path)
+		}
+		return nil, fmt.Errorf("loop lock %q: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
 
 // signalGroup sends SIGTERM (kill: SIGKILL) to the process group p leads.
 func signalGroup(p *os.Process, kill bool) {

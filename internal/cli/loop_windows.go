@@ -15,3 +15,6 @@ func signalGroup(p *os.Process, kill bool) { p.Kill() }
 func emptyGroup(p *os.Process) {}
 
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }
+
+// lockLoop: Windows has no flock; one loop per state dir is not checked.
+func lockLoop(path string) (func(), error) { return func() {}, nil }

@@ -10,13 +10,17 @@ import (
 )
 
 func init() {
-	register(command{name: "mcp", usage: "mcp [--groups g1,g2]   MCP over stdio (starts the daemon if needed)", run: runMCP})
+	register(command{name: "mcp", usage: "mcp [--groups g1,g2] [--answers text]   MCP over stdio (starts the daemon if needed)", run: runMCP})
 }
 
 func runMCP(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("mcp", e)
 	groups := fs.String("groups", "", "tool groups: "+strings.Join(tools.AllGroups, ",")+" (default all)")
+	answers := fs.String("answers", tools.AnswersStructured, "form of tool answers: structured (data in structuredContent) or text (text alone, for clients that ignore structuredContent)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if _, err := tools.ParseAnswers(*answers); err != nil {
 		return err
 	}
 	var gs []string
@@ -32,6 +36,6 @@ func runMCP(ctx context.Context, e Env, args []string) error {
 	}
 	// HIVE_BRIDGE_COPY=1 forwards bytes instead of handing stdio to the
 	// daemon (for debugging, and to test both paths).
-	return bridge.Run(bridge.Options{Layout: l, Groups: gs, Exe: e.Exe, Stdin: e.Stdin, Stdout: e.Stdout,
+	return bridge.Run(bridge.Options{Layout: l, Groups: gs, Answers: *answers, Exe: e.Exe, Stdin: e.Stdin, Stdout: e.Stdout,
 		Copy: os.Getenv("HIVE_BRIDGE_COPY") == "1"})
 }

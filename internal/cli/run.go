@@ -12,13 +12,14 @@ import (
 )
 
 func init() {
-	register(command{name: "run", usage: "run [--name N] [--timeout S] [--json] -- CMD...   start a job, print its id", run: runRun})
+	register(command{name: "run", usage: "run [--name N] [--timeout S] [--notify] [--json] -- CMD...   start a job, print its id (--notify: also a loose end for the agent)", run: runRun})
 }
 
 func runRun(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("run", e)
-	name := fs.String("name", "", "job name ([a-z0-9-]{1,63}), used as its id")
+	name := fs.String("name", "", "job name ([a-z0-9-]{1,63}): addresses the newest job of that name; reusable once it ended")
 	timeout := fs.Float64("timeout", 0, "stop the job after this many seconds (timed_out)")
+	notify := fs.Bool("notify", false, "raise a loose end for the agent when the job runs and ends (else it only lists it)")
 	asJSON := fs.Bool("json", false, "JSON output")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -38,7 +39,7 @@ func runRun(ctx context.Context, e Env, args []string) error {
 	}
 	cwd, _ := os.Getwd()
 	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdRun, Argv: fs.Args(), Name: *name,
-		TimeoutSecs: *timeout, Cwd: cwd, Env: os.Environ()})
+		TimeoutSecs: *timeout, Cwd: cwd, Env: os.Environ(), Notify: *notify})
 	if err != nil {
 		return err
 	}

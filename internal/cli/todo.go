@@ -11,9 +11,9 @@ import (
 )
 
 const (
-	todoUpsertUsage = "todo upsert --subsystem S --key K --summary TEXT [--json]   raise or update a loose-end todo"
-	todoClearUsage  = "todo clear --subsystem S --key K [--json]   clear it (a CI watcher: the build passed)"
-	todoLsUsage     = "todo ls [--json]   list the open todos"
+	todoUpsertUsage = "todo upsert --subsystem S --key K --summary TEXT [--json|-q]   raise or update a loose-end todo"
+	todoClearUsage  = "todo clear --subsystem S --key K [--json|-q]   clear it (a CI watcher: the build passed)"
+	todoLsUsage     = "todo ls [-q] [--format table|json]   list the open todos"
 )
 
 func init() {
@@ -49,8 +49,11 @@ func runTodoUpsert(e Env, args []string) error {
 	subsystem := fs.String("subsystem", "", "who raises it (ci, chat, ...)")
 	key := fs.String("key", "", "its key within the subsystem: the same key updates it")
 	summary := fs.String("summary", "", "what the agent should know")
-	asJSON := fs.Bool("json", false, "JSON output")
+	out := outputFlags(fs, true)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
 		return err
 	}
 	if err := todoArgs(fs, *subsystem, *key); err != nil {
@@ -70,8 +73,12 @@ func runTodoUpsert(e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	switch {
+	case out.json:
 		return jsonOut(e, map[string]any{"todo_id": resp.TodoID})
+	case out.quiet:
+		fmt.Fprintln(e.Stdout, resp.TodoID)
+		return nil
 	}
 	fmt.Fprintf(e.Stdout, "todo %d (%s/%s)\n", resp.TodoID, *subsystem, *key)
 	return nil
@@ -81,8 +88,11 @@ func runTodoClear(e Env, args []string) error {
 	fs, dir := newFlags("todo clear", e)
 	subsystem := fs.String("subsystem", "", "the todo's subsystem")
 	key := fs.String("key", "", "the todo's key")
-	asJSON := fs.Bool("json", false, "JSON output")
+	out := outputFlags(fs, true)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
 		return err
 	}
 	if err := todoArgs(fs, *subsystem, *key); err != nil {
@@ -97,8 +107,11 @@ func runTodoClear(e Env, args []string) error {
 		return err
 	}
 	cleared := resp.Cleared != nil && *resp.Cleared
-	if *asJSON {
+	switch {
+	case out.json:
 		return jsonOut(e, map[string]any{"cleared": cleared})
+	case out.quiet:
+		return nil
 	}
 	if cleared {
 		fmt.Fprintf(e.Stdout, "cleared %s/%s\n", *subsystem, *key)
@@ -123,8 +136,11 @@ func todoArgs(fs *flagSet, subsystem, key string) error {
 
 func runTodoLs(e Env, args []string) error {
 	fs, dir := newFlags("todo ls", e)
-	asJSON := fs.Bool("json", false, "JSON output")
+	out := outputFlags(fs, true)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -141,8 +157,14 @@ func runTodoLs(e Env, args []string) error {
 	if resp.Todos == nil {
 		resp.Todos = []proto.Todo{}
 	}
-	if *asJSON {
+	switch {
+	case out.json:
 		return jsonOut(e, map[string]any{"todos": resp.Todos})
+	case out.quiet:
+		for _, t := range resp.Todos {
+			fmt.Fprintln(e.Stdout, t.ID)
+		}
+		return nil
 	}
 	if len(resp.Todos) == 0 {
 		fmt.Fprintln(e.Stdout, "no open todos")
@@ -150,9 +172,10 @@ func runTodoLs(e Env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSUBSYSTEM\tKEY\tUPDATED\tSUMMARY")
+	now := time.Now()
 	for _, t := range resp.Todos {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Subsystem, t.Key,
-			time.Unix(t.UpdatedAt, 0).Format(time.DateTime), clipLine(t.Summary, 100))
+			humanTime(time.Unix(t.UpdatedAt, 0), now), clipLine(t.Summary, 100))
 	}
 	return tw.Flush()
 }

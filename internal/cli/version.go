@@ -23,6 +23,9 @@ func runVersion(ctx context.Context, e Env, args []string) error {
 	if l, err := layout(*dir); err == nil {
 		if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
 			out["daemon_version"], out["daemon_pid"] = resp.Version, resp.PID
+			if resp.EscapeTracking != "" {
+				out["escape_tracking"] = resp.EscapeTracking
+			}
 			if resp.HTTPAddr != "" {
 				out["daemon_http_addr"], out["daemon_http_auth"] = resp.HTTPAddr, resp.HTTPAuth
 				if resp.HTTPTokenFile != "" {
@@ -37,6 +40,9 @@ func runVersion(ctx context.Context, e Env, args []string) error {
 	fmt.Fprintf(e.Stdout, "hive %s\n", Version)
 	if v, ok := out["daemon_version"]; ok {
 		fmt.Fprintf(e.Stdout, "daemon %s (pid %v)\n", v, out["daemon_pid"])
+		if et, ok := out["escape_tracking"]; ok {
+			fmt.Fprintf(e.Stdout, "escape tracking %v\n", et)
+		}
 	}
 	if a, ok := out["daemon_http_addr"]; ok {
 		if f, ok := out["daemon_http_token_file"]; ok {

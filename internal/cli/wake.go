@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(command{name: "wake", usage: "wake --from LABEL [--json] [BODY | -]   put a message in the agent's inbox (no BODY or -: stdin)", run: runWake})
+	register(command{name: "wake", usage: "wake --from LABEL [--json|-q] [BODY | -]   put a message in the agent's inbox (no BODY or -: stdin)", run: runWake})
 }
 
 // runWake queues a message. The inbox is durable, so with no daemon
@@ -20,8 +20,11 @@ func init() {
 func runWake(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("wake", e)
 	from := fs.String("from", "", "sender label: 1-64 characters of A-Z a-z 0-9 . _ @ : -")
-	asJSON := fs.Bool("json", false, "JSON output")
+	out := outputFlags(fs, true)
 	if err := parse(fs, interspersed(fs, args)); err != nil {
+		return err
+	}
+	if err := out.check(); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 {
@@ -55,8 +58,12 @@ func runWake(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
+	switch {
+	case out.json:
 		return jsonOut(e, map[string]any{"message_id": resp.MessageID})
+	case out.quiet:
+		fmt.Fprintln(e.Stdout, resp.MessageID)
+		return nil
 	}
 	fmt.Fprintf(e.Stdout, "message %d queued\n", resp.MessageID)
 	return nil

@@ -2,37 +2,8 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"time"
 )
-
-// api serves a JSON GET endpoint behind the same checks as /mcp (Host,
-// Origin, bearer token). get makes the answer; an error is a 500 with its
-// text.
-func (f *httpFront) api(get func(ctx context.Context) (any, error)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		rc.SetWriteDeadline(time.Now().Add(f.writeTimeout))
-		rc.SetReadDeadline(time.Now().Add(f.readTimeout))
-		if !f.admit(w, r) {
-			return
-		}
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			refuse(w, "method "+r.Method+": this endpoint answers GET only", http.StatusMethodNotAllowed)
-			return
-		}
-		v, err := get(r.Context())
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		json.NewEncoder(w).Encode(v)
-	})
-}
 
 // APIState is the answer of GET /api/state (docs/http-api.md).
 type APIState struct {

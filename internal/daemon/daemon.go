@@ -24,6 +24,7 @@ import (
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/store"
@@ -82,6 +83,12 @@ type Config struct {
 	// Shell is the argv prefix that runs a job's command line, for
 	// tests; nil means [bash -c].
 	Shell []string
+	// Subreaper makes the daemon's process a child subreaper (Linux): a
+	// process that leaves a job's tree is reparented to it, terminated
+	// with its job and reaped (see proc.Reaper). Only for a process whose
+	// every child is started through proc.Start, as `hive daemon`'s are;
+	// if the kernel refuses, the daemon runs without and says so.
+	Subreaper bool
 }
 
 type daemon struct {
@@ -91,6 +98,7 @@ type daemon struct {
 	st     *store.Store
 	inbox  *inbox.Inbox
 	jobs   *job.Manager
+	reaper *proc.Reaper // nil without Config.Subreaper
 	deps   *tools.Deps
 	http   *httpFront
 	extra  []func() // closers of extra engines, run at shutdown
@@ -109,6 +117,28 @@ type daemon struct {
 	waiters atomic.Int64
 }
 
+// lockWait bounds how long a lock held with no daemon answering is
+// waited for.
+const lockWait = 3 * time.Second
+
+// takeLock takes the daemon lock. A lock held while no daemon answers on
+// the socket is tried again for up to lockWait: right after a daemon was
+// killed, a child it was starting may still hold the lock's file until it
+// execs (the file is close-on-exec), and another daemon may be starting.
+func takeLock(l paths.Layout) (func(), error) {
+	deadline := time.Now().Add(lockWait)
+	for {
+		unlock, err := lockFile(l.Lock())
+		if err == nil || !errors.Is(err, errLockHeld) || time.Now().After(deadline) {
+			return unlock, err
+		}
+		if resp, cerr := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
+			return nil, fmt.Errorf("daemon pid %d answers: %w", resp.PID, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Run serves until ctx is cancelled, then stops jobs, closes the store and
 // removes the socket. It returns only after every goroutine it started has
 // ended. Cancellation is the normal way to stop and returns nil.
@@ -125,7 +155,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
 		return fmt.Errorf("%w for %s (pid %d)", ErrRunning, l.Dir, resp.PID)
 	}
-	unlock, err := lockFile(l.Lock())
+	unlock, err := takeLock(l)
 	if errors.Is(err, paths.ErrInsecure) {
 		return err
 	}
@@ -301,13 +331,21 @@ func (d *daemon) open() error {
 		st.Close()
 		return err
 	}
+	if d.cfg.Subreaper {
+		if d.reaper, err = proc.NewReaper(); err != nil {
+			d.log.Warn("running without a child subreaper: processes that leave a job's group are found by their marks only, and not reaped", "err", err)
+		}
+		if dir, ok := proc.Cgroup2(); ok {
+			d.log.Info("cgroup v2 subtree writable: jobs could each get a cgroup (not used yet, see docs/architecture.md)", "cgroup", dir)
+		}
+	}
 	d.jobs, err = job.New(job.Options{
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
-		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell,
+		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {
-			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in)}
+			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in), News: in.State.Terminal()}
 		},
 		OnCommit: func(changed []store.Todo, of []job.Info) {
 			for i, t := range changed {
@@ -318,6 +356,7 @@ func (d *daemon) open() error {
 		},
 	})
 	if err != nil {
+		d.reaper.Close()
 		d.inbox.Close()
 		st.Close()
 		return err
@@ -356,7 +395,20 @@ func (d *daemon) close() {
 		c()
 	}
 	d.jobs.Close(ctx)
+	d.reaper.Close() // after every job and session has ended
 	d.inbox.Close()
+}
+
+// escapeTracking says how processes that leave a job's group are found
+// (proc.Track*).
+func (d *daemon) escapeTracking() string {
+	switch {
+	case d.reaper != nil:
+		return proc.TrackSubreaper
+	case proc.Supported:
+		return proc.TrackMarks
+	}
+	return proc.TrackGroup
 }
 
 // maxRequestLine bounds the first line of a connection: a wake with the
@@ -437,6 +489,9 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	case proto.CmdLogs:
 		c.SetWriteDeadline(time.Time{})
 		d.serveLogs(ctx, c, req)
+	case proto.CmdWait:
+		c.SetDeadline(time.Time{}) // the wait has no limit; the answer gets the write deadline
+		d.serveWait(ctx, c, br, req, requestTimeout)
 	case proto.CmdInboxNext:
 		if req.Wait {
 			d.serveInboxNext(ctx, c, br, req, requestTimeout)
@@ -487,7 +542,7 @@ func (r rwc) Close() error { return r.c.Close() }
 // Response line: OK when the client closed its input, else the reason)
 // before it closes it, so the bridge can tell its user.
 func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
-	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c)}
+	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c), Answers: req.Answers}
 	srv, stop, err := tools.NewServer(d.deps, sess, req.Groups)
 	if err != nil {
 		closeFDs(fds)
@@ -582,3 +637,6 @@ func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
 
 // pid is this daemon's process id.
 var pid = os.Getpid()
+
+// errLockHeld is a daemon lock another process holds.
+var errLockHeld = errors.New("held by another daemon")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/tools"
 )
 
@@ -50,6 +51,7 @@ type httpFront struct {
 	ln        *limitListener
 	mcp       http.Handler
 	sessions  *sessionTable
+	dash      *dashboard.Dashboard // the page at / and /api/
 
 	addr     string     // the address it listens on
 	loopback bool       // it listens on loopback: Host must name a loopback host
@@ -118,7 +120,7 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", f)
-	mux.Handle("/api/state", f.api(d.apiState))
+	mux.Handle("/", f.dashboard(d))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %q: %w", addr, err)
@@ -203,6 +205,7 @@ func (f *httpFront) shutdown() {
 	}
 	f.mu.Unlock()
 	f.sessions.close(servers)
+	f.dash.Close() // its event streams end now
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if f.srv.Shutdown(ctx) != nil {
@@ -225,15 +228,30 @@ func (f *httpFront) tokenPath() string {
 	return f.token.path
 }
 
-// server is the MCP server of a group list, made on first use.
-func (f *httpFront) server(groups []string) (*mcp.Server, error) {
-	key := strings.Join(groups, ",")
+// maxHTTPServers bounds the MCP servers the HTTP front end makes: one
+// per group list, answer form and working directory asked for
+// (?groups=, ?answers=, ?cwd=).
+const maxHTTPServers = 64
+
+// errTooManyServers is answered 503 past maxHTTPServers.
+var errTooManyServers = fmt.Errorf("too many distinct ?groups=, ?answers= and ?cwd= combinations (at most %d per daemon)", maxHTTPServers)
+
+// server is the MCP server of a group list, answer form and working
+// directory ("": the daemon's), made on first use.
+func (f *httpFront) server(groups []string, answers, cwd string) (*mcp.Server, error) {
+	if cwd == "" {
+		cwd = f.cwd
+	}
+	key := strings.Join(groups, ",") + ";" + answers + "\x00" + cwd
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if s, ok := f.servers[key]; ok {
 		return s, nil
 	}
-	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: f.cwd, ID: "http"}, groups)
+	if len(f.servers) >= maxHTTPServers {
+		return nil, errTooManyServers
+	}
+	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: cwd, ID: "http", Answers: answers}, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +272,7 @@ func isLoopbackHost(h string) bool {
 // ServeHTTP is the guard in front of the SDK's handler. In order: Host
 // (loopback when listening on loopback) and Origin (loopback) against DNS
 // rebinding → 403; the bearer token → 401 (500 while the token file is
-// unusable); ?groups= → 400; the body, read whole within the read timeout
+// unusable); ?groups= or ?answers= → 400; the body, read whole within the read timeout
 // → 408, at most maxHTTPBody → 413; a new session past the cap → 503.
 // Every write to the client then has its own write deadline.
 func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -277,15 +295,32 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(w, "?"+err.Error(), http.StatusBadRequest)
 		return
 	}
+	answers, err := tools.ParseAnswers(r.URL.Query().Get("answers"))
+	if err != nil {
+		refuse(w, "?"+err.Error(), http.StatusBadRequest)
+		return
+	}
+	newSession := r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == ""
+	var cwd string
+	if newSession { // a session's directory is set when it starts
+		if cwd, err = sessionCwd(r); err != nil {
+			refuse(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
 	if !f.readBody(w, r, rc) {
 		return
 	}
-	srv, err := f.server(groups)
+	srv, err := f.server(groups, answers, cwd)
+	if errors.Is(err, errTooManyServers) {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" { // a new session
+	if newSession {
 		if err := f.sessions.reserve(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -293,8 +328,41 @@ func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { f.sessions.adopt(srv, w.Header().Get("Mcp-Session-Id"), groups) }()
 	}
 	r = r.WithContext(context.WithValue(r.Context(), serverKey{}, srv))
-	f.mcp.ServeHTTP(newHTTPDeadlineWriter(w, f.writeTimeout), r)
+	f.mcp.ServeHTTP(channelWriter{newHTTPDeadlineWriter(w, f.writeTimeout)}, r)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for what net/http writes after the handler
+}
+
+// CwdHeader sets an HTTP session's working directory, like ?cwd=.
+const CwdHeader = "Hive-Cwd"
+
+// sessionCwd is the working directory a new HTTP session asks for with
+// ?cwd= or the Hive-Cwd header ("" for the daemon's): an absolute path of
+// an existing directory.
+func sessionCwd(r *http.Request) (string, error) {
+	q, h := r.URL.Query().Get("cwd"), r.Header.Get(CwdHeader)
+	switch {
+	case q != "" && h != "" && q != h:
+		return "", fmt.Errorf("?cwd=%q and %s: %q: give one, or the same directory", q, CwdHeader, h)
+	case q == "":
+		q = h
+	}
+	if q == "" {
+		return "", nil
+	}
+	if strings.IndexByte(q, 0) >= 0 {
+		return "", fmt.Errorf("?cwd=%q: must not contain a NUL byte", q)
+	}
+	if !filepath.IsAbs(q) {
+		return "", fmt.Errorf("?cwd=%q: must be an absolute path", q)
+	}
+	fi, err := os.Stat(q)
+	if err != nil {
+		return "", fmt.Errorf("?cwd=%q: must be an existing directory: %v", q, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("?cwd=%q: must be a directory, not a file", q)
+	}
+	return filepath.Clean(q), nil
 }
 
 // refuse answers an error and closes the connection: nothing of a refused
@@ -309,6 +377,27 @@ func refuse(w http.ResponseWriter, msg string, code int) {
 // against DNS rebinding → 403; the bearer token → 401 (500 while the
 // token file is unusable).
 func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
+	if !f.admitHost(w, r) {
+		return false
+	}
+	if f.token != nil {
+		sum, err := f.token.current()
+		if err != nil {
+			refuse(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
+			return false
+		}
+		if !authorized(r.Header.Values("Authorization"), sum) {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			refuse(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
+			return false
+		}
+	}
+	return true
+}
+
+// admitHost checks Host (loopback when listening on loopback) and Origin
+// (loopback) against DNS rebinding, and answers 403 if they fail.
+func (f *httpFront) admitHost(w http.ResponseWriter, r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -321,18 +410,6 @@ func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
 		u, err := url.Parse(o)
 		if err != nil || !isLoopbackHost(u.Hostname()) {
 			refuse(w, "Origin not allowed", http.StatusForbidden)
-			return false
-		}
-	}
-	if f.token != nil {
-		sum, err := f.token.current()
-		if err != nil {
-			refuse(w, "the daemon's bearer token file is unusable (see the daemon log); every request is refused", http.StatusInternalServerError)
-			return false
-		}
-		if !authorized(r.Header.Values("Authorization"), sum) {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			refuse(w, "missing or wrong bearer token (want the header Authorization: Bearer TOKEN)", http.StatusUnauthorized)
 			return false
 		}
 	}

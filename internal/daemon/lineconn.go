@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/tools"
 )
 
 // DefaultMaxLine bounds one inbound JSON-RPC line unless Config.MaxLine
@@ -552,6 +554,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// A channel event leaves the server as a carrier the go-sdk can send;
+	// on the wire it is the notification Claude Code reads.
+	msg, _ = tools.UnwrapChannel(msg)
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ func lockFile(path string) (func(), error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %q is held by another daemon", path)
+			return nil, fmt.Errorf("lock %q: %w", path, errLockHeld)
 		}
 		return nil, fmt.Errorf("lock %q: %w", path, err)
 	}

@@ -44,7 +44,7 @@ func TestProducerCommands(t *testing.T) {
 		{proto.Request{Cmd: proto.CmdClearTodo, Subsystem: "s"}, "key: must not be empty"},
 		{proto.Request{Cmd: proto.CmdInboxAck, ID: "x"}, `id "x": must be a message id`},
 		{proto.Request{Cmd: proto.CmdInboxAck}, `id "": must be a message id`},
-		{proto.Request{Cmd: proto.CmdInboxAck, ID: "999"}, "id 999: no message in the inbox has it"},
+		{proto.Request{Cmd: proto.CmdInboxAck, ID: "999"}, "id 999: no message in flight has it"},
 		{proto.Request{Cmd: proto.CmdInboxNext, TimeoutSecs: 1}, "timeout_secs: only with wait: true"},
 		{proto.Request{Cmd: proto.CmdInboxNext, Wait: true, TimeoutSecs: -1}, "timeout_secs -1: must be 0..1e8"},
 		{proto.Request{Cmd: proto.CmdTurn, State: "sleeping"}, `state "sleeping": must be idle, thinking or compacting`},
@@ -89,7 +89,7 @@ func TestProducerCommands(t *testing.T) {
 		t.Fatalf("inbox_ls: %+v", il)
 	}
 	call(t, l, proto.Request{Cmd: proto.CmdInboxAck, ID: fmt.Sprint(w1.MessageID)})
-	if _, err := client.Call(l, proto.Request{Cmd: proto.CmdInboxAck, ID: fmt.Sprint(w1.MessageID)}); err == nil || !strings.Contains(err.Error(), "acked already?") {
+	if _, err := client.Call(l, proto.Request{Cmd: proto.CmdInboxAck, ID: fmt.Sprint(w1.MessageID)}); err == nil || !strings.Contains(err.Error(), "acked already, or dropped") {
 		t.Errorf("second ack: %v", err)
 	}
 	n = call(t, l, proto.Request{Cmd: proto.CmdInboxNext})

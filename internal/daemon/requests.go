@@ -18,6 +18,7 @@ import (
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/tools"
 )
 
 // handle answers a one-shot request.
@@ -25,19 +26,34 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	fail := func(err error) proto.Response { return proto.Response{Error: err.Error()} }
 	switch req.Cmd {
 	case proto.CmdVersion:
-		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid()}
+		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), EscapeTracking: d.escapeTracking()}
 		if d.http != nil {
 			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.addr, d.http.auth(), d.http.tokenPath()
 		}
 		return resp
+	case proto.CmdDashboard:
+		u, err := d.dashboardURL()
+		if err != nil {
+			return proto.Response{Error: err.Error()}
+		}
+		return proto.Response{OK: true, URL: u}
 	case proto.CmdStats:
 		return proto.Response{OK: true, PID: os.Getpid(), Stats: d.stats()}
 	case proto.CmdPs:
 		var states []job.State
-		if !req.All {
+		if !req.All && len(req.States) == 0 {
 			states = []job.State{job.Pending, job.Running}
 		}
-		infos, err := d.jobs.List(ctx, 200, states...)
+		for _, s := range req.States {
+			if !job.ValidState(s) {
+				return fail(fmt.Errorf("states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", s))
+			}
+			states = append(states, job.State(s))
+		}
+		if req.Name != "" && !job.ValidName(req.Name) {
+			return fail(fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", req.Name))
+		}
+		infos, err := d.jobs.ListNamed(ctx, 200, req.Name, states...)
 		if err != nil {
 			return fail(err)
 		}
@@ -59,7 +75,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			return fail(fmt.Errorf("timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
 		}
 		spec := job.Spec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
-			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second))}
+			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second)), Quiet: !req.Notify}
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
 		}
@@ -79,6 +95,28 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			w := wireJob(in)
 			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
 		}
+		if err != nil {
+			return fail(err)
+		}
+		w := wireJob(in)
+		return proto.Response{OK: true, Job: &w}
+	case proto.CmdRm:
+		if req.ID == "" {
+			return fail(errors.New("id: must not be empty"))
+		}
+		in, err := d.jobs.Remove(ctx, req.ID)
+		if err != nil {
+			return fail(err)
+		}
+		if err := d.inbox.ClearKey(ctx, tools.TodoSubsystem, in.ID); err != nil {
+			d.log.Warn("rm: the job's loose end could not be cleared", "job", in.ID, "err", err)
+		}
+		w := wireJob(in)
+		return proto.Response{OK: true, Job: &w}
+	case proto.CmdWait:
+		// A wait that must wait is served by serveWait; this answers an
+		// ended job (or an error) at once.
+		in, err := d.jobs.Lookup(ctx, req.ID)
 		if err != nil {
 			return fail(err)
 		}
@@ -147,6 +185,12 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			return fail(err)
 		}
 		return proto.Response{OK: true}
+	case proto.CmdInboxRequeue:
+		n, err := d.inbox.Requeue(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		return proto.Response{OK: true, Requeued: &n}
 	case proto.CmdGracefulStop:
 		m, err := d.inbox.GracefulStop(ctx)
 		if err != nil {
@@ -258,9 +302,29 @@ func (d *daemon) serveInboxNext(ctx context.Context, c net.Conn, br io.Reader, r
 	<-gone
 }
 
-// serveLogs writes a job's output from req.Offset; with Follow it keeps
-// writing until the job ends.
+// serveLogs writes a job's output: both streams merged in arrival order
+// (see output.Interleave), or the one asked for; from the last req.Tail
+// lines; with Follow until the job ends. Bytes are read by ranges from
+// the live streams or, for a job this daemon no longer holds, from its
+// files.
 func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
+	opts := output.MergeOptions{Stdout: req.Stdout, Stderr: req.Stderr, Timestamps: req.Timestamps, Tail: req.Tail}
+	switch {
+	case req.Stdout && req.Stderr:
+		opts.Stdout, opts.Stderr = false, false // both: merged
+	case req.Tail < 0:
+		writeResp(c, proto.Response{Error: fmt.Sprintf("tail %d: must be >= 0 (0: all)", req.Tail)})
+		return
+	case req.Offset < 0:
+		writeResp(c, proto.Response{Error: fmt.Sprintf("offset %d: must be >= 0", req.Offset)})
+		return
+	case req.Offset > 0 && req.Stdout == req.Stderr:
+		writeResp(c, proto.Response{Error: "offset: only with stdout or stderr (an offset is within one stream)"})
+		return
+	case req.Offset > 0 && req.Tail > 0:
+		writeResp(c, proto.Response{Error: "offset: not with tail"})
+		return
+	}
 	in, err := d.jobs.Lookup(ctx, req.ID)
 	if err != nil {
 		writeResp(c, proto.Response{Error: err.Error()})
@@ -270,7 +334,8 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 	if writeResp(c, proto.Response{OK: true, Job: &w}) != nil {
 		return
 	}
-	var s *output.Stream
+	var out, errs *output.Stream
+	var index *output.Interleave
 	if j, err := d.jobs.Get(in.ID); err == nil {
 		if req.Follow {
 			select {
@@ -279,24 +344,35 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 				return
 			}
 		}
-		s = j.Stdout()
-		if req.Stderr {
-			s = j.Stderr()
-		}
+		out, errs, index = j.Stdout(), j.Stderr(), j.Index()
 	}
-	if s == nil { // an ended job of an earlier daemon, or one that failed to start
-		path := in.StdoutPath
-		if req.Stderr {
-			path = in.StderrPath
+	var src output.Source
+	var snapshot func() output.Snapshot
+	if out != nil && errs != nil {
+		src = output.Streams{out, errs}
+		snapshot = func() output.Snapshot {
+			if index != nil {
+				return index.Snapshot()
+			}
+			a, b := out.Stats(), errs.Stats() // no index: no order known
+			return output.Snapshot{Ends: [2]int64{a.Total, b.Total}, Full: true, Closed: a.Closed && b.Closed}
 		}
-		f, err := paths.OpenFile(path, os.O_RDONLY) // never through a planted symlink
-		if err != nil {
-			return
+	} else { // an ended job of an earlier daemon, or one that failed to start
+		var files output.Files
+		for i, p := range []string{in.StdoutPath, in.StderrPath} {
+			if f, err := paths.OpenFile(p, os.O_RDONLY); err == nil { // never through a planted symlink
+				defer f.Close()
+				files[i] = f
+			}
 		}
-		defer f.Close()
-		f.Seek(req.Offset, 0)
-		f.WriteTo(c)
-		return
+		src = files
+		snap := output.FileSnapshot(in.IndexPath(), [2]int64{in.StdoutBytes, in.StderrBytes})
+		snapshot = func() output.Snapshot { return snap }
+	}
+	m := output.NewMerger(src, in.IndexPath(), in.Started, opts)
+	defer m.Close()
+	if req.Offset > 0 {
+		m.Skip(req.Offset)
 	}
 	// Notice the client going away while we wait.
 	gone := make(chan struct{})
@@ -306,32 +382,56 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		close(gone)
 	}()
 	defer func() { c.Close(); <-gone }() // the reader above ends with the connection
-	off := req.Offset
+	cw := deadlineWriter{c}              // a follower that stops reading is let go
 	for {
-		changed := s.Changed()
-		ch, err := s.Read(off, 256<<10)
-		if err != nil {
+		var ch1, ch2 <-chan struct{}
+		if out != nil && errs != nil {
+			ch1, ch2 = out.Changed(), errs.Changed()
+		}
+		snap := snapshot()
+		if err := m.Round(cw, snap); err != nil {
+			d.log.Debug("logs", "job", in.ID, "err", err)
 			return
 		}
-		if len(ch.Data) > 0 {
-			c.SetWriteDeadline(time.Now().Add(writeTimeout)) // a follower that stops reading is let go
-			if _, err := c.Write(ch.Data); err != nil {
-				return
-			}
-			off = ch.Next
-			continue
-		}
-		if ch.EOF || !req.Follow {
+		if !req.Follow || snap.Closed || ch1 == nil {
 			return
 		}
 		select {
-		case <-changed:
+		case <-ch1:
+		case <-ch2:
 		case <-gone:
 			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// serveWait answers a wait once the job has ended (the job's record, as
+// committed), or when the client goes away or the daemon stops.
+func (d *daemon) serveWait(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, requestTimeout time.Duration) {
+	j, err := d.jobs.Get(req.ID)
+	if err == nil {
+		gone := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, br) // ends at EOF, an error, or the Close below
+			close(gone)
+		}()
+		defer func() { c.Close(); <-gone }()
+		select {
+		case <-j.Done():
+		case <-gone:
+			return
+		case <-ctx.Done():
+			c.SetWriteDeadline(time.Now().Add(requestTimeout))
+			writeResp(c, proto.Response{Error: "wait: the daemon is stopping"})
+			return
+		}
+		req.ID = j.ID()
+	}
+	resp := d.handle(ctx, req) // a job not held here has ended: its record answers
+	c.SetWriteDeadline(time.Now().Add(requestTimeout))
+	writeResp(c, resp)
 }
 
 // stats reads the daemon's own figures.
@@ -360,10 +460,20 @@ func wireJob(in job.Info) proto.Job {
 		ID: in.ID, Name: in.Name, Cmd: in.Cmd, Cwd: in.Cwd, Source: in.Source, State: string(in.State),
 		ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error, Pid: in.Pid, Created: in.Created,
 		Started: in.Started, Ended: in.Ended, DurationMs: in.Duration().Milliseconds(),
-		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath, StdoutBytes: in.StdoutBytes,
+		StdoutPath: streamPath(in.StdoutPath, in.StdoutBytes), StderrPath: streamPath(in.StderrPath, in.StderrBytes), StdoutBytes: in.StdoutBytes,
 		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped,
-		Leftover: in.Leftover,
+		Leftover: in.Leftover, Argv: in.Argv, ShellKind: in.ShellKind, TimeoutMs: in.Timeout.Milliseconds(),
+		LooseEnd: !in.Quiet, IndexPath: in.IndexPath(),
 	}
+}
+
+// streamPath is the path to tell of a stream's file: none while the
+// stream is empty, as its file is created at the first byte.
+func streamPath(path string, bytes int64) string {
+	if bytes == 0 {
+		return ""
+	}
+	return path
 }
 
 // shellJoin quotes argv into one bash command line.

@@ -46,12 +46,30 @@ type Options struct {
 	Layout paths.Layout
 	// RemindMax caps the pending reminders. If zero, DefaultRemindMax.
 	RemindMax int
+	// InboxMax caps the messages queued (a wake past it is refused). If
+	// zero, DefaultInboxMax.
+	InboxMax int
 	// Logger, if nil, discards.
 	Logger *slog.Logger
 }
 
 // DefaultRemindMax is the cap on pending reminders.
 const DefaultRemindMax = 50
+
+// Bounds of a todo a local program raises (a job's own todos are bounded
+// by the jobs kept).
+const (
+	MaxTodoSubsystem = 64
+	MaxTodoKey       = 256
+	MaxTodoSummary   = 16 << 10
+	// MaxTodos caps the open todos: a new one past it is refused.
+	MaxTodos = 10000
+)
+
+// DefaultInboxMax is the cap on queued messages: at 1 MiB each at most,
+// about 10 GiB of spill files, but a producer that loops gets an error
+// long before the disk fills.
+const DefaultInboxMax = 10000
 
 // Inbox is safe for concurrent use. Close it to stop its goroutines.
 type Inbox struct {
@@ -72,12 +90,9 @@ type Inbox struct {
 	// looks again at the next one due.
 	due chan struct{}
 	// arrived is closed (and replaced) whenever a message arrives or a
-	// todo changes: Next waits on it. Guarded by mu.
+	// todo changes as news (the store marks it; Next takes the marks):
+	// Next waits on it. Guarded by mu.
 	arrived chan struct{}
-	// dirty lists, by todo, the summaries that changed since the last
-	// Next: what wakes a harness when no message waits. Guarded by mu.
-	dirty      map[string]string
-	dirtyOrder []string
 }
 
 // New returns an Inbox and starts its goroutines. Messages a harness
@@ -90,15 +105,23 @@ func New(o Options) (*Inbox, error) {
 	if o.RemindMax <= 0 {
 		o.RemindMax = DefaultRemindMax
 	}
+	if o.InboxMax <= 0 {
+		o.InboxMax = DefaultInboxMax
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	in := &Inbox{st: o.Store, o: o, log: o.Logger, subs: map[int]func(Change){}, wake: make(chan struct{}, 1),
-		done: make(chan struct{}), due: make(chan struct{}, 1), arrived: make(chan struct{}), dirty: map[string]string{}}
+		done: make(chan struct{}), due: make(chan struct{}, 1), arrived: make(chan struct{})}
 	if n, err := in.st.RequeueInFlight(context.Background()); err != nil {
 		in.log.Error("could not queue again the messages in flight when the last daemon stopped", "err", err)
 	} else if n > 0 {
 		in.log.Info("messages in flight when the last daemon stopped are queued again", "count", n)
+	}
+	if n, err := in.RemoveOrphanSpills(context.Background()); err != nil {
+		in.log.Error("could not look for spill files without a record", "err", err)
+	} else if n > 0 {
+		in.log.Info("spill files without a record removed (a daemon died writing them)", "count", n)
 	}
 	in.wg.Add(2)
 	go in.publish()
@@ -151,11 +174,6 @@ func (in *Inbox) emit(c Change) {
 	case c.Kind == KindMessage && !c.Removed:
 		in.signalArrivedLocked()
 	case c.Kind == KindTodo && !c.Removed && !c.quiet:
-		k := c.Todo.Subsystem + "/" + c.Todo.Key
-		if _, ok := in.dirty[k]; !ok {
-			in.dirtyOrder = append(in.dirtyOrder, k)
-		}
-		in.dirty[k] = c.Todo.Summary
 		in.signalArrivedLocked()
 	}
 	in.mu.Unlock()
@@ -187,6 +205,15 @@ func (in *Inbox) publish() {
 		select {
 		case <-in.wake:
 		case <-in.done:
+			// Close: emit queues nothing more; what was queued before it
+			// (the ends of the jobs stopped at shutdown) is delivered
+			// above first, as the loop comes back here only with none.
+			in.mu.Lock()
+			left := len(in.queue)
+			in.mu.Unlock()
+			if left > 0 {
+				continue
+			}
 			return
 		}
 	}
@@ -204,7 +231,18 @@ func (in *Inbox) UpsertTodo(ctx context.Context, subsystem, key, summary string)
 	if summary == "" {
 		return store.Todo{}, errors.New("summary: must not be empty")
 	}
-	t, changed, err := in.st.UpsertTodo(ctx, subsystem, key, summary)
+	switch {
+	case len(subsystem) > MaxTodoSubsystem:
+		return store.Todo{}, fmt.Errorf("subsystem: %d bytes, at most %d", len(subsystem), MaxTodoSubsystem)
+	case len(key) > MaxTodoKey:
+		return store.Todo{}, fmt.Errorf("key: %d bytes, at most %d", len(key), MaxTodoKey)
+	case len(summary) > MaxTodoSummary:
+		return store.Todo{}, fmt.Errorf("summary: %d bytes, at most %d", len(summary), MaxTodoSummary)
+	}
+	t, changed, err := in.st.UpsertTodoLimit(ctx, subsystem, key, summary, MaxTodos)
+	if errors.Is(err, store.ErrFull) {
+		return store.Todo{}, fmt.Errorf("%w: clear some first (clear_todo, hive todo clear, mark_todos_done)", err)
+	}
 	if err != nil {
 		return store.Todo{}, err
 	}
@@ -229,12 +267,12 @@ func (in *Inbox) ClearKey(ctx context.Context, subsystem, key string) error {
 
 // ClearTodo is ClearKey that tells whether there was such a todo.
 func (in *Inbox) ClearTodo(ctx context.Context, subsystem, key string) (cleared bool, err error) {
-	deleted, err := in.st.DeleteTodoKey(ctx, subsystem, key)
+	t, deleted, err := in.st.DeleteTodoKey(ctx, subsystem, key)
 	if err != nil {
 		return false, err
 	}
 	if deleted {
-		in.emit(Change{Kind: KindTodo, Todo: store.Todo{Subsystem: subsystem, Key: key}, Removed: true})
+		in.emit(Change{Kind: KindTodo, Todo: t, Removed: true})
 	}
 	return deleted, nil
 }

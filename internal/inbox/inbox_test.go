@@ -3,9 +3,11 @@ package inbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,7 +91,7 @@ func TestReminderFires(t *testing.T) {
 		t.Fatalf("pending %+v", rs)
 	}
 	c := waitFor(t, ch, "the reminder's message", func(c Change) bool { return c.Kind == KindMessage && !c.Removed })
-	if late := time.Since(due); late > time.Second || late < 0 {
+	if late := time.Since(r.Due); late > time.Second || late < 0 { // r.Due: due to the millisecond, as stored
 		t.Errorf("fired %v after its due time", late)
 	}
 	if c.Message.From != "reminder" || c.Message.Body != "look at the build" {
@@ -112,7 +114,7 @@ func TestReminderFires(t *testing.T) {
 func TestReminderDueWhileDown(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, _, err := e.st.AddReminder(ctx, store.Reminder{Body: "missed", Size: 6, Due: time.Now().Add(-time.Hour), Created: time.Now()}, 50); err != nil {
+	if _, _, _, err := e.st.AddReminder(ctx, store.Reminder{Body: "missed", Size: 6, Due: time.Now().Add(-time.Hour), Created: time.Now()}, 50, nil); err != nil {
 		t.Fatal(err)
 	}
 	in := e.open(0)
@@ -269,14 +271,220 @@ func TestNextAckAndRedelivery(t *testing.T) {
 	if _, ok, _ := in.Next(ctx, false, 0); ok {
 		t.Error("the todo change woke Next twice")
 	}
-	// A job's start is no news; its end is.
-	in.Published(store.Todo{Subsystem: "bash", Key: "j1", Summary: "task j1 running"}, false)
+	// A job's start is no news; its end is (the job engine writes its
+	// todo with its record, as news only at the end).
+	job := func(summary string, end bool) {
+		t.Helper()
+		tt := store.Todo{Subsystem: "bash", Key: "j1", Summary: summary, News: end}
+		changed, err := e.st.PutJobs(ctx, nil, []store.Todo{tt})
+		if err != nil || len(changed) != 1 {
+			t.Fatalf("put todo: %v %v", changed, err)
+		}
+		in.Published(changed[0], end)
+	}
+	job("task j1 running", false)
 	if d, ok, _ := in.Next(ctx, false, 0); ok {
 		t.Errorf("a job's start woke Next: %+v", d)
 	}
-	in.Published(store.Todo{Subsystem: "bash", Key: "j1", Summary: "task j1 done, exit 0"}, true)
+	job("task j1 done, exit 0", true)
 	if d, ok, _ := in.Next(ctx, false, 0); !ok || !strings.Contains(d.Body, "task j1 done") || strings.Contains(d.Body, "running") {
 		t.Errorf("a job's end: %+v %v", d, ok)
+	}
+}
+
+// The news a harness wakes for is durable and true: a todo cleared before
+// the next turn is no news, one changed while the daemon was down still
+// is, and one message lists a bounded number of them.
+func TestTodoNews(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	in := e.open(0)
+	if _, err := in.UpsertTodo(ctx, "ci", "b1", "build failed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.ClearKey(ctx, "ci", "b1"); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok, err := in.Next(ctx, false, 0); ok || err != nil {
+		t.Fatalf("a cleared todo woke Next: %+v %v", d, err)
+	}
+	if _, err := in.UpsertTodo(ctx, "ci", "b2", "build 2 failed"); err != nil {
+		t.Fatal(err)
+	}
+	in.Close() // a restart before the harness's next turn
+	in = e.open(0)
+	d, ok, err := in.Next(ctx, false, 0)
+	if err != nil || !ok || d.From != "loose-ends" || !strings.Contains(d.Body, "ci/b2: build 2 failed") {
+		t.Fatalf("after a restart: %+v %v %v", d, ok, err)
+	}
+	for i := range maxNews + 5 {
+		if _, err := in.UpsertTodo(ctx, "ci", fmt.Sprintf("k%d", i), "changed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, ok, _ = in.Next(ctx, false, 0)
+	if !ok || strings.Count(d.Body, "\n") != maxNews || !strings.Contains(d.Body, "and 5 more changed todos") {
+		t.Errorf("many changes: %q", d.Body)
+	}
+	if _, ok, _ := in.Next(ctx, false, 0); ok {
+		t.Error("the news came twice")
+	}
+	// The bounds of a producer's todo name the field.
+	for _, tt := range []struct{ sub, key, sum, want string }{
+		{strings.Repeat("s", MaxTodoSubsystem+1), "k", "x", "subsystem: 65 bytes"},
+		{"ci", strings.Repeat("k", MaxTodoKey+1), "x", "key: 257 bytes"},
+		{"ci", "k", strings.Repeat("x", MaxTodoSummary+1), "summary: 16385 bytes"},
+	} {
+		if _, err := in.UpsertTodo(ctx, tt.sub, tt.key, tt.sum); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("UpsertTodo(%.10q, %.10q, %.10q): %v, want %q", tt.sub, tt.key, tt.sum, err, tt.want)
+		}
+	}
+}
+
+// read_inbox is atomic: sessions reading at once get each message once,
+// and none that a harness holds in flight.
+func TestReadIsAtomic(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	in := e.open(0)
+	const n = 300
+	for i := range n {
+		if _, err := in.Wake(ctx, "test", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, ok, err := in.Next(ctx, false, 0)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	seen := make(chan string, 2*n)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ds, err := in.Read(ctx, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ds) == 0 {
+					return
+				}
+				for _, d := range ds {
+					seen <- d.Body
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(seen)
+	got := map[string]int{}
+	for b := range seen {
+		got[b]++
+	}
+	if len(got) != n-1 || got[held.Body] != 0 {
+		t.Errorf("read %d distinct messages (want %d); the one in flight read %d times", len(got), n-1, got[held.Body])
+	}
+	for b, c := range got {
+		if c != 1 {
+			t.Errorf("message %s read %d times", b, c)
+		}
+	}
+	if err := in.Ack(ctx, held.ID); err != nil {
+		t.Errorf("ack of the message in flight: %v", err)
+	}
+	// Ack takes only a message in flight.
+	m, _ := in.Wake(ctx, "test", "queued")
+	if err := in.Ack(ctx, m.ID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ack of a queued message: %v", err)
+	}
+}
+
+// A spilled body is never seen without its file: a harness popping while
+// a producer wakes with big bodies gets every body whole; a spill file no
+// record names (a daemon killed while writing it) is removed at start.
+func TestSpillIsAtomic(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	in := e.open(0)
+	big := strings.Repeat("0123456789abcdef", 64<<10/16)
+	const n = 40
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			if _, err := in.Wake(ctx, "ci", big); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for got := 0; got < n; {
+		d, ok, err := in.Next(ctx, true, 10*time.Second)
+		if err != nil || !ok {
+			t.Fatalf("next: %v %v", ok, err)
+		}
+		if d.From == "loose-ends" {
+			continue
+		}
+		if d.Body != big {
+			t.Fatalf("message %d delivered with %d of %d bytes", d.ID, len(d.Body), len(big))
+		}
+		if err := in.Ack(ctx, d.ID); err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	<-done
+	if ents, _ := os.ReadDir(e.l.Inbox()); len(ents) != 0 {
+		t.Errorf("%d spill files left after every message was acked", len(ents))
+	}
+	orphan := filepath.Join(e.l.Inbox(), "999.md")
+	if err := os.WriteFile(orphan, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keep, _ := in.Wake(ctx, "ci", big)
+	in.Close()
+	in = e.open(0)
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("the orphan spill file is still there: %v", err)
+	}
+	if _, err := os.Stat(keep.SpillPath); err != nil {
+		t.Errorf("a queued message's spill file went: %v", err)
+	}
+}
+
+// The graceful-stop message is born in flight: only the harness that
+// asked for it has it; read_inbox does not take it from the harness.
+func TestGracefulStopInFlight(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	in := e.open(0)
+	m, err := in.GracefulStop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds, _ := in.Read(ctx, 10); len(ds) != 0 {
+		t.Errorf("read_inbox took the graceful stop: %+v", ds)
+	}
+	if n, _ := in.Undelivered(ctx); n != 0 {
+		t.Errorf("%d undelivered", n)
+	}
+	if err := in.Ack(ctx, m.ID); err != nil {
+		t.Errorf("the harness's ack: %v", err)
+	}
+	// Requeue (a new loop) gives back what a dead one held.
+	w, _ := in.Wake(ctx, "ci", "held")
+	if d, ok, _ := in.Next(ctx, false, 0); !ok || d.ID != w.ID {
+		t.Fatal("next", d, ok)
+	}
+	if n, err := in.Requeue(ctx); n != 1 || err != nil {
+		t.Fatalf("requeue: %d %v", n, err)
+	}
+	if d, ok, _ := in.Next(ctx, false, 0); !ok || d.ID != w.ID {
+		t.Errorf("after requeue: %+v %v", d, ok)
 	}
 }
 

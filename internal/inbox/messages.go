@@ -33,49 +33,51 @@ func (in *Inbox) Wake(ctx context.Context, from, body string) (store.Message, er
 	if err := CheckFrom(from); err != nil {
 		return store.Message{}, err
 	}
-	return in.add(ctx, from, body)
+	return in.add(ctx, from, body, false)
 }
 
 // add appends a message from anyone (labels of hive's own, like
-// "graceful-stop", pass CheckFrom too).
-func (in *Inbox) add(ctx context.Context, from, body string) (store.Message, error) {
+// "graceful-stop", pass CheckFrom too), in flight if asked.
+func (in *Inbox) add(ctx context.Context, from, body string, inFlight bool) (store.Message, error) {
 	switch {
 	case body == "":
 		return store.Message{}, errors.New("body: must not be empty")
 	case len(body) > MaxBody:
 		return store.Message{}, fmt.Errorf("body: %d bytes, at most %d", len(body), MaxBody)
 	}
-	m := store.Message{From: from, Body: body, Size: int64(len(body)), At: time.Now().Truncate(time.Millisecond)}
-	spill := len(body) > SpillOver
-	if spill {
+	m := store.Message{From: from, Body: body, Size: int64(len(body)), At: time.Now().Truncate(time.Millisecond), InFlight: inFlight}
+	var spill store.Spill
+	if len(body) > SpillOver {
 		m.Body = preview(body)
+		spill = func(id int64) (string, error) {
+			m.SpillPath = filepath.Join(in.o.Layout.Inbox(), strconv.FormatInt(id, 10)+".md")
+			return m.SpillPath, writeSpill(m.SpillPath, body)
+		}
 	}
-	id, err := in.st.AddMessage(ctx, m)
+	id, err := in.st.AddMessage(ctx, m, in.o.InboxMax, spill)
 	if err != nil {
+		if m.SpillPath != "" {
+			os.Remove(m.SpillPath)
+		}
+		if errors.Is(err, store.ErrFull) {
+			return store.Message{}, fmt.Errorf("%w: read_inbox or hive inbox next takes them", err)
+		}
 		return store.Message{}, err
 	}
 	m.ID = id
-	if spill {
-		path := filepath.Join(in.o.Layout.Inbox(), strconv.FormatInt(id, 10)+".md")
-		if err := writeSpill(path, body); err != nil {
-			in.st.DeleteMessages(ctx, id)
-			return store.Message{}, err
-		}
-		if err := in.st.SetMessageSpill(ctx, id, path); err != nil {
-			os.Remove(path)
-			in.st.DeleteMessages(ctx, id)
-			return store.Message{}, err
-		}
-		m.SpillPath = path
+	if inFlight {
+		return m, nil // the harness takes it at once; no session hears of it
 	}
 	in.emit(Change{Kind: KindMessage, Message: m})
 	return m, nil
 }
 
 // GracefulStop appends the message that tells the agent to flush its
-// state and end its turn: the harness delivers it last.
+// state and end its turn, already in flight: the harness that asked for
+// it delivers it as its last turn and acks it (read_inbox never sees it;
+// one never acked is delivered again after a restart, like any other).
 func (in *Inbox) GracefulStop(ctx context.Context) (store.Message, error) {
-	return in.add(ctx, "graceful-stop", "The harness is stopping: write down what you need to resume (notes, state files), finish or park what you started, and end this turn.")
+	return in.add(ctx, "graceful-stop", "The harness is stopping: write down what you need to resume (notes, state files), finish or park what you started, and end this turn.", true)
 }
 
 // Messages lists undelivered messages (not in flight), oldest first, at
@@ -106,25 +108,17 @@ func (in *Inbox) Read(ctx context.Context, max int) ([]Delivered, error) {
 	if max <= 0 {
 		return nil, fmt.Errorf("max %d: must be >= 1", max)
 	}
-	ms, err := in.st.Messages(ctx, max, false)
+	ms, err := in.st.ReadMessages(ctx, max, maxRead)
 	if err != nil {
 		return nil, err
 	}
-	var out []Delivered
-	total := int64(0)
-	for _, m := range ms {
-		if len(out) > 0 && total+m.Size > maxRead {
-			break
+	out := make([]Delivered, len(ms))
+	for i, m := range ms {
+		out[i] = Delivered{Message: m, Body: in.body(m)}
+		if m.SpillPath != "" {
+			os.Remove(m.SpillPath)
 		}
-		out = append(out, Delivered{Message: m, Body: in.body(m)})
-		total += m.Size
-	}
-	ids := make([]int64, len(out))
-	for i, d := range out {
-		ids[i] = d.ID
-	}
-	if err := in.remove(ctx, ids...); err != nil {
-		return nil, err
+		in.emit(Change{Kind: KindMessage, Message: m, Removed: true})
 	}
 	return out, nil
 }
@@ -135,24 +129,6 @@ func (in *Inbox) body(m store.Message) string {
 		return m.Body
 	}
 	return readSpill(m.SpillPath, m.Body, m.Size)
-}
-
-// remove deletes messages with their spill files, and publishes it.
-func (in *Inbox) remove(ctx context.Context, ids ...int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	gone, err := in.st.DeleteMessages(ctx, ids...)
-	if err != nil {
-		return err
-	}
-	for _, m := range gone {
-		if m.SpillPath != "" {
-			os.Remove(m.SpillPath)
-		}
-		in.emit(Change{Kind: KindMessage, Message: m, Removed: true})
-	}
-	return nil
 }
 
 // DropMessage drops one message unread (in flight or not).
@@ -200,8 +176,8 @@ func (in *Inbox) Next(ctx context.Context, wait bool, timeout time.Duration) (d 
 			in.emit(Change{Kind: KindMessage, Message: m, Removed: true})
 			return Delivered{Message: m, Body: in.body(m)}, true, nil
 		}
-		if d, ok := in.takeDirty(); ok {
-			return d, true, nil
+		if d, ok, err := in.takeDirty(ctx); err != nil || ok {
+			return d, ok, err
 		}
 		if !wait {
 			return Delivered{}, false, nil
@@ -216,34 +192,91 @@ func (in *Inbox) Next(ctx context.Context, wait bool, timeout time.Duration) (d 
 	}
 }
 
-// takeDirty makes the loose-ends message of the todos changed since the
-// last Next, if any.
-func (in *Inbox) takeDirty() (Delivered, bool) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if len(in.dirtyOrder) == 0 {
-		return Delivered{}, false
+// maxNews bounds the todos one loose-ends message lists.
+const maxNews = 20
+
+// takeDirty makes the loose-ends message of the todos changed (as news)
+// since the last Next, if any, and unmarks them.
+func (in *Inbox) takeDirty(ctx context.Context) (Delivered, bool, error) {
+	news, more, err := in.st.TakeNews(ctx, maxNews)
+	if err != nil || len(news) == 0 {
+		return Delivered{}, false, err
 	}
 	var b strings.Builder
-	for _, k := range in.dirtyOrder {
-		fmt.Fprintf(&b, "todo %s: %s\n", k, in.dirty[k])
+	for _, t := range news {
+		fmt.Fprintf(&b, "todo %s/%s: %s\n", t.Subsystem, t.Key, clipLine(t.Summary))
 	}
-	in.dirty, in.dirtyOrder = map[string]string{}, nil
+	if more > 0 {
+		fmt.Fprintf(&b, "and %d more changed todos (get_loose_ends lists them)\n", more)
+	}
 	body := strings.TrimRight(b.String(), "\n")
-	return Delivered{Message: store.Message{From: "loose-ends", Body: body, Size: int64(len(body)), At: time.Now()}, Body: body}, true
+	return Delivered{Message: store.Message{From: "loose-ends", Body: body, Size: int64(len(body)), At: time.Now()}, Body: body}, true, nil
 }
 
-// Ack removes a message Next delivered.
+// clipLine bounds one todo's summary in a loose-ends message.
+func clipLine(s string) string {
+	if len(s) <= previewBytes {
+		return s
+	}
+	return preview(s) + " [...]"
+}
+
+// Ack removes a message Next delivered (in flight). One that is gone
+// (dropped by cancel_loose_end meanwhile) is ErrNotFound.
 func (in *Inbox) Ack(ctx context.Context, id int64) error {
-	gone, err := in.st.DeleteMessages(ctx, id)
+	m, err := in.st.AckMessage(ctx, id)
+	if store.IsNotFound(err) {
+		return fmt.Errorf("id %d: no message in flight has it: %w (acked already, or dropped)", id, ErrNotFound)
+	}
 	if err != nil {
 		return err
 	}
-	if len(gone) == 0 {
-		return fmt.Errorf("id %d: no message in the inbox has it: %w (acked already?)", id, ErrNotFound)
-	}
-	if p := gone[0].SpillPath; p != "" {
-		os.Remove(p)
+	if m.SpillPath != "" {
+		os.Remove(m.SpillPath)
 	}
 	return nil
+}
+
+// Requeue puts every message in flight back in the queue, as a daemon
+// start does: what a harness that died mid-turn had popped is delivered
+// again. It returns how many; a change is published for each session to
+// look again.
+func (in *Inbox) Requeue(ctx context.Context) (int, error) {
+	n, err := in.st.RequeueInFlight(ctx)
+	if err != nil || n == 0 {
+		return n, err
+	}
+	// Sessions look again (the undelivered count grew); Next wakes.
+	in.emit(Change{Kind: KindMessage, Removed: true})
+	in.mu.Lock()
+	in.signalArrivedLocked()
+	in.mu.Unlock()
+	return n, nil
+}
+
+// RemoveOrphanSpills deletes the files in reminders/ and inbox/ that no
+// reminder or message refers to (a daemon killed between writing one and
+// committing its row), and returns how many.
+func (in *Inbox) RemoveOrphanSpills(ctx context.Context) (int, error) {
+	keep, err := in.st.SpillPaths(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, dir := range []string{in.o.Layout.Reminders(), in.o.Layout.Inbox()} {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue // none yet
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".md") || keep[p] {
+				continue
+			}
+			if os.Remove(p) == nil {
+				n++
+			}
+		}
+	}
+	return n, nil
 }

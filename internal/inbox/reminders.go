@@ -47,31 +47,25 @@ func (in *Inbox) Remind(ctx context.Context, message string, due time.Time) (sto
 		return store.Reminder{}, fmt.Errorf("due time %s: more than a year ahead", due.Format(time.RFC3339))
 	}
 	r := store.Reminder{Body: message, Size: int64(len(message)), Due: due.Truncate(time.Millisecond), Created: now}
-	spill := len(message) > SpillOver
-	if spill {
+	var spill store.Spill
+	if len(message) > SpillOver {
 		r.Body = preview(message)
+		spill = func(id int64) (string, error) {
+			r.SpillPath = filepath.Join(in.o.Layout.Reminders(), strconv.FormatInt(id, 10)+".md")
+			return r.SpillPath, writeSpill(r.SpillPath, message)
+		}
 	}
-	id, pending, ok, err := in.st.AddReminder(ctx, r, in.o.RemindMax)
+	id, pending, ok, err := in.st.AddReminder(ctx, r, in.o.RemindMax, spill)
 	if err != nil {
+		if r.SpillPath != "" {
+			os.Remove(r.SpillPath)
+		}
 		return store.Reminder{}, err
 	}
 	if !ok {
 		return store.Reminder{}, fmt.Errorf("%w: %d are pending, the limit (--remind-max): cancel one with cancel_loose_end(kind=\"reminder\", id) first", ErrTooMany, pending)
 	}
 	r.ID = id
-	if spill {
-		path := filepath.Join(in.o.Layout.Reminders(), strconv.FormatInt(id, 10)+".md")
-		if err := writeSpill(path, message); err != nil {
-			in.st.DeleteReminder(ctx, id)
-			return store.Reminder{}, err
-		}
-		if err := in.st.SetReminderSpill(ctx, id, path); err != nil {
-			os.Remove(path)
-			in.st.DeleteReminder(ctx, id)
-			return store.Reminder{}, err
-		}
-		r.SpillPath = path
-	}
 	in.emit(Change{Kind: KindReminder, Reminder: r})
 	in.reschedule()
 	return r, nil
@@ -107,8 +101,9 @@ func (in *Inbox) reschedule() {
 }
 
 // schedule fires reminders as they fall due (those due while no daemon
-// ran at once), until Close. It sleeps until the next one is due, or the
-// reminders change; a store that fails is tried again each second.
+// ran at once), until Close. It sleeps until the next one is due (at most
+// a second while any is pending), or the reminders change; a store that
+// fails is tried again each second.
 func (in *Inbox) schedule() {
 	defer in.wg.Done()
 	timer := time.NewTimer(time.Hour)
@@ -142,9 +137,12 @@ func (in *Inbox) fireDue() time.Duration {
 	}
 	for _, r := range rs {
 		if wait := time.Until(r.Due); wait > 0 {
-			return wait
+			// Due times are wall-clock times; timers run on the monotonic
+			// clock, which stops while the machine sleeps and ignores
+			// clock steps: look again at least each second.
+			return min(wait, time.Second)
 		}
-		m, err := in.st.FireReminder(ctx, r.ID, r.SpillPath, time.Now())
+		fired, m, err := in.st.FireReminder(ctx, r.ID, time.Now())
 		if store.IsNotFound(err) {
 			continue // cancelled meanwhile
 		}
@@ -152,7 +150,7 @@ func (in *Inbox) fireDue() time.Duration {
 			in.log.Error("fire reminder", "reminder", r.ID, "err", err)
 			return time.Second
 		}
-		in.emit(Change{Kind: KindReminder, Reminder: r, Removed: true})
+		in.emit(Change{Kind: KindReminder, Reminder: fired, Removed: true})
 		in.emit(Change{Kind: KindMessage, Message: m})
 	}
 	return time.Hour

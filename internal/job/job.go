@@ -58,6 +58,7 @@ func ValidState(s string) bool {
 var (
 	ErrNotFound = errors.New("no such job")
 	ErrEnded    = errors.New("job already ended")
+	ErrNotEnded = errors.New("only an ended job can be removed")
 	ErrNameBusy = errors.New("name in use by a pending or running job")
 	ErrClosed   = errors.New("job manager closed")
 )
@@ -125,6 +126,10 @@ type Spec struct {
 	Name string
 	// Source says which surface started the job ("run", "terminal", "cli").
 	Source string
+	// Quiet keeps the job from raising a loose end (Options.Todo): it is
+	// recorded and listed like any job. The CLI's jobs are quiet unless
+	// started with --notify.
+	Quiet bool
 	// Attached means a caller is waiting inline for the result: no loose
 	// end is raised until Detach is called. Unattached jobs are detached
 	// from the start.
@@ -156,7 +161,17 @@ type Info struct {
 	StderrBytes   int64
 	StdoutDropped int64
 	StderrDropped int64
-	Leftover      int // processes still in the group when the leader exited (then terminated)
+	Leftover      int  // processes still in the group when the leader exited (then terminated)
+	Quiet         bool // raises no loose end (Spec.Quiet)
+}
+
+// IndexPath is the file of the job's interleave index (see
+// output.Interleave), next to its stdout file: <id>.idx.
+func (i Info) IndexPath() string {
+	if i.StdoutPath == "" {
+		return ""
+	}
+	return strings.TrimSuffix(i.StdoutPath, ".out") + ".idx"
 }
 
 // Duration is the run time so far (running) or in all (ended).
@@ -196,6 +211,7 @@ type Job struct {
 	seq atomic.Uint64
 
 	stdout, stderr *output.Stream
+	index          *output.Interleave // nil if it could not be made
 	done           chan struct{}
 	started        chan struct{} // closed once the streams exist or the job ended
 	startedOnce    sync.Once
@@ -259,6 +275,14 @@ func (j *Job) Stdout() *output.Stream {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.stdout
+}
+
+// Index is the arrival order of the job's two streams (nil before they
+// exist, or if it could not be made).
+func (j *Job) Index() *output.Interleave {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.index
 }
 
 // Stderr is the job's standard error stream.

@@ -372,16 +372,33 @@ func TestPendingFIFOAndCancel(t *testing.T) {
 func TestNames(t *testing.T) {
 	h := newHarness(t, Options{})
 	j := h.start(Spec{Cmd: "sleep 0.3", Name: "build"})
-	if j.ID() != "build" {
-		t.Fatalf("id %q, want the name", j.ID())
+	if j.ID() == "build" || j.Info().Name != "build" {
+		t.Fatalf("id %q name %q: want an id of its own and the name", j.ID(), j.Info().Name)
 	}
 	if _, err := h.m.Start(Spec{Cmd: "true", Name: "build"}); !errors.Is(err, ErrNameBusy) {
 		t.Fatalf("busy name: %v", err)
+	}
+	if got, err := h.m.Get("build"); err != nil || got != j {
+		t.Fatalf("Get by name: %v %v", got, err)
 	}
 	h.wait(j)
 	j2 := h.start(Spec{Cmd: "echo again", Name: "build"})
 	if in := h.wait(j2); in.State != Done || readAll(t, j2, false) != "again\n" {
 		t.Fatalf("reuse: %+v", in)
+	}
+	// The name points to the newest job; the first keeps its record and id.
+	ctx := context.Background()
+	if in, err := h.m.Lookup(ctx, "build"); err != nil || in.ID != j2.ID() {
+		t.Errorf("Lookup(build) = %s %v, want the newest job %s", in.ID, err, j2.ID())
+	}
+	if in, err := h.m.Lookup(ctx, j.ID()); err != nil || in.Cmd != "sleep 0.3" || in.State != Done {
+		t.Errorf("Lookup(first id) = %+v %v, want the first job, done", in, err)
+	}
+	if list, err := h.m.List(ctx, 0); err != nil || len(list) != 2 {
+		t.Errorf("List: %d jobs %v, want both jobs of the name", len(list), err)
+	}
+	if _, err := h.m.Start(Spec{Cmd: "true", Name: "deadbeef"}); err == nil || !strings.Contains(err.Error(), "8 hex digits") {
+		t.Errorf("a name of the form of an id: %v, want refused", err)
 	}
 	if id := h.start(Spec{Cmd: "true"}).ID(); !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(id) {
 		t.Errorf("generated id %q is not short hex", id)
@@ -675,8 +692,8 @@ func TestPrune(t *testing.T) {
 	h.wait(running)
 }
 
-// A name reused after its job ended: pruning the old job's age never
-// touches the new job's record or output file (same path, <name>.out).
+// A name reused after its job ended: pruning the old job never touches
+// the new job's record or output file.
 func TestPruneKeepsReusedName(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.wait(h.start(Spec{Cmd: "echo old", Name: "build"}))
@@ -691,8 +708,11 @@ func TestPruneKeepsReusedName(t *testing.T) {
 			t.Fatal("no output from the new job")
 		}
 	}
-	if n, err := h.m.Prune(ctx, time.Now().Add(time.Hour)); err != nil || n != 0 {
-		t.Fatalf("pruned %d (%v): the old record was replaced by the new job's, nothing is old", n, err)
+	if n, err := h.m.Prune(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("pruned %d (%v): want the old job only", n, err)
+	}
+	if in, err := h.m.Lookup(ctx, "build"); err != nil || in.ID != j.ID() {
+		t.Errorf("the name after the prune: %+v %v, want the new job", in, err)
 	}
 	if b, err := os.ReadFile(j.Info().StdoutPath); err != nil || string(b) != "new\n" {
 		t.Errorf("new job's output file: %q %v", b, err)
@@ -965,7 +985,7 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 	}
 	for _, in := range []func() (Info, error){
 		func() (Info, error) { return h.m.Lookup(ctx, "foo") },
-		func() (Info, error) { rec, err := h.st.GetJob(ctx, "foo"); return fromRecord(rec), err },
+		func() (Info, error) { rec, err := h.st.NewestJobNamed(ctx, "foo"); return fromRecord(rec), err },
 	} {
 		if got, err := in(); err != nil || got.State != Done || got.Cmd != "echo old" {
 			t.Errorf("the older job named foo after a refused start: %+v %v", got, err)
@@ -1000,7 +1020,7 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 	if rec, err := h.st.GetJob(ctx, long.ID()); err != nil || rec.State != string(Killed) {
 		t.Errorf("the long job's record: %+v %v", rec, err)
 	}
-	if rec, err := h.st.GetJob(ctx, "foo"); err != nil || rec.State != string(Done) || rec.Cmd != "echo old" {
+	if rec, err := h.st.NewestJobNamed(ctx, "foo"); err != nil || rec.State != string(Done) || rec.Cmd != "echo old" {
 		t.Errorf("the older job named foo once the store takes writes: %+v %v", rec, err)
 	}
 	if j, err := h.m.Start(Spec{Cmd: "echo new", Name: "foo"}); err != nil {

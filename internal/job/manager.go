@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -49,7 +49,10 @@ type Options struct {
 	OnCommit func(changed []store.Todo, of []Info)
 	// Logger, if nil, discards.
 	Logger *slog.Logger
-	// Shell is the argv prefix that runs Spec.Cmd. If nil, [bash -c].
+	// Shell is the argv prefix that runs Spec.Cmd. If nil, the policy
+	// shell's (shell.Default: /bin/bash -c on POSIX). Whatever it is, every
+	// job's environment goes through the policy (shell.Shell.Env: no
+	// ZDOTDIR or ZSH_*, SHELL is the policy shell).
 	Shell []string
 	// Owner, if set, marks every job's environment with HIVE_JOB_OWNER=Owner
 	// (and HIVE_JOB_ID=<id>). At New, any process still carrying the mark
@@ -57,6 +60,13 @@ type Options struct {
 	// that left its group or whose record never reached the store. Use
 	// the state directory.
 	Owner string
+	// Reaper, if set, is the process's child subreaper: a process that
+	// leaves a job's tree is then reparented to this process, and when a
+	// job ends, any such process carrying its marks (see sweepEscapes) is
+	// terminated, counted in Info.Leftover and reaped. If nil, escaped
+	// processes are looked for only when the job was stopped or left
+	// processes in its group.
+	Reaper *proc.Reaper
 }
 
 // Environment variables set in every job.
@@ -74,11 +84,17 @@ type Manager struct {
 	wg     sync.WaitGroup // every goroutine the manager starts
 
 	records *recordWriter
-	devNull *os.File // the stdin of jobs without one
+	devNull *os.File    // the stdin of jobs without one
+	sh      shell.Shell // the policy shell: its kind, and the SHELL of every job's environment
+	shErr   error       // no policy shell: why (command lines fail with it)
 	paths   *pathCache
 
 	mu   sync.Mutex
 	jobs map[string]*Job // jobs started by this daemon, by id
+	// names maps a name to the id of the newest job of this daemon with
+	// that name, while that job is held in jobs; older jobs of the name
+	// keep their records and ids.
+	names map[string]string
 	// hexIDs holds every id of the form of a random id (8 hex digits) that
 	// the store has, so a new random id is checked without a query.
 	hexIDs  map[uint32]struct{}
@@ -113,18 +129,18 @@ func New(o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Shell == nil {
-		bash, err := exec.LookPath("bash")
-		if err != nil {
-			bash = "/bin/bash"
-		}
-		o.Shell = []string{bash, "-c"}
+	// The one shell policy (shell.Default): never the first bash on
+	// PATH, never $SHELL. Without a shell, jobs of a command line fail
+	// with the reason; argv jobs still run.
+	sh, shErr := shell.Default()
+	if o.Shell == nil && shErr == nil {
+		o.Shell = sh.Prefix()
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create output dir %q: %w", o.Dir, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, hexIDs: map[uint32]struct{}{}}
+	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, names: map[string]string{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr}
 	ids, err := o.Store.JobIDs(ctx)
 	if err != nil {
 		cancel()
@@ -183,7 +199,7 @@ func (m *Manager) recover(known map[string]bool) error {
 				*s.bytes = fi.Size()
 			}
 		}
-		last = m.records.put(nil, in, true)
+		last = m.records.put(nil, in, !in.Quiet)
 	}
 	// A store that cannot be written (disk full) must not keep the daemon
 	// from starting: the records stay queued and are retried.
@@ -209,8 +225,14 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if spec.Name != "" && !ValidName(spec.Name) {
 		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", spec.Name)
 	}
+	if _, ok := parseHexID(spec.Name); ok {
+		return nil, fmt.Errorf("name %q: must not be 8 hex digits, the form of a job id", spec.Name)
+	}
 	if spec.ShellKind == "" {
-		spec.ShellKind = "bash"
+		spec.ShellKind = shell.KindBash
+		if m.sh.Kind != "" {
+			spec.ShellKind = m.sh.Kind
+		}
 		if len(spec.Argv) > 0 {
 			spec.ShellKind = "direct"
 		}
@@ -232,36 +254,36 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		m.mu.Unlock()
 		return nil, ErrClosed
 	}
-	id := spec.Name
-	if id != "" {
-		if old, ok := m.jobs[id]; ok && !old.Info().State.Terminal() {
-			m.mu.Unlock()
-			return nil, fmt.Errorf("name %q: %w (reusable once job %s has ended)", id, ErrNameBusy, id)
-		}
-	} else {
-		for {
-			n := rand.Uint32()
-			if _, ok := m.hexIDs[n]; !ok {
-				id = formatHexID(n)
-				break
+	// Every job gets an id of its own; a name points to the newest job
+	// that has it, and the earlier ones keep their records and ids.
+	prevID, hadName := "", false
+	if spec.Name != "" {
+		if prevID, hadName = m.names[spec.Name]; hadName {
+			if old, ok := m.jobs[prevID]; ok && !old.Info().State.Terminal() {
+				m.mu.Unlock()
+				return nil, fmt.Errorf("name %q: %w (reusable once job %s has ended)", spec.Name, ErrNameBusy, prevID)
 			}
 		}
 	}
-	if n, ok := parseHexID(id); ok {
-		m.hexIDs[n] = struct{}{}
+	var id string
+	for {
+		n := rand.Uint32()
+		if _, ok := m.hexIDs[n]; !ok {
+			id = formatHexID(n)
+			m.hexIDs[n] = struct{}{}
+			break
+		}
 	}
 	j := &Job{m: m, spec: spec, detached: !spec.Attached, done: make(chan struct{}), started: make(chan struct{})}
 	j.info = Info{
 		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,
-		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(),
+		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(), Quiet: spec.Quiet,
 		StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
 	}
-	var old *Job
-	if o, ok := m.jobs[id]; ok {
-		old = o
-		m.removeOrder(id)
-	}
 	m.jobs[id] = j
+	if spec.Name != "" {
+		m.names[spec.Name] = id
+	}
 	m.order = append(m.order, id)
 	m.trimLocked()
 	// A slot is taken now, or the job waits in the queue.
@@ -278,17 +300,14 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		// failure leaves nothing queued behind (the record of an older
 		// job of the same name stays as it was). A job about to start
 		// gets its loose end with its running record; a queued one now.
-		if err := m.commitFirst(j, !now); err != nil {
-			m.forget(j, old)
+		if err := m.commitFirst(j, !now && !spec.Quiet); err != nil {
+			m.forget(j, prevID, hadName)
 			if now {
 				m.wg.Done()
 				m.slotFreed(nil)
 			}
 			return nil, fmt.Errorf("job %s: %w: nothing was started", id, err)
 		}
-	}
-	if old != nil {
-		old.release()
 	}
 	if !now {
 		m.mu.Lock()
@@ -357,19 +376,23 @@ func (m *Manager) commitFirst(j *Job, notify bool) error {
 }
 
 // forget drops a job whose first record could not be written: it never
-// existed for anyone outside the call that started it, and old (the
-// ended job of the same name it replaced, or nil) is back. Nothing of j
-// is recorded.
-func (m *Manager) forget(j *Job, old *Job) {
+// existed for anyone outside the call that started it, and its name
+// points again to the job it pointed to before (prevID, if hadName).
+// Nothing of j is recorded.
+func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 	m.mu.Lock()
 	if m.jobs[j.info.ID] == j {
 		delete(m.jobs, j.info.ID)
 		m.removeOrder(j.info.ID)
-		if old != nil {
-			m.jobs[j.info.ID] = old
-			m.order = append(m.order, j.info.ID)
-		} else if n, ok := parseHexID(j.info.ID); ok {
+		if n, ok := parseHexID(j.info.ID); ok {
 			delete(m.hexIDs, n)
+		}
+		if name := j.info.Name; name != "" && m.names[name] == j.info.ID {
+			if hadName {
+				m.names[name] = prevID
+			} else {
+				delete(m.names, name)
+			}
 		}
 	}
 	m.mu.Unlock()
@@ -443,12 +466,21 @@ func (m *Manager) trimLocked() {
 		j := m.jobs[id]
 		if excess > 0 && j.Info().State.Terminal() {
 			delete(m.jobs, id)
+			m.dropNameLocked(j.info.Name, id)
 			excess--
 			continue
 		}
 		keep = append(keep, id)
 	}
 	m.order = keep
+}
+
+// dropNameLocked forgets that name points to id (the store answers for
+// it from now on). m.mu is held.
+func (m *Manager) dropNameLocked(name, id string) {
+	if name != "" && m.names[name] == id {
+		delete(m.names, name)
+	}
 }
 
 // launchLocked starts a queued job on its own goroutine. m.mu is held.
@@ -486,14 +518,28 @@ func (m *Manager) Running() int {
 	return m.running
 }
 
-// Get returns a job started by this daemon and still held in memory.
+// Get returns a job started by this daemon and still held in memory, by
+// id or by name (the newest job of that name).
 func (m *Manager) Get(id string) (*Job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if j, ok := m.jobs[id]; ok {
+	if j, ok := m.getLocked(id); ok {
 		return j, nil
 	}
 	return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+}
+
+// getLocked is Get under m.mu. A name is looked up first: a job id
+// never has the form of a name and a name never the form of a random id,
+// but a record of an older hive may have its name as its id.
+func (m *Manager) getLocked(ref string) (*Job, bool) {
+	if id, ok := m.names[ref]; ok {
+		if j, ok := m.jobs[id]; ok {
+			return j, true
+		}
+	}
+	j, ok := m.jobs[ref]
+	return j, ok
 }
 
 // Lookup returns the snapshot of any job: live, or recorded in the store.
@@ -508,7 +554,10 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Info, error) {
 		return in, nil
 	}
 	m.records.flush() // a job trimmed from memory may still have a record queued
-	rec, err := m.o.Store.GetJob(ctx, id)
+	rec, err := m.o.Store.NewestJobNamed(ctx, id)
+	if store.IsNotFound(err) {
+		rec, err = m.o.Store.GetJob(ctx, id)
+	}
 	if store.IsNotFound(err) {
 		return Info{}, fmt.Errorf("job %q: %w", id, ErrNotFound)
 	}
@@ -521,6 +570,11 @@ func (m *Manager) Lookup(ctx context.Context, id string) (Info, error) {
 // List returns jobs, newest first, optionally only those in the given
 // states; limit <= 0 means all.
 func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info, error) {
+	return m.ListNamed(ctx, limit, "", states...)
+}
+
+// ListNamed is List of the jobs named name only ("": any).
+func (m *Manager) ListNamed(ctx context.Context, limit int, name string, states ...State) ([]Info, error) {
 	ss := make([]string, len(states))
 	for i, s := range states {
 		ss[i] = string(s)
@@ -529,14 +583,17 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 	// full), the list shows what is recorded, live states only where they
 	// are the recorded ones.
 	failing := m.records.flush() != nil
-	recs, err := m.o.Store.ListJobs(ctx, limit, ss...)
+	recs, err := m.o.Store.ListJobsNamed(ctx, limit, name, ss...)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Info, 0, len(recs))
 	for _, r := range recs {
 		in := fromRecord(r)
-		if j, err := m.Get(r.ID); err == nil {
+		m.mu.Lock()
+		j, live := m.jobs[r.ID] // by id only: a legacy id may be a newer job's name
+		m.mu.Unlock()
+		if live {
 			if live := j.Info(); !failing || live.State == in.State {
 				in = live // live counters
 			}
@@ -547,7 +604,7 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 		// Live states newer than the flush (a job that ended since) are
 		// committed before they are shown.
 		if err := m.records.flush(); err != nil {
-			return m.List(ctx, limit, states...)
+			return m.ListNamed(ctx, limit, name, states...)
 		}
 	}
 	return out, nil
@@ -559,7 +616,7 @@ func (m *Manager) List(ctx context.Context, limit int, states ...State) ([]Info,
 // for a job that had already ended.
 func (m *Manager) Kill(id string, force bool) (Info, error) {
 	m.mu.Lock()
-	j, ok := m.jobs[id]
+	j, ok := m.getLocked(id)
 	if !ok {
 		m.mu.Unlock()
 		in, err := m.Lookup(context.Background(), id)
@@ -594,6 +651,44 @@ func (m *Manager) Kill(id string, force bool) (Info, error) {
 		return Info{}, fmt.Errorf("job %s: signalled, but %w", id, serr)
 	}
 	return in, err
+}
+
+// Remove deletes an ended job, by id or name: its record, its output and
+// index files, and what this daemon held of it. A pending or running job
+// is refused with an error wrapping ErrNotEnded, and nothing changes. It
+// returns the removed job's last snapshot.
+func (m *Manager) Remove(ctx context.Context, ref string) (Info, error) {
+	in, err := m.Lookup(ctx, ref)
+	if err != nil {
+		return Info{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j, live := m.jobs[in.ID]
+	if live {
+		in = j.Info()
+	}
+	if !in.State.Terminal() {
+		return in, fmt.Errorf("job %s is %s: %w (stop it first with kill, or wait for it)", in.ID, in.State, ErrNotEnded)
+	}
+	if _, err := m.o.Store.DeleteJob(ctx, in.ID); err != nil {
+		return in, err
+	}
+	if live {
+		delete(m.jobs, in.ID)
+		m.removeOrder(in.ID)
+		m.dropNameLocked(in.Name, in.ID)
+		j.release()
+	}
+	if n, ok := parseHexID(in.ID); ok {
+		delete(m.hexIDs, n)
+	}
+	for _, p := range []string{in.StdoutPath, in.StderrPath, in.IndexPath()} {
+		if p != "" && filepath.Dir(p) == filepath.Clean(m.o.Dir) { // only files of this manager's
+			os.Remove(p)
+		}
+	}
+	return in, nil
 }
 
 // Close stops the manager: pending jobs are cancelled, running jobs are
@@ -650,7 +745,7 @@ func (m *Manager) Close(ctx context.Context) error {
 // putLocked queues j's record (its current snapshot), with its loose
 // end if it is detached. It never waits; Sync does. j.mu is held.
 func (m *Manager) putLocked(j *Job) {
-	j.seq.Store(m.records.put(j, j.snapshotLocked(), j.detached))
+	j.seq.Store(m.records.put(j, j.snapshotLocked(), j.detached && !j.spec.Quiet))
 }
 
 // fillPidStart gives the record of a running job its leader's start time
@@ -724,7 +819,7 @@ func toRecord(in Info) store.Job {
 		Timeout: in.Timeout, Created: in.Created, Started: in.Started, Ended: in.Ended, Pid: in.Pid,
 		PidStart: in.PidStart, StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
-		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
+		StderrDropped: in.StderrDropped, Leftover: in.Leftover, Quiet: in.Quiet,
 		BootID: proc.BootID(), // every record is written by a daemon of this boot
 	}
 }
@@ -736,7 +831,7 @@ func fromRecord(r store.Job) Info {
 		Timeout: r.Timeout, Created: r.Created, Started: r.Started, Ended: r.Ended, Pid: r.Pid,
 		PidStart: r.PidStart, StdoutPath: r.StdoutPath, StderrPath: r.StderrPath,
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, StdoutDropped: r.StdoutDropped,
-		StderrDropped: r.StderrDropped, Leftover: r.Leftover,
+		StderrDropped: r.StderrDropped, Leftover: r.Leftover, Quiet: r.Quiet,
 	}
 }
 
@@ -763,11 +858,12 @@ func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
 			if live {
 				delete(m.jobs, rec.ID)
 				m.removeOrder(rec.ID)
+				m.dropNameLocked(rec.Name, rec.ID)
 			}
 			if id, ok := parseHexID(rec.ID); ok {
 				delete(m.hexIDs, id)
 			}
-			for _, p := range []string{rec.StdoutPath, rec.StderrPath} {
+			for _, p := range []string{rec.StdoutPath, rec.StderrPath, fromRecord(rec).IndexPath()} {
 				// Only a file of this manager's: a record copied from
 				// elsewhere names files that are not its to remove.
 				if p != "" && filepath.Dir(p) == filepath.Clean(m.o.Dir) {

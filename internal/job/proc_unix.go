@@ -3,11 +3,11 @@
 package job
 
 import (
+	"io"
 	"os"
 	"syscall"
 	"time"
 
-	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -166,7 +166,7 @@ func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([
 }
 
 // drainNow reads what the pipe r holds right now, without waiting for more.
-func drainNow(r *os.File, s *output.Stream, buf []byte) {
+func drainNow(r *os.File, s io.Writer, buf []byte) {
 	r.SetReadDeadline(time.Time{})
 	rc, err := r.SyscallConn()
 	if err != nil {

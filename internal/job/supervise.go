@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // drainQuiet is how long the output readers may take to reach EOF after
@@ -40,7 +42,7 @@ func (j *Job) begin() func() {
 	}
 	cmd, pipes, err := j.prepareLocked()
 	if err == nil {
-		err = cmd.Start()
+		err = proc.Start(cmd) // the reaper (if any) leaves its status to watch
 		pipes.closeChildEnds()
 		if err != nil {
 			err = fmt.Errorf("start: %w", err)
@@ -61,6 +63,11 @@ func (j *Job) begin() func() {
 		// An attached job's start time is read only if its record is
 		// written while it runs (most end before: see fillPidStart).
 		j.info.PidStart = procStartTime(pid)
+		j.pidStart.Store(j.info.PidStart)
+	} else if m.o.Owner != "" && proc.Supported {
+		// What proves a process that left the group to be this job's
+		// (see sweepEscapes) includes starting after its leader.
+		j.pidStart.Store(procStartTime(pid))
 	}
 	j.info.State = Running
 	j.info.Started = time.Now()
@@ -83,10 +90,14 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	j.mu.Unlock()
 	j.markStarted()
 	pumped := make(chan struct{}, 2)
-	go func() { pump(pipes.outR, j.stdout); pumped <- struct{}{} }()
-	go func() { pump(pipes.errR, j.stderr); pumped <- struct{}{} }()
+	outW, errW := io.Writer(j.stdout), io.Writer(j.stderr)
+	if j.index != nil {
+		outW, errW = j.index.Writer(0), j.index.Writer(1)
+	}
+	go func() { pump(pipes.outR, outW); pumped <- struct{}{} }()
+	go func() { pump(pipes.errR, errW); pumped <- struct{}{} }()
 
-	waitErr := cmd.Wait()
+	waitErr := proc.Wait(cmd)
 	j.reaped.Store(true)
 	code, sig := exitStatus(cmd.ProcessState)
 	// The leader is reaped: from now on its pid may be reused, so stop()
@@ -106,6 +117,7 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	}
 	j.mu.Unlock()
 	leftover := cleanupGroup(pid, grace)
+	leftover += j.sweepEscapes(pid, grace, leftover > 0)
 	// Every process of the group is gone, so all the job wrote is in the
 	// pipes or already read. Normally the readers reach EOF at once. If
 	// not, something that left the group holds a pipe open: after a short
@@ -187,6 +199,10 @@ func (j *Job) createStreamsLocked() {
 		}
 		*s.dst = st
 	}
+	// The arrival order of the two streams, for a merged view.
+	if x, err := output.NewInterleave(j.info.IndexPath(), j.stdout, j.stderr, 0); err == nil {
+		j.index = x
+	}
 }
 
 // prepareLocked creates the pipes and the command.
@@ -195,12 +211,16 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	var err error
 	argv := j.spec.Argv
 	if len(argv) == 0 {
+		if m.o.Shell == nil {
+			return nil, nil, m.shErr
+		}
 		argv = append(append([]string(nil), m.o.Shell...), j.spec.Cmd)
 	}
 	env := j.spec.Env
 	if env == nil {
 		env = os.Environ()
 	}
+	env = m.sh.Env(env) // copies only what must change
 	if m.o.Owner != "" {
 		// The job's own marks, last, and no others: a job started from
 		// within another job (or a PTY shell) must not carry that one's.
@@ -277,7 +297,7 @@ func hasMarkPrefix(kv string) bool {
 // pump copies a pipe into a stream until EOF, or until the supervisor
 // sets a deadline: then it takes what the pipe still holds, without
 // waiting, and returns.
-func pump(r *os.File, s *output.Stream) {
+func pump(r *os.File, s io.Writer) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -305,6 +325,9 @@ func pump(r *os.File, s *output.Stream) {
 }
 
 func (j *Job) closeStreams() {
+	if j.index != nil {
+		j.index.Close() // its marks first: a reader that sees the streams closed finds them all
+	}
 	if j.stdout != nil {
 		j.stdout.Close()
 		st := j.stdout.Stats()

@@ -25,6 +25,8 @@ const (
 	CmdRun     = "run"
 	CmdKill    = "kill"
 	CmdLogs    = "logs"
+	CmdWait    = "wait" // wait for a job's end: {id}
+	CmdRm      = "rm"   // remove an ended job, its record and files: {id}
 	CmdStatus  = "status"
 	CmdVersion = "version"
 	CmdStats   = "stats" // the daemon's own resources (goroutines, fds, memory, children)
@@ -36,10 +38,15 @@ const (
 	CmdInboxLs   = "inbox_ls"   // the messages, undelivered and in flight
 	CmdInboxNext = "inbox_next" // pop the oldest message for a turn: {wait, timeout_secs}
 	CmdInboxAck  = "inbox_ack"  // remove a message inbox_next delivered: {id}
-	CmdTurn      = "turn"       // a harness's turn state: {state, context_usage}
+	// CmdInboxRequeue puts every message in flight back in the queue: a
+	// harness starting takes back what a dead one had popped.
+	CmdInboxRequeue = "inbox_requeue"
+	CmdTurn         = "turn" // a harness's turn state: {state, context_usage}
 	// CmdGracefulStop appends the graceful-stop message and answers it:
 	// the harness runs its last turn with it.
 	CmdGracefulStop = "graceful_stop"
+	// CmdDashboard asks for a one-time login URL of the dashboard (Response.URL).
+	CmdDashboard = "dashboard_url"
 )
 
 // Request is the first line of a connection.
@@ -54,11 +61,17 @@ type Request struct {
 	Cwd    string   `json:"cwd,omitempty"`
 	Env    []string `json:"env,omitempty"`
 	Groups []string `json:"groups,omitempty"`
+	// mcp: the form of tool answers, "structured" (default) or "text"
+	// (see docs/answers.md).
+	Answers string `json:"answers,omitempty"`
 
 	// run; inbox_next (with Wait: how long to wait, 0 for no limit)
 	Argv        []string `json:"argv,omitempty"`
 	Name        string   `json:"name,omitempty"`
 	TimeoutSecs float64  `json:"timeout_secs,omitempty"`
+	// run: raise a loose end for the job (the agent's jobs do; the CLI's
+	// only when asked).
+	Notify bool `json:"notify,omitempty"`
 
 	// inbox_next: wait for a message (or a changed todo).
 	Wait bool `json:"wait,omitempty"`
@@ -71,12 +84,20 @@ type Request struct {
 	// id, sent as a JSON integer (a string of digits is accepted too).
 	ID     string `json:"id,omitempty"`
 	Force  bool   `json:"force,omitempty"`
-	Stderr bool   `json:"stderr,omitempty"`
 	Follow bool   `json:"follow,omitempty"`
 	Offset int64  `json:"offset,omitempty"`
 
-	// ps
-	All bool `json:"all,omitempty"`
+	// logs: Stdout or Stderr selects one stream; neither merges both in
+	// arrival order. Tail starts at the last Tail lines; Timestamps
+	// prefixes each line with when it arrived.
+	Stdout     bool `json:"stdout,omitempty"`
+	Stderr     bool `json:"stderr,omitempty"`
+	Tail       int  `json:"tail,omitempty"`
+	Timestamps bool `json:"timestamps,omitempty"`
+
+	// ps: All also lists ended jobs; States (any of) and Name filter.
+	All    bool     `json:"all,omitempty"`
+	States []string `json:"states,omitempty"`
 
 	// wake
 	From string `json:"from,omitempty"`
@@ -102,6 +123,10 @@ type Response struct {
 	HTTPAuth      string `json:"http_auth,omitempty"`
 	HTTPTokenFile string `json:"http_token_file,omitempty"`
 
+	// version: how the daemon finds the processes that leave a job's
+	// group, "subreaper+marks", "marks" or "group" (docs/architecture.md).
+	EscapeTracking string `json:"escape_tracking,omitempty"`
+
 	Job          *Job   `json:"job,omitempty"`
 	Jobs         []Job  `json:"jobs,omitzero"` // ps: [] when none
 	AlreadyEnded bool   `json:"already_ended,omitempty"`
@@ -109,6 +134,7 @@ type Response struct {
 	Stats        *Stats `json:"stats,omitempty"`
 
 	MessageID int64  `json:"message_id,omitempty"` // wake
+	Requeued  *int   `json:"requeued,omitempty"`   // inbox_requeue
 	Cleared   *bool  `json:"cleared,omitempty"`    // clear_todo
 	Todos     []Todo `json:"todos,omitzero"`       // todo_ls
 	// inbox_ls: the oldest messages (at most MaxListed), and how many are
@@ -120,6 +146,8 @@ type Response struct {
 	Empty   bool     `json:"empty,omitempty"`
 	// turn: a compaction was pending, consumed by this move to idle.
 	CompactPending *bool `json:"compact_pending,omitempty"`
+	// dashboard_url: the one-time login URL.
+	URL string `json:"url,omitempty"`
 }
 
 // MaxListed bounds the messages inbox_ls lists.
@@ -242,11 +270,17 @@ type Job struct {
 	Started       time.Time `json:"started,omitzero"`
 	Ended         time.Time `json:"ended,omitzero"`
 	DurationMs    int64     `json:"duration_ms"`
-	StdoutPath    string    `json:"stdout_path"`
-	StderrPath    string    `json:"stderr_path"`
+	StdoutPath    string    `json:"stdout_path,omitempty"` // none while the stream is empty (its file does not exist)
+	StderrPath    string    `json:"stderr_path,omitempty"`
 	StdoutBytes   int64     `json:"stdout_bytes"`
 	StderrBytes   int64     `json:"stderr_bytes"`
 	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
 	StderrDropped int64     `json:"stderr_dropped,omitempty"`
 	Leftover      int       `json:"leftover_processes,omitempty"`
+	// The rest of the record (inspect shows it; ps --format json too).
+	Argv      []string `json:"argv,omitempty"`
+	ShellKind string   `json:"shell_kind,omitempty"`
+	TimeoutMs int64    `json:"timeout_ms,omitempty"`
+	LooseEnd  bool     `json:"loose_end"` // the job raises a loose end for the agent
+	IndexPath string   `json:"index_path,omitempty"`
 }

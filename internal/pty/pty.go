@@ -145,7 +145,8 @@ type OpenOptions struct {
 	// Env is the full environment. If nil, the daemon's environment is used
 	// and TERM is set to xterm-256color (the emulator's type); an explicit
 	// Env keeps its own TERM and gets xterm-256color only when it has none.
-	// ZDOTDIR and ZSH_* are always removed.
+	// ZDOTDIR and ZSH_* are always removed, and SHELL is the policy shell
+	// (shell.Default, which runs the session).
 	Env []string
 	// Cols and Rows are the terminal size. Zero means DefaultCols x
 	// DefaultRows; otherwise 1..MaxSize.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -96,19 +97,21 @@ type Session struct {
 
 func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 	defaultHangup()
-	bash, err := exec.LookPath("bash")
+	// The one shell policy (shell.Default): /bin/bash, never the first
+	// bash on PATH nor $SHELL.
+	sh, err := shell.Default()
 	if err != nil {
-		return nil, fmt.Errorf("open pty session: find bash: %w", err)
+		return nil, fmt.Errorf("open pty session: %w", err)
 	}
 	cmdText := o.Cmd
 	var cmd *exec.Cmd
 	if cmdText == "" {
 		cmdText = defaultShell
-		cmd = exec.Command(bash, "--norc", "--noprofile")
+		cmd = exec.Command(sh.Path, "--norc", "--noprofile")
 	} else {
-		cmd = exec.Command(bash, "-c", o.Cmd)
+		cmd = exec.Command(sh.Path, "-c", o.Cmd)
 	}
-	cmd.Env = sessionEnv(o.Env, m.marks(id))
+	cmd.Env = sh.Env(sessionEnv(o.Env, m.marks(id)))
 	cmd.Dir = o.Cwd
 	cwd := o.Cwd
 	if cwd == "" {
@@ -247,7 +250,7 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, string, error) {
 
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil { // the daemon's reaper leaves it to wait
 		master.Close()
 		return nil, "", err
 	}
@@ -258,7 +261,7 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, string, error) {
 // in the store.
 func (s *Session) wait() {
 	defer close(s.waitDone)
-	s.cmd.Wait()
+	proc.Wait(s.cmd)
 	code := exitCode(s.cmd.ProcessState)
 	// The exit is recorded before anyone is told of it (state, Exited):
 	// what a client reads is never contradicted after a crash.

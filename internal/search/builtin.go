@@ -21,9 +21,13 @@ func GrepBuiltin(ctx context.Context, o Options) (Result, error) {
 		return Result{Engine: EngineBuiltin, Matches: []Match{}}, err
 	}
 	col := &collector{limit: p.limit + 1}
+	perFile := col.limit
+	if o.MaxCount > 0 {
+		perFile = min(perFile, o.MaxCount)
+	}
 	if !p.rootDir {
 		s := newSearcher(p.pat.m, o.Context)
-		col.add("", s.searchFile(ctx, p.root, false, col.limit))
+		col.add("", s.searchFile(ctx, p.root, false, perFile))
 	} else {
 		var above *dirIgnore
 		if !o.NoIgnore {
@@ -44,7 +48,7 @@ func GrepBuiltin(ctx context.Context, o Options) (Result, error) {
 					searchers[worker] = s
 				}
 				abs := joinOS(p.root, it.rel)
-				if ms := s.searchFile(ctx, abs, true, col.limit); len(ms) > 0 {
+				if ms := s.searchFile(ctx, abs, true, perFile); len(ms) > 0 {
 					col.add(it.rel, ms)
 				}
 			},

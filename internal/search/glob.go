@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,7 +39,8 @@ type GlobOptions struct {
 
 // Entry is one file or directory matched by Glob.
 type Entry struct {
-	// Path is relative to GlobOptions.Dir when under it, else absolute.
+	// Path is absolute when GlobOptions.Path or the pattern is, else
+	// relative to GlobOptions.Dir.
 	Path    string    `json:"path"`
 	ModTime time.Time `json:"mod_time"`
 	Size    int64     `json:"size"`
@@ -79,7 +81,7 @@ func Glob(ctx context.Context, o GlobOptions) (GlobResult, error) {
 	if !doublestar.ValidatePattern(pat) {
 		return empty, &InputError{Field: "pattern", Reason: fmt.Sprintf("%q is not a valid glob (unclosed '[' or '{', or a trailing '\\')", o.Pattern)}
 	}
-	root, _, err := resolvePath(o.Dir, o.Path)
+	root, base, err := resolvePath(o.Dir, o.Path)
 	if err != nil {
 		return empty, err
 	}
@@ -95,15 +97,14 @@ func Glob(ctx context.Context, o GlobOptions) (GlobResult, error) {
 	switch {
 	case filepath.IsAbs(o.Pattern):
 		root = filepath.Clean(filepath.FromSlash(prefix))
-		pat = rest
+		base, pat = filepath.ToSlash(root), rest
 	case prefix != ".":
 		root = filepath.Join(root, filepath.FromSlash(prefix))
-		pat = rest
+		base, pat = strings.TrimPrefix(path.Clean(joinBase(base, prefix)), "./"), rest
 	}
 	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
 		return empty, nil
 	}
-	_, base, _ := resolvePath(o.Dir, root)
 
 	hidden := o.Hidden
 	allowGit := false

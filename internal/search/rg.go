@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // GrepRG searches by running the rg binary at rgPath with --json (and
@@ -63,6 +65,11 @@ func (p *grepPlan) rgArgs(sorted bool) []string {
 	if o.Context > 0 {
 		args = append(args, "--context="+strconv.Itoa(o.Context))
 	}
+	if o.MaxCount > 0 && o.Context == 0 {
+		// With context, rg 14 reports a match inside the after-context
+		// of the last one counted as one more match: finish trims instead.
+		args = append(args, "--max-count="+strconv.Itoa(o.MaxCount))
+	}
 	if o.Hidden {
 		args = append(args, "--hidden")
 	}
@@ -98,7 +105,7 @@ func (p *grepPlan) runRG(ctx context.Context, rgPath string, sorted bool) (hits 
 	if err != nil {
 		return nil, false, fmt.Errorf("rg stdout pipe: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proc.Start(cmd); err != nil { // the daemon's reaper leaves it to Wait
 		return nil, false, fmt.Errorf("start rg %q: %w", rgPath, err)
 	}
 	ps := &rgParser{p: p, sorted: sorted, stopLine: -1}
@@ -106,7 +113,7 @@ func (p *grepPlan) runRG(ctx context.Context, rgPath string, sorted bool) (hits 
 	if stopped || perr != nil {
 		_ = cmd.Process.Kill()
 	}
-	werr := cmd.Wait()
+	werr := proc.Wait(cmd)
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}

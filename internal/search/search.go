@@ -69,6 +69,10 @@ type Options struct {
 	Context int `json:"context,omitempty"`
 	// MaxResults caps the number of matches; if zero, DefaultMaxResults.
 	MaxResults int `json:"max_results,omitempty"`
+	// MaxCount caps the matches reported per file, as rg --max-count; if
+	// zero, there is no cap. A file's matches past it do not make the
+	// result Truncated.
+	MaxCount int `json:"max_count,omitempty"`
 	// Hidden searches hidden files and directories (the .git directory is
 	// always skipped).
 	Hidden bool `json:"hidden,omitempty"`
@@ -85,8 +89,8 @@ type Line struct {
 
 // Match is one matching line.
 type Match struct {
-	// Path is relative to Options.Dir when the file is under it (without a
-	// leading "./"), else absolute.
+	// Path is absolute when Options.Path is, else relative to Options.Dir
+	// (without a leading "./"), as rg prints it.
 	Path   string `json:"path"`
 	Line   int    `json:"line"`   // 1-based
 	Column int    `json:"column"` // 1-based byte column of the first match in the line
@@ -148,8 +152,8 @@ type grepPlan struct {
 	pat     *compiledPattern
 	over    *ignoreRules // --glob overrides, in gitignore form (verdicts inverted)
 	types   *typeFilter
-	// base is root as reported: relative to Dir ("" when root is Dir), or
-	// absolute; slash-separated.
+	// base is root as reported: absolute when Options.Path is, else
+	// relative to Dir ("" when root is Dir); slash-separated.
 	base string
 }
 
@@ -159,6 +163,9 @@ func newGrepPlan(o Options) (*grepPlan, error) {
 	}
 	if o.MaxResults < 0 {
 		return nil, &InputError{Field: "max_results", Reason: "must be >= 0"}
+	}
+	if o.MaxCount < 0 {
+		return nil, &InputError{Field: "max_count", Reason: "must be >= 0"}
 	}
 	if o.Context < 0 || o.Context > MaxContext {
 		return nil, &InputError{Field: "context", Reason: fmt.Sprintf("must be between 0 and %d", MaxContext)}
@@ -207,25 +214,23 @@ func newGrepPlan(o Options) (*grepPlan, error) {
 }
 
 // resolvePath returns the absolute clean path of path (relative to dir) and
-// its reported form: slash-separated, relative to dir when under it.
+// its reported form, slash-separated, as rg reports paths: absolute when
+// path is, else path cleaned ("" for dir itself; "../x" stays relative).
 func resolvePath(dir, path string) (abs, base string, err error) {
 	dir = filepath.Clean(dir)
-	abs = dir
-	if path != "" {
-		abs = path
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(dir, abs)
-		}
-		abs = filepath.Clean(abs)
-	}
-	rel, err := filepath.Rel(dir, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	switch {
+	case path == "":
+		return dir, "", nil
+	case filepath.IsAbs(path):
+		abs = filepath.Clean(path)
 		return abs, filepath.ToSlash(abs), nil
 	}
-	if rel == "." {
-		rel = ""
+	abs = filepath.Join(dir, path)
+	base = filepath.ToSlash(filepath.Clean(path))
+	if base == "." {
+		base = ""
 	}
-	return abs, filepath.ToSlash(rel), nil
+	return abs, base, nil
 }
 
 func pathError(path string, err error) error {
@@ -266,6 +271,18 @@ func hitLess(a, b *hit) int {
 // finish sorts hits, applies the limit and renders paths.
 func (p *grepPlan) finish(hits []hit, engine string) Result {
 	slices.SortFunc(hits, func(a, b hit) int { return hitLess(&a, &b) })
+	if n := p.o.MaxCount; n > 0 {
+		kept, run, prev := hits[:0], 0, ""
+		for i, h := range hits {
+			if i == 0 || h.rel != prev {
+				run, prev = 0, h.rel
+			}
+			if run++; run <= n {
+				kept = append(kept, h)
+			}
+		}
+		hits = kept
+	}
 	res := Result{Engine: engine, Matches: []Match{}}
 	if len(hits) > p.limit {
 		hits = hits[:p.limit]

@@ -266,17 +266,26 @@ func compareEngines(t *testing.T, rg string, o Options) (Result, string) {
 	return got, diffResults(got, want)
 }
 
-// TestOutsidePath searches a path outside Dir: paths come back absolute.
+// TestOutsidePath searches a path outside Dir: paths come back as rg
+// prints them, relative ("../web/app.js") when the path was given relative,
+// absolute when it was given absolute, whether under Dir or not.
 func TestOutsidePath(t *testing.T) {
 	rg := rgPath(t)
 	repo := buildFixture(t)
-	o := Options{Pattern: "needle", Dir: filepath.Join(repo, "sub"), Path: "../web", Globs: []string{"*.js"}}
-	got, diff := compareEngines(t, rg, o)
-	if diff != "" {
-		t.Errorf("results differ\n%s", diff)
-	}
-	if len(got.Matches) != 1 || got.Matches[0].Path != filepath.Join(repo, "web", "app.js") {
-		t.Errorf("matches = %+v, want one in %s", got.Matches, filepath.Join(repo, "web", "app.js"))
+	for _, tc := range []struct{ dir, path, want string }{
+		{filepath.Join(repo, "sub"), "../web", "../web/app.js"},
+		{filepath.Join(repo, "sub"), filepath.Join(repo, "web"), filepath.Join(repo, "web", "app.js")},
+		{repo, filepath.Join(repo, "web"), filepath.Join(repo, "web", "app.js")},
+		{repo, "./web/", "web/app.js"},
+	} {
+		o := Options{Pattern: "needle", Dir: tc.dir, Path: tc.path, Globs: []string{"*.js"}}
+		got, diff := compareEngines(t, rg, o)
+		if diff != "" {
+			t.Errorf("%s: results differ\n%s", tc.path, diff)
+		}
+		if len(got.Matches) != 1 || got.Matches[0].Path != filepath.FromSlash(tc.want) {
+			t.Errorf("path %q from %s: matches = %+v, want one in %s", tc.path, tc.dir, got.Matches, tc.want)
+		}
 	}
 }
 
@@ -541,5 +550,29 @@ func TestGrepPicksEngine(t *testing.T) {
 	}
 	if r.Engine != EngineBuiltin {
 		t.Errorf("without rg on PATH, engine = %s", r.Engine)
+	}
+}
+
+// TestMaxCount caps the matches per file as rg --max-count does, in both
+// engines, with and without context.
+func TestMaxCount(t *testing.T) {
+	rg := rgPath(t)
+	repo := buildFixture(t)
+	for _, ctxLines := range []int{0, 1} {
+		o := Options{Pattern: "needle", Dir: repo, IgnoreCase: true, MaxCount: 1, Context: ctxLines}
+		got, diff := compareEngines(t, rg, o)
+		if diff != "" {
+			t.Errorf("context %d: results differ\n%s", ctxLines, diff)
+		}
+		perFile := map[string]int{}
+		for _, m := range got.Matches {
+			perFile[m.Path]++
+		}
+		if perFile["util.go"] != 1 || perFile["main.go"] != 1 || got.Truncated {
+			t.Errorf("context %d: per file %v, truncated %v; want 1 in util.go and main.go, not truncated", ctxLines, perFile, got.Truncated)
+		}
+	}
+	if _, err := GrepBuiltin(context.Background(), Options{Pattern: "x", Dir: repo, MaxCount: -1}); err == nil || !strings.Contains(err.Error(), "max_count") {
+		t.Errorf("max_count -1: err = %v, want one naming max_count", err)
 	}
 }

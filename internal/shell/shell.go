@@ -11,6 +11,9 @@
 //     (grep exit 1 is "No matches found", 137 is SIGKILL…).
 //   - [Resolve] finds the interpreter allowed on this platform, [Shell.Args] builds
 //     its argv, and [CleanEnv] strips zsh configuration from an environment.
+//   - [Default] and [Shell.Env] are the one shell policy every command line and
+//     PTY shell of hive runs under (/bin/bash, zsh variables removed, $SHELL
+//     ignored).
 //
 // All functions are pure apart from Resolve (which looks at the file system) and
 // are safe for concurrent use.
@@ -59,11 +62,9 @@ func (s Shell) Args(cmd string) []string {
 func CleanEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		key, _, _ := strings.Cut(kv, "=")
-		if key == "ZDOTDIR" || strings.HasPrefix(key, "ZSH_") {
-			continue
+		if !zshVar(kv) {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return out
 }

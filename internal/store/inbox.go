@@ -33,10 +33,16 @@ type Message struct {
 	InFlight bool
 }
 
+// Spill writes the whole body of a reminder or message with id to its
+// file and returns the file's path. It runs inside the transaction that
+// inserts the row, so the row is never seen without its file: an error
+// rolls the row back (the caller removes what it wrote).
+type Spill func(id int64) (path string, err error)
+
 // AddReminder inserts r (its ID is assigned) unless limit reminders are
 // pending already; pending is how many there are (after the insert when
-// ok).
-func (s *Store) AddReminder(ctx context.Context, r Reminder, limit int) (id int64, pending int, ok bool, err error) {
+// ok). A non-nil spill writes the whole message (see Spill).
+func (s *Store) AddReminder(ctx context.Context, r Reminder, limit int, spill Spill) (id int64, pending int, ok bool, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("add reminder: %w", err)
@@ -56,18 +62,19 @@ func (s *Store) AddReminder(ctx context.Context, r Reminder, limit int) (id int6
 	if id, err = res.LastInsertId(); err != nil {
 		return 0, pending, false, fmt.Errorf("add reminder: %w", err)
 	}
+	if spill != nil {
+		path, err := spill(id)
+		if err != nil {
+			return 0, pending, false, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE reminders SET spill_path = ? WHERE id = ?`, path, id); err != nil {
+			return 0, pending, false, fmt.Errorf("add reminder: %w", err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return 0, pending, false, fmt.Errorf("add reminder: %w", err)
 	}
 	return id, pending + 1, true, nil
-}
-
-// SetReminderSpill records where a reminder's whole message went.
-func (s *Store) SetReminderSpill(ctx context.Context, id int64, path string) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE reminders SET spill_path = ? WHERE id = ?`, path, id); err != nil {
-		return fmt.Errorf("reminder %d: %w", id, err)
-	}
-	return nil
 }
 
 const reminderCols = `id, body, spill_path, size, due_at, created_at`
@@ -130,41 +137,64 @@ func getReminder(ctx context.Context, tx *sql.Tx, id int64) (Reminder, error) {
 
 // FireReminder turns a due reminder into an inbox message from "reminder"
 // in one transaction: the reminder leaves the pending list exactly when
-// the message appears. spill is the message's spill file ("" if none).
-// It returns the message (ErrNotFound if the reminder is gone).
-func (s *Store) FireReminder(ctx context.Context, id int64, spill string, at time.Time) (Message, error) {
+// the message appears, keeping its spill file. It returns the reminder
+// and the message (ErrNotFound if the reminder is gone).
+func (s *Store) FireReminder(ctx context.Context, id int64, at time.Time) (Reminder, Message, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return Message{}, fmt.Errorf("fire reminder %d: %w", id, err)
+		return Reminder{}, Message{}, fmt.Errorf("fire reminder %d: %w", id, err)
 	}
 	defer tx.Rollback()
 	r, err := getReminder(ctx, tx, id)
 	if err != nil {
-		return Message{}, err
+		return Reminder{}, Message{}, err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM reminders WHERE id = ?`, id); err != nil {
-		return Message{}, fmt.Errorf("fire reminder %d: %w", id, err)
+		return Reminder{}, Message{}, fmt.Errorf("fire reminder %d: %w", id, err)
 	}
-	m := Message{From: "reminder", Body: r.Body, SpillPath: spill, Size: r.Size, At: at}
+	m := Message{From: "reminder", Body: r.Body, SpillPath: r.SpillPath, Size: r.Size, At: at}
 	if m.ID, err = addMessage(ctx, tx, m); err != nil {
-		return Message{}, err
+		return Reminder{}, Message{}, err
 	}
 	if err := tx.Commit(); err != nil {
-		return Message{}, fmt.Errorf("fire reminder %d: %w", id, err)
+		return Reminder{}, Message{}, fmt.Errorf("fire reminder %d: %w", id, err)
 	}
-	return m, nil
+	return r, m, nil
 }
 
-// AddMessage appends a message to the inbox and returns its id.
-func (s *Store) AddMessage(ctx context.Context, m Message) (int64, error) {
+// ErrFull is returned by AddMessage and UpsertTodoLimit at their limits.
+var ErrFull = errors.New("limit reached")
+
+// AddMessage appends a message to the inbox, unless limit messages (> 0)
+// are queued already (ErrFull), and returns its id. A non-nil spill
+// writes the whole body (see Spill). m.InFlight stores it in flight.
+func (s *Store) AddMessage(ctx context.Context, m Message, limit int, spill Spill) (int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("add message: %w", err)
 	}
 	defer tx.Rollback()
+	if limit > 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages`).Scan(&n); err != nil {
+			return 0, fmt.Errorf("add message: %w", err)
+		}
+		if n >= limit {
+			return 0, fmt.Errorf("%w: %d messages are queued, the limit", ErrFull, n)
+		}
+	}
 	id, err := addMessage(ctx, tx, m)
 	if err != nil {
 		return 0, err
+	}
+	if spill != nil {
+		path, err := spill(id)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE messages SET spill_path = ? WHERE id = ?`, path, id); err != nil {
+			return 0, fmt.Errorf("add message: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("add message: %w", err)
@@ -173,20 +203,12 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (int64, error) {
 }
 
 func addMessage(ctx context.Context, tx *sql.Tx, m Message) (int64, error) {
-	res, err := tx.ExecContext(ctx, `INSERT INTO messages (sender, body, spill_path, size, at, in_flight) VALUES (?,?,?,?,?,0)`,
-		m.From, m.Body, m.SpillPath, m.Size, m.At.UnixMilli())
+	res, err := tx.ExecContext(ctx, `INSERT INTO messages (sender, body, spill_path, size, at, in_flight) VALUES (?,?,?,?,?,?)`,
+		m.From, m.Body, m.SpillPath, m.Size, m.At.UnixMilli(), m.InFlight)
 	if err != nil {
 		return 0, fmt.Errorf("add message: %w", err)
 	}
 	return res.LastInsertId()
-}
-
-// SetMessageSpill records where a message's whole body went.
-func (s *Store) SetMessageSpill(ctx context.Context, id int64, path string) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE messages SET spill_path = ? WHERE id = ?`, path, id); err != nil {
-		return fmt.Errorf("message %d: %w", id, err)
-	}
-	return nil
 }
 
 const messageCols = `id, sender, body, spill_path, size, at, in_flight`
@@ -232,6 +254,86 @@ func (s *Store) CountMessages(ctx context.Context) (int, error) {
 
 // DeleteMessages deletes messages by id and returns those that existed.
 func (s *Store) DeleteMessages(ctx context.Context, ids ...int64) ([]Message, error) {
+	return s.deleteMessages(ctx, false, ids...)
+}
+
+// AckMessage deletes a message in flight and returns it (ErrNotFound if
+// no message in flight has id).
+func (s *Store) AckMessage(ctx context.Context, id int64) (Message, error) {
+	gone, err := s.deleteMessages(ctx, true, id)
+	if err != nil {
+		return Message{}, err
+	}
+	if len(gone) == 0 {
+		return Message{}, fmt.Errorf("message %d in flight: %w", id, ErrNotFound)
+	}
+	return gone[0], nil
+}
+
+// ReadMessages deletes and returns, in one transaction, the oldest
+// messages not in flight: at most max, together at most maxBytes (but
+// always at least one).
+func (s *Store) ReadMessages(ctx context.Context, max int, maxBytes int64) ([]Message, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+messageCols+` FROM messages WHERE in_flight = 0 ORDER BY id LIMIT ?`, max)
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	var out []Message
+	total := int64(0)
+	for rows.Next() {
+		var m Message
+		var at int64
+		var inFlight int
+		if err := rows.Scan(&m.ID, &m.From, &m.Body, &m.SpillPath, &m.Size, &at, &inFlight); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read messages: %w", err)
+		}
+		if len(out) > 0 && total+m.Size > maxBytes {
+			break
+		}
+		m.At = time.UnixMilli(at)
+		out = append(out, m)
+		total += m.Size
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	for _, m := range out {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, m.ID); err != nil {
+			return nil, fmt.Errorf("read message %d: %w", m.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	return out, nil
+}
+
+// SpillPaths lists the spill files reminders and messages refer to.
+func (s *Store) SpillPaths(ctx context.Context) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT spill_path FROM reminders WHERE spill_path != '' UNION SELECT spill_path FROM messages WHERE spill_path != ''`)
+	if err != nil {
+		return nil, fmt.Errorf("list spill files: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("list spill files: %w", err)
+		}
+		out[p] = true
+	}
+	return out, rows.Err()
+}
+
+func (s *Store) deleteMessages(ctx context.Context, inFlightOnly bool, ids ...int64) ([]Message, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("delete messages: %w", err)
@@ -244,7 +346,7 @@ func (s *Store) DeleteMessages(ctx context.Context, ids ...int64) ([]Message, er
 		var inFlight int
 		err := tx.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ?`, id).
 			Scan(&m.ID, &m.From, &m.Body, &m.SpillPath, &m.Size, &at, &inFlight)
-		if errors.Is(err, sql.ErrNoRows) {
+		if errors.Is(err, sql.ErrNoRows) || (err == nil && inFlightOnly && inFlight == 0) {
 			continue
 		}
 		if err != nil {

@@ -36,12 +36,13 @@ type Job struct {
 	StderrBytes   int64
 	StdoutDropped int64
 	StderrDropped int64
-	Leftover      int // processes left in the group when the leader exited
+	Leftover      int  // processes left in the group when the leader exited
+	Quiet         bool // the job raises no loose end
 }
 
 const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code, signal, error,
 	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
-	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id`
+	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet`
 
 // argvSep joins argv in one column; NUL cannot appear in an argument.
 const argvSep = "\x00"
@@ -56,7 +57,7 @@ func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
 		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
 		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
 		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
-		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID)
+		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID, j.Quiet)
 	if err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
@@ -79,16 +80,60 @@ func (s *Store) GetJob(ctx context.Context, id string) (Job, error) {
 	return jobs[0], nil
 }
 
+// NewestJobNamed returns the newest record (by creation) of a job named
+// name, or ErrNotFound.
+func (s *Store) NewestJobNamed(ctx context.Context, name string) (Job, error) {
+	if name == "" {
+		return Job{}, fmt.Errorf("job named %q: %w", name, ErrNotFound)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE name = ? AND name != '' ORDER BY created_at DESC, id DESC LIMIT 1`, name)
+	if err != nil {
+		return Job{}, fmt.Errorf("get job named %s: %w", name, err)
+	}
+	jobs, err := scanJobs(rows)
+	if err != nil {
+		return Job{}, fmt.Errorf("get job named %s: %w", name, err)
+	}
+	if len(jobs) == 0 {
+		return Job{}, fmt.Errorf("job named %s: %w", name, ErrNotFound)
+	}
+	return jobs[0], nil
+}
+
+// DeleteJob deletes the record with id; deleted is false if there was
+// none.
+func (s *Store) DeleteJob(ctx context.Context, id string) (deleted bool, err error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, id)
+	if err != nil {
+		return false, fmt.Errorf("delete job %s: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
 // ListJobs returns records, newest first. With states non-empty only those
 // states; limit <= 0 means no limit.
 func (s *Store) ListJobs(ctx context.Context, limit int, states ...string) ([]Job, error) {
+	return s.ListJobsNamed(ctx, limit, "", states...)
+}
+
+// ListJobsNamed is ListJobs of the jobs named name only ("": any).
+func (s *Store) ListJobsNamed(ctx context.Context, limit int, name string, states ...string) ([]Job, error) {
 	q := `SELECT ` + jobCols + ` FROM jobs`
 	var args []any
+	var where []string
 	if len(states) > 0 {
-		q += ` WHERE state IN (?` + strings.Repeat(",?", len(states)-1) + `)`
+		where = append(where, `state IN (?`+strings.Repeat(",?", len(states)-1)+`)`)
 		for _, st := range states {
 			args = append(args, st)
 		}
+	}
+	if name != "" {
+		where = append(where, `name = ?`)
+		args = append(args, name)
+	}
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += ` ORDER BY created_at DESC, id`
 	if limit > 0 {
@@ -116,7 +161,7 @@ func scanJobs(rows *sql.Rows) ([]Job, error) {
 		if err := rows.Scan(&j.ID, &j.Name, &j.Cmd, &argv, &j.ShellKind, &j.Cwd, &j.Source, &j.State,
 			&exit, &sig, &j.Error, &timeoutMs, &created, &started, &ended, &j.Pid, &pidStart,
 			&j.StdoutPath, &j.StderrPath, &j.StdoutBytes, &j.StderrBytes, &j.StdoutDropped, &j.StderrDropped,
-			&j.Leftover, &j.BootID); err != nil {
+			&j.Leftover, &j.BootID, &j.Quiet); err != nil {
 			return nil, err
 		}
 		if argv != "" {
@@ -227,7 +272,7 @@ func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, 
 	var changed []Todo
 	now := time.Now()
 	for _, t := range todos {
-		got, ch, err := upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, now)
+		got, ch, err := upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, t.News, now)
 		if err != nil {
 			return nil, err
 		}

@@ -116,6 +116,18 @@ var migrations = []string{
 		value TEXT NOT NULL,
 		updated_at INTEGER NOT NULL
 	);`,
+	// Todos changed in a way a harness wakes for, until its next turn
+	// takes them (durable: a change made while it ran survives a restart).
+	`ALTER TABLE todos ADD COLUMN news INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX todos_news ON todos(news) WHERE news != 0;`,
+	// A name points to the newest job that has it; earlier jobs of the
+	// name keep their records.
+	// quiet: a job that raises no loose end (started from the CLI
+	// without --notify).
+	`CREATE INDEX jobs_name ON jobs(name, created_at) WHERE name != '';
+	ALTER TABLE jobs ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;`,
+	// The dashboard pages through jobs newest first (ListJobsPage).
+	`CREATE INDEX jobs_created ON jobs(created_at DESC, id);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -152,9 +164,9 @@ func Open(path string) (*Store, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
-		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ?`},
+		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ? RETURNING id, subsystem, key, summary, created_at, updated_at`},
 	} {
 		st, err := db.Prepare(p.q)
 		if err != nil {

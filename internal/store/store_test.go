@@ -65,7 +65,7 @@ func TestTodoUpsertSemantics(t *testing.T) {
 	if n, _ := s.DeleteTodos(ctx, a.ID, 999); n != 1 {
 		t.Errorf("deleted %d, want 1", n)
 	}
-	if deleted, _ := s.DeleteTodoKey(ctx, "bash", "k"); deleted {
+	if _, deleted, _ := s.DeleteTodoKey(ctx, "bash", "k"); deleted {
 		t.Error("deleted a todo twice")
 	}
 }

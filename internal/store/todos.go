@@ -17,17 +17,36 @@ type Todo struct {
 	Summary   string
 	Created   time.Time
 	Updated   time.Time
+	// News, when the todo is written, marks a change a harness should
+	// wake for (a job's end, a producer's todo; not a job's start). It
+	// stays set until TakeNews; Summary unchanged leaves it as it was.
+	News bool
 }
 
-// UpsertTodo creates the todo (subsystem, key) or updates its summary.
-// changed is false when the row existed with the same summary.
+// UpsertTodo creates the todo (subsystem, key) or updates its summary,
+// as news (see Todo.News). changed is false when the row existed with the
+// same summary.
 func (s *Store) UpsertTodo(ctx context.Context, subsystem, key, summary string) (t Todo, changed bool, err error) {
+	return s.UpsertTodoLimit(ctx, subsystem, key, summary, 0)
+}
+
+// UpsertTodoLimit is UpsertTodo that refuses a new todo (ErrFull) when
+// limit (> 0) todos are open already; an update of an open one always
+// passes.
+func (s *Store) UpsertTodoLimit(ctx context.Context, subsystem, key, summary string, limit int) (t Todo, changed bool, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 	}
 	defer tx.Rollback()
-	t, changed, err = upsertTodo(ctx, tx, subsystem, key, summary, time.Now())
+	var exists, n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), (SELECT count(*) FROM todos WHERE subsystem = ? AND key = ?) FROM todos`, subsystem, key).Scan(&n, &exists); err != nil {
+		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
+	}
+	if limit > 0 && exists == 0 && n >= limit {
+		return Todo{}, false, fmt.Errorf("%w: %d todos are open, the limit", ErrFull, n)
+	}
+	t, changed, err = upsertTodo(ctx, tx, subsystem, key, summary, true, time.Now())
 	if err != nil {
 		return Todo{}, false, err
 	}
@@ -38,15 +57,15 @@ func (s *Store) UpsertTodo(ctx context.Context, subsystem, key, summary string) 
 }
 
 // upsertTodo is UpsertTodo within a transaction.
-func upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string, now time.Time) (t Todo, changed bool, err error) {
+func upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string, news bool, now time.Time) (t Todo, changed bool, err error) {
 	var id, created int64
 	var old string
 	err = tx.QueryRowContext(ctx, `SELECT id, summary, created_at FROM todos WHERE subsystem = ? AND key = ?`,
 		subsystem, key).Scan(&id, &old, &created)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		res, err := tx.ExecContext(ctx, `INSERT INTO todos (subsystem, key, summary, created_at, updated_at) VALUES (?,?,?,?,?)`,
-			subsystem, key, summary, now.UnixMilli(), now.UnixMilli())
+		res, err := tx.ExecContext(ctx, `INSERT INTO todos (subsystem, key, summary, created_at, updated_at, news) VALUES (?,?,?,?,?,?)`,
+			subsystem, key, summary, now.UnixMilli(), now.UnixMilli(), news)
 		if err != nil {
 			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 		}
@@ -56,13 +75,13 @@ func upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string,
 	case err != nil:
 		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 	case old != summary:
-		if _, err := tx.ExecContext(ctx, `UPDATE todos SET summary = ?, updated_at = ? WHERE id = ?`,
-			summary, now.UnixMilli(), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE todos SET summary = ?, updated_at = ?, news = (news OR ?) WHERE id = ?`,
+			summary, now.UnixMilli(), news, id); err != nil {
 			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 		}
 		changed = true
 	}
-	return Todo{ID: id, Subsystem: subsystem, Key: key, Summary: summary, Created: fromMilli(created), Updated: now}, changed, nil
+	return Todo{ID: id, Subsystem: subsystem, Key: key, Summary: summary, Created: fromMilli(created), Updated: now, News: news}, changed, nil
 }
 
 // DeleteTodos deletes the todos with the given ids and returns how many existed.
@@ -82,14 +101,19 @@ func (s *Store) DeleteTodos(ctx context.Context, ids ...int64) (int, error) {
 	return int(n), nil
 }
 
-// DeleteTodoKey deletes the todo (subsystem, key); deleted is false if none existed.
-func (s *Store) DeleteTodoKey(ctx context.Context, subsystem, key string) (deleted bool, err error) {
-	res, err := s.delTodoKey.ExecContext(ctx, subsystem, key)
-	if err != nil {
-		return false, fmt.Errorf("delete todo %s/%s: %w", subsystem, key, err)
+// DeleteTodoKey deletes the todo (subsystem, key) and returns it (with
+// its id); deleted is false if none existed.
+func (s *Store) DeleteTodoKey(ctx context.Context, subsystem, key string) (t Todo, deleted bool, err error) {
+	var c, u int64
+	err = s.delTodoKey.QueryRowContext(ctx, subsystem, key).Scan(&t.ID, &t.Subsystem, &t.Key, &t.Summary, &c, &u)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Todo{}, false, nil
 	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	if err != nil {
+		return Todo{}, false, fmt.Errorf("delete todo %s/%s: %w", subsystem, key, err)
+	}
+	t.Created, t.Updated = fromMilli(c), fromMilli(u)
+	return t, true, nil
 }
 
 // ListTodos returns every todo, oldest first.
@@ -110,4 +134,47 @@ func (s *Store) ListTodos(ctx context.Context) ([]Todo, error) {
 		out = append(out, t)
 	}
 	return out, rows.Err()
+}
+
+// TakeNews returns the todos marked as news (oldest change first, at
+// most limit) and how many more there are, and unmarks them all, in one
+// transaction.
+func (s *Store) TakeNews(ctx context.Context, limit int) (news []Todo, more int, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("take todo news: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT id, subsystem, key, summary, created_at, updated_at FROM todos WHERE news != 0 ORDER BY updated_at, id`)
+	if err != nil {
+		return nil, 0, fmt.Errorf("take todo news: %w", err)
+	}
+	for rows.Next() {
+		if len(news) >= limit {
+			more++
+			continue
+		}
+		var t Todo
+		var c, u int64
+		if err := rows.Scan(&t.ID, &t.Subsystem, &t.Key, &t.Summary, &c, &u); err != nil {
+			rows.Close()
+			return nil, 0, fmt.Errorf("take todo news: %w", err)
+		}
+		t.Created, t.Updated, t.News = fromMilli(c), fromMilli(u), true
+		news = append(news, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("take todo news: %w", err)
+	}
+	if len(news) == 0 {
+		return nil, 0, nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE todos SET news = 0 WHERE news != 0`); err != nil {
+		return nil, 0, fmt.Errorf("take todo news: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, 0, fmt.Errorf("take todo news: %w", err)
+	}
+	return news, more, nil
 }

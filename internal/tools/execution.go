@@ -13,6 +13,7 @@ import (
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/shell"
 )
 
 // TodoSubsystem is the subsystem of the todos jobs raise.
@@ -25,20 +26,20 @@ const maxWait = 30
 const tailBytes = 4 << 10
 
 type runIn struct {
-	Cmd         string   `json:"cmd" jsonschema:"bash command"`
-	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"kill after N s (timed_out); omit for none"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait, default 3, max 30; 0 returns at once"`
-	Name        string   `json:"name,omitempty" jsonschema:"id to use: [a-z0-9-]{1,63}"`
+	Cmd         string   `json:"cmd"`
+	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
+	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, usable as the id"`
 }
 
 type statusIn struct {
 	ID          string   `json:"id" jsonschema:"task id or name"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait up to N s (max 30) for the end"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait for the end (max 30)"`
 }
 
 type killIn struct {
 	ID    string `json:"id" jsonschema:"task id or name"`
-	Force bool   `json:"force,omitempty" jsonschema:"SIGKILL instead of SIGINT"`
+	Force bool   `json:"force,omitempty"`
 }
 
 // TaskStatus is the structured answer of run, status and kill.
@@ -59,12 +60,17 @@ type TaskStatus struct {
 	StderrDropped int64  `json:"stderr_dropped,omitempty"`
 	Leftover      int    `json:"leftover_processes,omitempty"`
 	Note          string `json:"note,omitempty"`
+
+	// SemanticStatus and SemanticMessage are terminal_exec's meaning of
+	// the end (see meaningOf); absent while the task runs.
+	SemanticStatus  string `json:"semantic_status,omitempty"`
+	SemanticMessage string `json:"semantic_message,omitempty"`
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command in the background: the result inline if it ends within wait_seconds, else an id and its end arrives as a loose end."}, h.run)
-	addTool(s, &mcp.Tool{Name: "status", Description: "Status, exit code, duration and last 4 KiB of output of a task."}, h.status)
-	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its process group (SIGKILL with force). Does not wait."}, h.kill)
+	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command: the result if it ends within wait_seconds, else an id; its end arrives as a loose end."}, h.run)
+	addTool(s, &mcp.Tool{Name: "status", Description: "A task's status, exit, duration, last 4 KiB of output."}, h.status)
+	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its group (SIGKILL with force); does not wait."}, h.kill)
 }
 
 // waitArg validates a wait_seconds argument: default def, clamped to
@@ -125,7 +131,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 			}
 			st := h.taskStatus(info)
 			st.Note = note
-			return text(renderStatus(st)), st, nil
+			return h.replyStatus(st), st, nil
 		}
 	}
 	in2, err := h.d.Jobs.Durable(j)
@@ -135,9 +141,10 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if in2.State.Terminal() { // failed to start, or already over
 		st := h.taskStatus(in2)
 		st.Note = note
-		return text(renderStatus(st)), st, nil
+		return h.replyStatus(st), st, nil
 	}
-	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: in2.StdoutPath, StderrPath: in2.StderrPath, Note: note}
+	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: streamPath(in2.StdoutPath, in2.StdoutBytes),
+		StderrPath: streamPath(in2.StderrPath, in2.StderrBytes), Note: note}
 	msg := "task started: id=" + in2.ID
 	if in2.State == job.Pending {
 		msg += " (pending: the concurrency limit is reached)"
@@ -179,7 +186,7 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 	}
 	st := h.taskStatus(info)
 	st.Note = note
-	return text(renderStatus(st)), st, nil
+	return h.replyStatus(st), st, nil
 }
 
 // KillOut is the answer of kill and terminal_job_kill.
@@ -217,9 +224,11 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 
 // taskStatus builds the full status of a job, with output tails.
 func (h *handlers) taskStatus(in job.Info) TaskStatus {
+	m := meaningOf(in)
 	st := TaskStatus{
-		ID: in.ID, Status: string(in.State), ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error,
-		DurationMs: in.Duration().Milliseconds(), StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
+		ID: in.ID, Status: string(in.State), ExitCode: in.ExitCode, SemanticStatus: m.Status, SemanticMessage: m.Message,
+		Signal: in.Signal, Error: in.Error, DurationMs: in.Duration().Milliseconds(),
+		StdoutPath: streamPath(in.StdoutPath, in.StdoutBytes), StderrPath: streamPath(in.StderrPath, in.StderrBytes),
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
 		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
 	}
@@ -231,6 +240,16 @@ func (h *handlers) taskStatus(in job.Info) TaskStatus {
 		st.StderrTail = decodeTail(fileTail(in.StderrPath, tailBytes))
 	}
 	return st
+}
+
+// streamPath is the path to tell of a stream's file: none for a stream
+// that is empty so far, whose file does not exist (it is created at the
+// first byte).
+func streamPath(path string, bytes int64) string {
+	if bytes == 0 {
+		return ""
+	}
+	return path
 }
 
 func fileTail(path string, n int64) []byte {
@@ -263,11 +282,21 @@ func describeEnd(in job.Info) string {
 	return s
 }
 
-func renderStatus(st TaskStatus) string {
+// replyStatus is the text block of a TaskStatus: its tails only in a text
+// session (structuredContent has them otherwise).
+func (h *handlers) replyStatus(st TaskStatus) *mcp.CallToolResult {
+	return h.sess.reply(renderStatus(st, false), func() string { return renderStatus(st, true) })
+}
+
+// renderStatus renders a TaskStatus, with the output tails or not.
+func renderStatus(st TaskStatus, tails bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "task %s: %s", st.ID, st.Status)
 	if st.ExitCode != nil {
 		fmt.Fprintf(&b, ", exit %d", *st.ExitCode)
+	}
+	if st.SemanticStatus != "" {
+		fmt.Fprintf(&b, " (%s)", meaning{Status: st.SemanticStatus, Message: st.SemanticMessage}.text())
 	}
 	fmt.Fprintf(&b, ", %s", (time.Duration(st.DurationMs) * time.Millisecond).String())
 	if st.Error != "" {
@@ -281,6 +310,16 @@ func renderStatus(st TaskStatus) string {
 		bytes, dropped   int64
 	}{{"stdout", st.StdoutTail, st.StdoutPath, st.StdoutBytes, st.StdoutDropped}, {"stderr", st.StderrTail, st.StderrPath, st.StderrBytes, st.StderrDropped}} {
 		if s.bytes == 0 {
+			continue
+		}
+		if !tails {
+			fmt.Fprintf(&b, "\n%s: %d bytes in %s", s.name, s.bytes, s.path)
+			if s.dropped > 0 {
+				fmt.Fprintf(&b, " (%d past the file cap dropped)", s.dropped)
+			}
+			if s.tail != "" {
+				fmt.Fprintf(&b, "; its last %d in structuredContent", len(s.tail))
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "\n--- %s (%d bytes, %s", s.name, s.bytes, s.path)
@@ -301,24 +340,33 @@ func renderStatus(st TaskStatus) string {
 
 // TodoSummary is the loose-end text of a job.
 func TodoSummary(in job.Info) string {
+	label := in.ID
+	if in.Name != "" {
+		label += " (" + in.Name + ")"
+	}
 	switch in.State {
 	case job.Pending:
-		return fmt.Sprintf("task %s pending (queued): %s", in.ID, clip(in.Cmd, 120))
+		return fmt.Sprintf("task %s pending (queued): %s", label, clip(in.Cmd, 120))
 	case job.Running:
-		return fmt.Sprintf("task %s running: %s", in.ID, clip(in.Cmd, 120))
+		return fmt.Sprintf("task %s running: %s", label, clip(in.Cmd, 120))
 	}
-	s := fmt.Sprintf("task %s %s", in.ID, in.State)
+	s := fmt.Sprintf("task %s %s", label, in.State)
 	if in.ExitCode != nil {
 		s += fmt.Sprintf(", exit %d", *in.ExitCode)
 	}
+	m := meaningOf(in)
+	s += " (" + m.text() + ")"
 	if !in.Started.IsZero() {
 		s += fmt.Sprintf(" after %s", in.Duration().Round(time.Millisecond))
 	}
 	s += ": " + clip(in.Cmd, 120)
-	if in.Error != "" {
+	if in.Error != "" && !strings.Contains(m.Message, in.Error) {
 		s += " (" + in.Error + ")"
 	}
-	s += fmt.Sprintf("; output %s (%d B), %s (%d B)", in.StdoutPath, in.StdoutBytes, in.StderrPath, in.StderrBytes)
+	s += "; " + outputSummary(in)
+	if w := shell.Warning(in.Cmd); w != "" {
+		s += "; warning: " + w
+	}
 	if d := in.StdoutDropped + in.StderrDropped; d > 0 {
 		s += fmt.Sprintf("; %d B past the file cap dropped", d)
 	}
@@ -326,6 +374,21 @@ func TodoSummary(in job.Info) string {
 		s += fmt.Sprintf("; %d leftover process(es) terminated", in.Leftover)
 	}
 	return s
+}
+
+// outputSummary tells where a job's output is: each stream's file and
+// size, or that it is empty (an empty stream has no file).
+func outputSummary(in job.Info) string {
+	part := func(name, path string, n int64) string {
+		if n == 0 {
+			return name + " empty"
+		}
+		return fmt.Sprintf("%s %s (%d B)", name, path, n)
+	}
+	if in.StdoutBytes == 0 && in.StderrBytes == 0 {
+		return "no output"
+	}
+	return "output: " + part("stdout", in.StdoutPath, in.StdoutBytes) + ", " + part("stderr", in.StderrPath, in.StderrBytes)
 }
 
 func clip(s string, n int) string {

@@ -103,9 +103,9 @@ type InboxRead struct {
 }
 
 func (h *handlers) addInbox(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your pending reminders, todos (tasks, local programs) and undelivered inbox messages."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your pending reminders, todos (jobs, local programs) and unread inbox messages."}, h.getLooseEnds)
 	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Cancel a reminder, clear a todo or drop a message unread."}, h.cancelLooseEnd)
-	addTool(s, &mcp.Tool{Name: "remind", Description: "Send yourself a message later: in delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
+	addTool(s, &mcp.Tool{Name: "remind", Description: "Message yourself later: after delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
 	addTool(s, &mcp.Tool{Name: "read_inbox", Description: "Read (and remove) your oldest inbox messages."}, h.readInbox)
 }
 
@@ -168,7 +168,8 @@ func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, _ s
 			fmt.Fprintf(&b, "message %d from %s: %s\n", m.ID, m.From, m.Preview)
 		}
 	}
-	return text(strings.TrimRight(b.String(), "\n")), le, nil
+	brief := fmt.Sprintf("%d reminders, %d todos, %d undelivered messages in structuredContent", len(le.Reminders), len(le.Todos), le.Inbox.Undelivered)
+	return h.sess.reply(brief, func() string { return strings.TrimRight(b.String(), "\n") }), le, nil
 }
 
 func (h *handlers) cancelLooseEnd(ctx context.Context, _ *mcp.CallToolRequest, in cancelIn) (*mcp.CallToolResult, Cleared, error) {
@@ -246,11 +247,15 @@ func (h *handlers) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in rea
 		fmt.Fprintf(&b, "--- message %d from %s at %s ---\n%s\n", d.ID, d.From, d.At.Format(time.DateTime), d.Body)
 	}
 	if len(ds) == 0 {
-		b.WriteString("inbox empty")
-	} else if out.Left > 0 {
-		fmt.Fprintf(&b, "(%d more: read_inbox again)", out.Left)
+		return text("inbox empty"), out, nil
 	}
-	return text(strings.TrimRight(b.String(), "\n")), out, nil
+	brief := fmt.Sprintf("%d messages in structuredContent", len(ds))
+	if out.Left > 0 {
+		more := fmt.Sprintf("(%d more: read_inbox again)", out.Left)
+		b.WriteString(more)
+		brief += "\n" + more
+	}
+	return h.sess.reply(brief, func() string { return strings.TrimRight(b.String(), "\n") }), out, nil
 }
 
 type statusTextIn struct {

@@ -156,11 +156,12 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					return nil, PTYOutput{}, err
 				}
-				msg := r.Data
+				out := ptyOutput(r)
+				var note string
 				if err != nil {
-					msg += fmt.Sprintf("\n[still busy after %s]", readyLimit)
+					note = fmt.Sprintf("[still busy after %s]", readyLimit)
 				}
-				return text(msg), ptyOutput(r), nil
+				return replyPTY(h.sess, out, note), out, nil
 			}
 			if wait == 0 && re == nil {
 				start := sess.Info().Bytes
@@ -182,11 +183,11 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				return nil, PTYOutput{}, err
 			}
 			out := ptyOutput(r)
-			msg := r.Data
+			var note string
 			if re != nil && !r.Matched {
-				msg += fmt.Sprintf("\n[wait_for %q did not match within %s]", in.WaitFor, limit)
+				note = fmt.Sprintf("[wait_for %q did not match within %s]", in.WaitFor, limit)
 			}
-			return text(msg), out, nil
+			return replyPTY(h.sess, out, note), out, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_read", Description: "PTY output since an offset (ANSI stripped unless raw), or the screen."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyReadIn) (*mcp.CallToolResult, PTYOutput, error) {
@@ -207,11 +208,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 					return nil, PTYOutput{}, fmt.Errorf("%w; reading its output: %w", err, rerr)
 				}
 				out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped, ExitCode: r.ExitCode}
-				msg := r.Data
-				if msg != "" && !strings.HasSuffix(msg, "\n") {
-					msg += "\n"
-				}
-				return text(msg + "[" + err.Error() + "]"), out, nil
+				return replyPTY(h.sess, out, "["+err.Error()+"]"), out, nil
 			}
 			if err != nil {
 				return nil, PTYOutput{}, err
@@ -221,7 +218,8 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				sc := sess.Screen()
 				out := PTYOutput{Screen: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol,
 					Running: info.Running, ExitCode: info.ExitCode, Offset: info.Bytes, NextOffset: info.Bytes}
-				return text(sc.Text), out, nil
+				return h.sess.reply(fmt.Sprintf("screen %d bytes in structuredContent, cursor at %d,%d", len(sc.Text), sc.CursorRow, sc.CursorCol),
+					func() string { return sc.Text }), out, nil
 			}
 			r, err := sess.Read(in.SinceOffset, in.Raw, maxKB<<10)
 			if err != nil {
@@ -229,7 +227,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			}
 			out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
 				Running: r.Running, ExitCode: r.ExitCode}
-			return text(r.Data), out, nil
+			return replyPTY(h.sess, out, ""), out, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_resize", Description: "Resize a PTY session."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyResizeIn) (*mcp.CallToolResult, PTYInfo, error) {
@@ -266,6 +264,26 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			if len(out.Sessions) == 0 {
 				return text("no pty sessions"), out, nil
 			}
-			return text(strings.TrimRight(b.String(), "\n")), out, nil
+			return h.sess.reply(fmt.Sprintf("%d pty sessions in structuredContent", len(out.Sessions)),
+				func() string { return strings.TrimRight(b.String(), "\n") }), out, nil
 		})
+}
+
+// replyPTY is the text block of PTY output: the data only in a text
+// session (structuredContent has it otherwise), then the note if any.
+func replyPTY(sess *Session, out PTYOutput, note string) *mcp.CallToolResult {
+	brief := fmt.Sprintf("bytes [%d, %d)", out.Offset, out.NextOffset)
+	if out.Data != "" {
+		brief += " in structuredContent"
+	}
+	if out.DroppedBytes > 0 {
+		brief += fmt.Sprintf("; %d earlier bytes no longer kept", out.DroppedBytes)
+	}
+	return sess.reply(strings.TrimSpace(brief+"\n"+note), func() string {
+		msg := out.Data
+		if note != "" && msg != "" && !strings.HasSuffix(msg, "\n") {
+			msg += "\n"
+		}
+		return msg + note
+	})
 }

@@ -34,7 +34,7 @@ func schemasFor[In, Out any]() *toolSchemas {
 	if v, ok := schemaCache.Load(key); ok {
 		return v.(*toolSchemas)
 	}
-	in, err := jsonschema.For[In](nil)
+	in, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: inputTypeSchemas})
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %v: %v", reflect.TypeFor[In](), err))
 	}
@@ -51,7 +51,7 @@ func schemasFor[In, Out any]() *toolSchemas {
 	}
 	compact(out)
 	sc := &toolSchemas{in: in, resolved: resolved}
-	if sc.inJSON, err = json.Marshal(in); err != nil {
+	if sc.inJSON, err = listedInput(in); err != nil {
 		panic(fmt.Sprintf("input schema of %v: %v", reflect.TypeFor[In](), err))
 	}
 	if sc.outJSON, err = json.Marshal(out); err != nil {
@@ -179,4 +179,42 @@ func compact(s *jsonschema.Schema) {
 		compact(p)
 	}
 	compact(s.Items)
+}
+
+// listedInput is the input schema as tools/list shows it, which is paid
+// for in every agent turn; arguments are still checked against the whole
+// schema. Two things are left out:
+//   - "additionalProperties": false, 29 bytes a tool: unknown arguments
+//     are refused with an error naming them, and the instructions say so
+//     once for all tools;
+//   - "null" in an optional pointer field's type ["null", T]: the field is
+//     optional by not being required (an explicit null is still taken, as
+//     absent); 9 bytes a field.
+func listedInput(in *jsonschema.Schema) (json.RawMessage, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var c jsonschema.Schema
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, err
+	}
+	if b, err := json.Marshal(c.AdditionalProperties); err == nil && string(b) == "false" {
+		c.AdditionalProperties = nil
+	}
+	dropNull(&c)
+	return json.Marshal(&c)
+}
+
+func dropNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		dropNull(p)
+	}
+	dropNull(s.Items)
 }

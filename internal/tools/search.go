@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,32 +21,35 @@ type rgIn struct {
 	FixedStrings bool     `json:"fixed_strings,omitempty"`
 	Context      int      `json:"context,omitempty" jsonschema:"lines around each match"`
 	MaxResults   int      `json:"max_results,omitempty" jsonschema:"default 200"`
+	MaxCount     int      `json:"max_count,omitempty" jsonschema:"cap per file"`
 	Hidden       bool     `json:"hidden,omitempty"`
 	NoIgnore     bool     `json:"no_ignore,omitempty" jsonschema:"ignore .gitignore/.ignore"`
 }
 
-// RGLine is a context line.
-type RGLine struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
-
-// RGMatch is one matching line.
+// RGMatch is one matching line. Before and After are the context lines
+// (Before ends at line-1, After starts at line+1). No column: rg's own
+// output has none by default, and it costs a tenth of the answer.
 type RGMatch struct {
-	Path   string   `json:"path"`
 	Line   int      `json:"line"`
-	Column int      `json:"column"`
 	Text   string   `json:"text"`
-	Before []RGLine `json:"before,omitempty"`
-	After  []RGLine `json:"after,omitempty"`
+	Before []string `json:"before,omitempty"`
+	After  []string `json:"after,omitempty"`
 }
 
-// RGResult is terminal_rg's answer.
+// RGFile is one file's matches, in line order.
+type RGFile struct {
+	Path    string    `json:"path"`
+	Matches []RGMatch `json:"matches"`
+}
+
+// RGResult is terminal_rg's answer: matches grouped by file, each path
+// once. Paths are absolute when the path asked for is, else relative to
+// the session dir, as rg prints them. (Which engine answered is in the
+// brief text, not here: it changes nothing for the reader.)
 type RGResult struct {
-	Matches   []RGMatch `json:"matches"`
-	Count     int       `json:"count"`
-	Truncated bool      `json:"truncated"`
-	Engine    string    `json:"engine"`
+	Files     []RGFile `json:"files"`
+	Count     int      `json:"count"`
+	Truncated bool     `json:"truncated,omitempty"`
 }
 
 type globIn struct {
@@ -55,51 +60,47 @@ type globIn struct {
 	NoIgnore   bool   `json:"no_ignore,omitempty"`
 }
 
-// GlobOut is terminal_glob's answer: paths newest first.
+// GlobDir is the entries found in one directory, newest first. Dir ends
+// in "/" ("" is the session dir): an entry's path is Dir+name. A
+// directory's name ends in "/".
+type GlobDir struct {
+	Dir   string   `json:"dir"`
+	Names []string `json:"names"`
+}
+
+// GlobOut is terminal_glob's answer: entries grouped by directory, each
+// directory once; the group of the newest entry first. (No count: it is
+// the number of names; Truncated says whether more matched.)
 type GlobOut struct {
-	Paths     []string `json:"paths"`
-	Count     int      `json:"count"`
-	Truncated bool     `json:"truncated"`
+	Dirs      []GlobDir `json:"dirs"`
+	Truncated bool      `json:"truncated,omitempty"`
 }
 
 func (h *handlers) addSearch(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "terminal_rg", Description: "Search file contents (ripgrep rules: .gitignore respected, hidden and binary skipped)."},
+	addTool(s, &mcp.Tool{Name: "terminal_rg", Description: "Search file contents (rg rules: .gitignore respected, hidden and binary skipped)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in rgIn) (*mcp.CallToolResult, RGResult, error) {
 			dir, err := resolveDir(h.sess, "")
 			if err != nil {
 				return nil, RGResult{}, err
 			}
-			if in.Context < 0 || in.MaxResults < 0 {
-				return nil, RGResult{}, fmt.Errorf("context and max_results: must be >= 0")
+			if in.Context < 0 || in.MaxResults < 0 || in.MaxCount < 0 {
+				return nil, RGResult{}, fmt.Errorf("context, max_results and max_count: must be >= 0")
 			}
 			r, err := search.Grep(ctx, search.Options{Pattern: in.Pattern, Dir: dir, Path: in.Path, Globs: in.Glob,
 				Type: in.Type, IgnoreCase: in.IgnoreCase, FixedStrings: in.FixedStrings, Context: in.Context,
-				MaxResults: in.MaxResults, Hidden: in.Hidden, NoIgnore: in.NoIgnore})
+				MaxResults: in.MaxResults, MaxCount: in.MaxCount, Hidden: in.Hidden, NoIgnore: in.NoIgnore})
 			if err != nil {
 				return nil, RGResult{}, err
 			}
-			out := RGResult{Matches: make([]RGMatch, 0, len(r.Matches)), Count: r.Count, Truncated: r.Truncated, Engine: r.Engine}
-			var b strings.Builder
-			for _, m := range r.Matches {
-				rm := RGMatch{Path: m.Path, Line: m.Line, Column: m.Column, Text: m.Text}
-				for _, l := range m.Before {
-					rm.Before = append(rm.Before, RGLine{Line: l.Line, Text: l.Text})
-					fmt.Fprintf(&b, "%s-%d-%s\n", m.Path, l.Line, l.Text)
-				}
-				fmt.Fprintf(&b, "%s:%d:%d:%s\n", m.Path, m.Line, m.Column, m.Text)
-				for _, l := range m.After {
-					rm.After = append(rm.After, RGLine{Line: l.Line, Text: l.Text})
-					fmt.Fprintf(&b, "%s-%d-%s\n", m.Path, l.Line, l.Text)
-				}
-				out.Matches = append(out.Matches, rm)
-			}
+			out := groupMatches(r)
+			brief := fmt.Sprintf("%d matches in %d files (%s)", out.Count, len(out.Files), r.Engine)
 			switch {
 			case r.Count == 0:
-				b.WriteString("no matches")
+				brief = "no matches"
 			case r.Truncated:
-				fmt.Fprintf(&b, "[first %d matches; more exist: narrow the search or raise max_results]", r.Count)
+				brief += fmt.Sprintf("; more exist past the first %d: narrow the search or raise max_results", r.Count)
 			}
-			return text(strings.TrimRight(b.String(), "\n")), out, nil
+			return h.sess.reply(brief, func() string { return renderRG(out, brief) }), out, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_glob", Description: "Find files by glob (** allowed), newest first; .gitignore respected."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in globIn) (*mcp.CallToolResult, GlobOut, error) {
@@ -115,21 +116,107 @@ func (h *handlers) addSearch(s *mcp.Server) {
 			if err != nil {
 				return nil, GlobOut{}, err
 			}
-			out := GlobOut{Paths: make([]string, 0, len(r.Entries)), Count: r.Count, Truncated: r.Truncated}
-			for _, e := range r.Entries {
-				p := e.Path
-				if e.IsDir {
-					p += "/"
-				}
-				out.Paths = append(out.Paths, p)
-			}
-			msg := strings.Join(out.Paths, "\n")
+			out := groupEntries(r)
+			brief := fmt.Sprintf("%d entries in %d dirs", r.Count, len(out.Dirs))
 			switch {
 			case r.Count == 0:
-				msg = "no files match"
+				brief = "no files match"
 			case r.Truncated:
-				msg += fmt.Sprintf("\n[first %d; more exist]", r.Count)
+				brief += fmt.Sprintf("; more exist past the first %d", r.Count)
 			}
-			return text(msg), out, nil
+			return h.sess.reply(brief, func() string { return renderGlob(out, brief) }), out, nil
 		})
+}
+
+// groupMatches groups a search's matches (sorted by path, then line) by
+// file.
+func groupMatches(r search.Result) RGResult {
+	out := RGResult{Files: []RGFile{}, Count: r.Count, Truncated: r.Truncated}
+	for _, m := range r.Matches {
+		if n := len(out.Files); n == 0 || out.Files[n-1].Path != m.Path {
+			out.Files = append(out.Files, RGFile{Path: m.Path})
+		}
+		f := &out.Files[len(out.Files)-1]
+		rm := RGMatch{Line: m.Line, Text: m.Text}
+		for _, l := range m.Before {
+			rm.Before = append(rm.Before, l.Text)
+		}
+		for _, l := range m.After {
+			rm.After = append(rm.After, l.Text)
+		}
+		f.Matches = append(f.Matches, rm)
+	}
+	return out
+}
+
+// renderRG renders matches as rg --heading -n does: each path once, then
+// line:text for a match and line-text for a context line.
+func renderRG(out RGResult, brief string) string {
+	var b strings.Builder
+	for i, f := range out.Files {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(f.Path)
+		b.WriteByte('\n')
+		for _, m := range f.Matches {
+			for k, l := range m.Before {
+				fmt.Fprintf(&b, "%d-%s\n", m.Line-len(m.Before)+k, l)
+			}
+			fmt.Fprintf(&b, "%d:%s\n", m.Line, m.Text)
+			for k, l := range m.After {
+				fmt.Fprintf(&b, "%d-%s\n", m.Line+1+k, l)
+			}
+		}
+	}
+	if out.Count == 0 || out.Truncated {
+		b.WriteString("[" + brief + "]")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// groupEntries groups glob entries (newest first) by directory: groups in
+// the order of their newest entry, entries newest first within each.
+func groupEntries(r search.GlobResult) GlobOut {
+	out := GlobOut{Dirs: []GlobDir{}, Truncated: r.Truncated}
+	at := map[string]int{}
+	for _, e := range r.Entries {
+		p := filepath.ToSlash(e.Path)
+		dir, name := path.Split(p)
+		if name == "" { // "/" itself
+			dir, name = "", p
+		}
+		if e.IsDir {
+			name += "/"
+		}
+		i, ok := at[dir]
+		if !ok {
+			i = len(out.Dirs)
+			at[dir] = i
+			out.Dirs = append(out.Dirs, GlobDir{Dir: dir})
+		}
+		out.Dirs[i].Names = append(out.Dirs[i].Names, name)
+	}
+	return out
+}
+
+// renderGlob renders entries by directory: the directory, then its
+// entries indented.
+func renderGlob(out GlobOut, brief string) string {
+	var b strings.Builder
+	for _, d := range out.Dirs {
+		dir := d.Dir
+		if dir == "" {
+			dir = "./"
+		}
+		b.WriteString(dir)
+		b.WriteByte('\n')
+		for _, n := range d.Names {
+			b.WriteString("  " + n + "\n")
+		}
+	}
+	if len(out.Dirs) == 0 || out.Truncated {
+		b.WriteString("[" + brief + "]")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

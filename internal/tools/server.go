@@ -23,7 +23,6 @@ import (
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
-	"github.com/hivetools/hive/internal/shell"
 )
 
 // Group names.
@@ -51,6 +50,8 @@ type Deps struct {
 	// Handles keeps terminal_exec output handles. If nil, one with the
 	// defaults is made.
 	Handles *handles.Store
+	// Activity, if set, keeps the latest tool calls (the dashboard's feed).
+	Activity *Activity
 
 	term *terminal
 	once sync.Once
@@ -64,9 +65,14 @@ type Session struct {
 	// transport sessions (streamable HTTP), the logs name each of them as
 	// LogID(ID, its transport session id).
 	ID string
+	// Answers is the form of this session's tool answers: AnswersStructured
+	// (structuredContent with the data, a text block that leaves the bulk
+	// out) or AnswersText (the text block alone, with the bulk; no output
+	// schemas). See docs/answers.md. If Answers is empty, AnswersStructured.
+	Answers string
 
 	baseOnce sync.Once
-	base     []string // Env (or the daemon's) deduplicated, zsh variables removed
+	base     []string // Env (or the daemon's) deduplicated, under the shell policy
 }
 
 // baseEnv is the environment commands of this session start from. It is
@@ -77,9 +83,40 @@ func (s *Session) baseEnv() []string {
 		if env == nil {
 			env = os.Environ()
 		}
-		s.base = shell.CleanEnv(dedupEnv(env))
+		s.base = policyEnv(dedupEnv(env))
 	})
 	return s.base[:len(s.base):len(s.base)] // an append copies
+}
+
+// Answer forms (Session.Answers).
+const (
+	AnswersStructured = "structured"
+	AnswersText       = "text"
+)
+
+// ParseAnswers validates an answer form; "" is AnswersStructured.
+func ParseAnswers(a string) (string, error) {
+	switch a {
+	case "", AnswersStructured:
+		return AnswersStructured, nil
+	case AnswersText:
+		return AnswersText, nil
+	}
+	return "", fmt.Errorf("answers: unknown form %q (known: %s, %s)", a, AnswersStructured, AnswersText)
+}
+
+// textAnswers reports whether the session takes its answers as text alone.
+func (s *Session) textAnswers() bool { return s.Answers == AnswersText }
+
+// reply is a tool's text block. In a structured session it is brief: the
+// small fields, while structuredContent carries the bulk (output, matches,
+// pages). In a text session it is full(), the only copy of the answer,
+// bulk included. Either way the bulk is sent once.
+func (s *Session) reply(brief string, full func() string) *mcp.CallToolResult {
+	if s.textAnswers() {
+		return text(full())
+	}
+	return text(brief)
 }
 
 // GroupAlways names the tools every session has (set_status, compact,
@@ -147,6 +184,9 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	if err != nil {
 		return nil, nil, err
 	}
+	if sess.Answers, err = ParseAnswers(sess.Answers); err != nil {
+		return nil, nil, err
+	}
 	d.once.Do(func() {
 		if d.Logger == nil {
 			d.Logger = slog.New(slog.DiscardHandler)
@@ -160,11 +200,17 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		Capabilities: &mcp.ServerCapabilities{
-			Logging: &mcp.LoggingCapabilities{},
+			Logging:      &mcp.LoggingCapabilities{},
+			Experimental: map[string]any{ChannelCapability: map[string]any{}},
 		},
+		Instructions: Instructions(groups),
 	})
 	logLegacy(d.Logger, asked)
-	srv.AddReceivingMiddleware(envelope(d.Logger, sess))
+	srv.AddReceivingMiddleware(defaultLogLevel)
+	srv.AddReceivingMiddleware(envelope(d.Logger, sess, d.Activity))
+	if sess.textAnswers() {
+		srv.AddReceivingMiddleware(textOnly)
+	}
 	h := &handlers{d: d, sess: sess}
 	if slices.Contains(groups, GroupExecution) {
 		h.addExecution(srv)
@@ -198,6 +244,12 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		// Channel events wait in co until due; timer fires then.
+		var co coalescer
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		armed := false
 		for {
 			select {
 			case c := <-notes:
@@ -208,6 +260,22 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: LooseEndsURI})
 					cancel()
+				}
+				ev, removes, ok := channelEventOf(d, c)
+				switch {
+				case ok:
+					due, queued := co.add(ev, time.Now())
+					if queued && !armed {
+						timer.Reset(time.Until(due))
+						armed = true
+					}
+				case removes != "":
+					co.remove(removes)
+				}
+			case <-timer.C:
+				armed = false
+				if p, ok := co.take(time.Now()); ok {
+					sendChannel(srv, p)
 				}
 			case <-quit:
 				return
@@ -234,8 +302,27 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	return srv, stop, nil
 }
 
+// defaultLogLevel sets the session's log level to info once it is
+// initialized, as if the client had asked for it: the go-sdk sends no log
+// message until a client calls logging/setLevel, and few clients do, so
+// a job's end would reach none of them. A client's own setLevel comes
+// later and wins.
+func defaultLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method == "initialize" && err == nil {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+				next(ctx, "logging/setLevel", &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{
+					Session: ss, Params: &mcp.SetLoggingLevelParams{Level: "info"}})
+			}
+		}
+		return res, err
+	}
+}
+
 // notifyChange pushes a loose-end change to the server's sessions: a
-// resources/updated to subscribers and an info log where a level is set.
+// resources/updated to subscribers and an info log (every session has a
+// level: see defaultLogLevel).
 func notifyChange(srv *mcp.Server, c inbox.Change) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -286,7 +373,7 @@ func LogID(base, transportID string) string {
 
 // envelope logs every tool call before and after: time, session, tool,
 // arguments, duration, outcome.
-func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
+func envelope(log *slog.Logger, sess *Session, act *Activity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
@@ -319,8 +406,32 @@ func envelope(log *slog.Logger, sess *Session) mcp.Middleware {
 				}
 			}
 			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
+			act.add(Call{At: t0, Session: id, Tool: tool, DurationMS: time.Since(t0).Milliseconds(), Outcome: outcome})
 			return res, err
 		}
+	}
+}
+
+// textOnly makes a session's answers text alone: tools/list without
+// output schemas (so no client expects structuredContent) and tool results
+// without structuredContent (the handlers' text blocks carry the bulk).
+func textOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		switch r := res.(type) {
+		case *mcp.ListToolsResult:
+			c := *r
+			c.Tools = make([]*mcp.Tool, len(r.Tools))
+			for i, t := range r.Tools {
+				tc := *t
+				tc.OutputSchema = nil
+				c.Tools[i] = &tc
+			}
+			return &c, err
+		case *mcp.CallToolResult:
+			r.StructuredContent = nil
+		}
+		return res, err
 	}
 }
 

@@ -32,13 +32,13 @@ const (
 
 type execIn struct {
 	Cmd                    string            `json:"cmd"`
-	Cwd                    string            `json:"cwd,omitempty" jsonschema:"default: session dir"`
-	Env                    map[string]string `json:"env,omitempty" jsonschema:"added to the environment"`
+	Cwd                    string            `json:"cwd,omitempty"`
+	Env                    map[string]string `json:"env,omitempty"`
 	Stdin                  string            `json:"stdin,omitempty"`
-	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (default 120 in pure foreground)"`
+	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (120 if pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
 	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
-	Shell                  string            `json:"shell,omitempty" jsonschema:"bash: force a shell"`
+	Shell                  shellArg          `json:"shell,omitempty" jsonschema:"true: bash -c"`
 }
 
 // Envelope is terminal_exec's answer.
@@ -91,21 +91,26 @@ type TerminalOptions struct {
 }
 
 func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
-	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command; returns exit and semantic status, output (page truncated output with terminal_output_get), warnings. Becomes a background job after auto_background_after_sec."},
+	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command: exit and semantic status, output, warnings; continues as a job past auto_background_after_sec."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Envelope, error) {
 			return t.exec(ctx, h.sess, in)
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_output_get", Description: "Page the full output behind an output_handle."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
-			return t.outputGet(in)
+			return t.outputGet(h.sess, in)
 		})
 	h.addTerminalJobs(s, t)
 }
 
-// plan decides argv and shell kind for cmd.
-func plan(cmd, requested string) (argv []string, kind string, autoShell bool, err error) {
-	if requested != "" {
-		sh, err := shell.Resolve(requested)
+// plan decides argv and shell kind for cmd: under the requested shell
+// when one is forced, else directly when the command has no shell syntax,
+// else under the policy shell (shell.Default).
+func plan(cmd string, requested shellArg) (argv []string, kind string, autoShell bool, err error) {
+	if requested.force {
+		sh, err := shell.Default()
+		if requested.name != "" {
+			sh, err = shell.Resolve(requested.name)
+		}
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -115,14 +120,24 @@ func plan(cmd, requested string) (argv []string, kind string, autoShell bool, er
 	if !d.NeedsShell && len(d.Argv) > 0 {
 		return d.Argv, "direct", false, nil
 	}
-	sh, err := shell.Resolve("")
+	sh, err := shell.Default()
 	if err != nil {
 		return nil, "", false, err
 	}
 	return sh.Args(cmd), sh.Kind, true, nil
 }
 
-// sessionEnv is the session's environment plus overrides, zsh variables removed.
+// policyEnv puts env under the shell policy (shell.Shell.Env): no zsh
+// variables, SHELL the policy shell.
+func policyEnv(env []string) []string {
+	if sh, err := shell.Default(); err == nil {
+		return sh.Env(env)
+	}
+	return shell.CleanEnv(env)
+}
+
+// sessionEnv is the session's environment plus overrides, under the shell
+// policy (policyEnv).
 func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	env := sess.baseEnv()
 	if len(extra) == 0 {
@@ -139,7 +154,7 @@ func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 	for _, k := range keys {
 		env = append(env, k+"="+extra[k]) // later entries win in exec
 	}
-	return shell.CleanEnv(dedupEnv(env)), nil
+	return policyEnv(dedupEnv(env)), nil
 }
 
 // checkCmdNUL refuses a NUL byte in a command, its directory or its
@@ -263,10 +278,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, err
 	}
-	env0 := Envelope{ShellKind: kind, AutoShell: autoShell}
-	if w := shell.Warning(in.Cmd); w != "" {
-		env0.Warning = &w
-	}
+	env0 := Envelope{ShellKind: kind, AutoShell: autoShell, Warning: warningOf(in.Cmd)}
 	ended := false
 	if autoBg > 0 {
 		wctx, cancel := context.WithTimeout(ctx, autoBg)
@@ -279,7 +291,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 				if err != nil {
 					return nil, Envelope{}, err
 				}
-				return t.envelope(j, info, env0, maxKB, true)
+				return t.envelope(sess, j, info, env0, maxKB, true)
 			case errors.Is(err, job.ErrEnded):
 				ended = true
 			default:
@@ -298,11 +310,11 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, fmt.Errorf("the command ran, but %w", err)
 	}
-	return t.envelope(j, info, env0, maxKB, false)
+	return t.envelope(sess, j, info, env0, maxKB, false)
 }
 
 // envelope fills the standard envelope from a job.
-func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
+func (t *terminal) envelope(sess *Session, j *job.Job, info job.Info, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
 	e.Pid = info.Pid
 	e.RuntimeMs = info.Duration().Milliseconds()
 	e.TimedOut = info.State == job.TimedOut
@@ -322,24 +334,9 @@ func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, ba
 		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
 		e.SemanticMessage = &msg
 	} else {
-		switch {
-		case info.State == job.Failed:
-			e.SemanticStatus = shell.StatusError
-			msg := "Could not start: " + info.Error
-			e.SemanticMessage = &msg
-		case info.ExitCode != nil:
-			e.ExitCode = info.ExitCode
-			st := shell.Semantic(info.Cmd, *info.ExitCode)
-			e.SemanticStatus = st.Kind
-			if st.Message != "" {
-				m := st.Message
-				e.SemanticMessage = &m
-			}
-			if e.TimedOut {
-				m := fmt.Sprintf("Timed out after %s; the process group was killed", info.Timeout)
-				e.SemanticStatus, e.SemanticMessage = shell.StatusError, &m
-			}
-		}
+		e.ExitCode = info.ExitCode
+		m := meaningOf(info)
+		e.SemanticStatus, e.SemanticMessage = m.Status, m.msg()
 	}
 	if e.StdoutTruncatedBytes > 0 || e.StderrTruncatedBytes > 0 {
 		h := t.handles.Put(streams, size)
@@ -351,7 +348,7 @@ func (t *terminal) envelope(j *job.Job, info job.Info, e Envelope, maxKB int, ba
 			e.Stderr = strings.Replace(e.Stderr, truncMarker, fmt.Sprintf("\n[... %d bytes truncated; terminal_output_get(%q, stream=\"stderr\") has them ...]\n", e.StderrTruncatedBytes, h), 1)
 		}
 	}
-	return text(renderEnvelope(e)), e, nil
+	return sess.reply(renderEnvelope(e, false), func() string { return renderEnvelope(e, true) }), e, nil
 }
 
 // truncMarker stands in for the truncation line until the handle is known.
@@ -422,7 +419,9 @@ func readRange(s *output.Stream, from, to int64) (out []byte, skipped int64) {
 
 func decode(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
 
-func renderEnvelope(e Envelope) string {
+// renderEnvelope is terminal_exec's text block: the outcome, and either
+// the output (withOutput: a text session's only copy) or what is where.
+func renderEnvelope(e Envelope, withOutput bool) string {
 	var b strings.Builder
 	switch {
 	case e.AutoBackgrounded:
@@ -442,18 +441,24 @@ func renderEnvelope(e Envelope) string {
 	if e.Warning != nil {
 		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
 	}
-	if e.Stdout != "" {
-		b.WriteString("\n--- stdout ---\n")
-		b.WriteString(e.Stdout)
-	}
-	if e.Stderr != "" {
-		b.WriteString("\n--- stderr ---\n")
-		b.WriteString(e.Stderr)
+	for _, s := range []struct {
+		name, data string
+		cut        int64
+	}{{"stdout", e.Stdout, e.StdoutTruncatedBytes}, {"stderr", e.Stderr, e.StderrTruncatedBytes}} {
+		switch {
+		case s.data == "":
+		case withOutput:
+			fmt.Fprintf(&b, "\n--- %s ---\n%s", s.name, s.data)
+		case s.cut > 0:
+			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s", s.name, len(s.data), s.cut, *e.OutputHandle)
+		default:
+			fmt.Fprintf(&b, "\n%s: %d bytes in structuredContent", s.name, len(s.data))
+		}
 	}
 	return b.String()
 }
 
-func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
+func (t *terminal) outputGet(sess *Session, in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {
 	if in.OutputHandle == "" {
 		return nil, OutputPage{}, errors.New("output_handle: must not be empty")
 	}
@@ -497,7 +502,16 @@ func (t *terminal) outputGet(in outputGetIn) (*mcp.CallToolResult, OutputPage, e
 	if c.Skipped > 0 {
 		p.Message = fmt.Sprintf("%d bytes before offset %d are no longer kept", c.Skipped, c.Offset)
 	}
-	return text(p.Data), p, nil
+	head := fmt.Sprintf("%s bytes [%d, %d)", stream, p.Offset, p.NextOffset)
+	if p.EOF {
+		head += ", the end"
+	} else {
+		head += fmt.Sprintf("; more from since_offset=%d", p.NextOffset)
+	}
+	if p.Message != "" {
+		head += "; " + p.Message
+	}
+	return sess.reply(head, func() string { return "[" + head + "]\n" + p.Data }), p, nil
 }
 
 // readFileAt reads up to max bytes of a file from off, ending on a rune

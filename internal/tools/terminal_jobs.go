@@ -11,13 +11,14 @@ import (
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/shell"
 )
 
 type jobStartIn struct {
 	Cmd        string            `json:"cmd"`
 	Cwd        string            `json:"cwd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
-	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, used as the id"`
+	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, usable as the id"`
 	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
 }
 
@@ -32,13 +33,13 @@ type JobStarted struct {
 
 type jobLogsIn struct {
 	JobID          string   `json:"job_id"`
-	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"offset in stdout (or the one stream)"`
-	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"offset in stderr for both"`
+	SinceOffset    int64    `json:"since_offset,omitempty" jsonschema:"in stdout, or the one stream"`
+	StderrOffset   int64    `json:"stderr_offset,omitempty" jsonschema:"stderr's, for both"`
 	Stream         string   `json:"stream,omitempty" jsonschema:"stdout|stderr|both"`
-	MaxKB          int      `json:"max_kb,omitempty" jsonschema:"per stream, default 64"`
+	MaxKB          int      `json:"max_kb,omitempty" jsonschema:"per stream (64)"`
 	WaitUntilExit  bool     `json:"wait_until_exit,omitempty"`
 	WaitTimeoutSec *float64 `json:"wait_timeout_sec,omitempty" jsonschema:"default 60"`
-	WaitForOutput  bool     `json:"wait_for_output,omitempty" jsonschema:"wait for new output"`
+	WaitForOutput  bool     `json:"wait_for_output,omitempty"`
 }
 
 // StreamChunk is one stream's part of terminal_job_logs.
@@ -49,15 +50,23 @@ type StreamChunk struct {
 	DroppedBytes int64  `json:"dropped_bytes,omitempty"`
 }
 
-// JobLogs is terminal_job_logs' answer.
+// JobLogs is terminal_job_logs' answer. Its end carries the envelope's
+// meaning (timed_out, semantic_status, semantic_message, warning), the
+// same as terminal_exec's for the same command; semantic_status is absent
+// while the job runs, semantic_message and warning when there is nothing
+// to say.
 type JobLogs struct {
-	JobID     string       `json:"job_id"`
-	Status    string       `json:"status"`
-	ExitCode  *int         `json:"exit_code"`
-	RuntimeMs int64        `json:"runtime_ms"`
-	Stdout    *StreamChunk `json:"stdout,omitempty"`
-	Stderr    *StreamChunk `json:"stderr,omitempty"`
-	WaitedMs  int64        `json:"waited_ms"`
+	JobID           string       `json:"job_id"`
+	Status          string       `json:"status"`
+	ExitCode        *int         `json:"exit_code"`
+	TimedOut        bool         `json:"timed_out"`
+	SemanticStatus  string       `json:"semantic_status,omitempty"`
+	SemanticMessage string       `json:"semantic_message,omitempty"`
+	Warning         string       `json:"warning,omitempty"`
+	RuntimeMs       int64        `json:"runtime_ms"`
+	Stdout          *StreamChunk `json:"stdout,omitempty"`
+	Stderr          *StreamChunk `json:"stderr,omitempty"`
+	WaitedMs        int64        `json:"waited_ms"`
 }
 
 type jobListIn struct {
@@ -95,11 +104,19 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit code; can wait for exit or output."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
-			return t.jobLogs(ctx, req, in)
+			res, out, err := t.jobLogs(ctx, req, in)
+			if err == nil && res == nil {
+				res = replyLogs(h.sess, out)
+			}
+			return res, out, err
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_list", Description: "List jobs, newest first."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobListIn) (*mcp.CallToolResult, JobList, error) {
-			return t.jobList(ctx, in)
+			res, out, err := t.jobList(ctx, in)
+			if err == nil && len(out.Jobs) > 0 && !h.sess.textAnswers() {
+				res = text(fmt.Sprintf("%d jobs in structuredContent", len(out.Jobs)))
+			}
+			return res, out, err
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_kill", Description: "Stop a job: SIGINT to its group (SIGKILL with force)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobKillIn) (*mcp.CallToolResult, KillOut, error) {
@@ -118,7 +135,7 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	argv, kind, _, err := plan(in.Cmd, "")
+	argv, kind, _, err := plan(in.Cmd, shellArg{})
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
@@ -200,7 +217,9 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 			return nil, JobLogs{}, err
 		}
 	}
+	m := meaningOf(info)
 	out := JobLogs{JobID: info.ID, Status: string(info.State), ExitCode: info.ExitCode,
+		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: shell.Warning(info.Cmd),
 		RuntimeMs: info.Duration().Milliseconds(), WaitedMs: time.Since(t0).Milliseconds()}
 	if stream != "stderr" {
 		out.Stdout = readChunk(j, info, false, outOff, maxKB<<10)
@@ -208,26 +227,47 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 	if stream != "stdout" {
 		out.Stderr = readChunk(j, info, true, errOff, maxKB<<10)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
-	if out.ExitCode != nil {
-		fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
+	if info.State.Terminal() {
+		// The caller has the end now: its loose end is done, as with status.
+		t.d.Inbox.ClearKey(ctx, TodoSubsystem, info.ID)
 	}
-	for _, c := range []struct {
-		name string
-		ch   *StreamChunk
-	}{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
-		if c.ch == nil {
-			continue
+	return nil, out, nil // the caller adds the text block (replyLogs)
+}
+
+// replyLogs is terminal_job_logs' text block: the data only in a text
+// session (structuredContent has it otherwise).
+func replyLogs(sess *Session, out JobLogs) *mcp.CallToolResult {
+	render := func(data bool) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
+		if out.ExitCode != nil {
+			fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
 		}
-		fmt.Fprintf(&b, "\n--- %s [%d, %d)", c.name, c.ch.Offset, c.ch.NextOffset)
-		if c.ch.DroppedBytes > 0 {
-			fmt.Fprintf(&b, ", %d earlier bytes no longer kept", c.ch.DroppedBytes)
+		if out.SemanticStatus != "" {
+			fmt.Fprintf(&b, " (%s)", meaning{Status: out.SemanticStatus, Message: out.SemanticMessage}.text())
 		}
-		b.WriteString(" ---\n")
-		b.WriteString(c.ch.Data)
+		if out.Warning != "" {
+			fmt.Fprintf(&b, "\nwarning: %s", out.Warning)
+		}
+		for _, c := range []struct {
+			name string
+			ch   *StreamChunk
+		}{{"stdout", out.Stdout}, {"stderr", out.Stderr}} {
+			if c.ch == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "\n--- %s [%d, %d)", c.name, c.ch.Offset, c.ch.NextOffset)
+			if c.ch.DroppedBytes > 0 {
+				fmt.Fprintf(&b, ", %d earlier bytes no longer kept", c.ch.DroppedBytes)
+			}
+			b.WriteString(" ---")
+			if data {
+				b.WriteString("\n" + c.ch.Data)
+			}
+		}
+		return b.String()
 	}
-	return text(b.String()), out, nil
+	return sess.reply(render(false), func() string { return render(true) })
 }
 
 // waitJob blocks until the job ends or, with forOutput, until a watched
@@ -373,5 +413,6 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 	if len(out.Jobs) == 0 {
 		return text("no jobs"), out, nil
 	}
-	return text(strings.TrimRight(b.String(), "\n")), out, nil
+	full := strings.TrimRight(b.String(), "\n")
+	return text(full), out, nil // addTerminalJobs makes it brief in a structured session
 }

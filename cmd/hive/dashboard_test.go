@@ -1,0 +1,44 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// hive dashboard --print-url prints a one-time login URL of the running
+// daemon's HTTP front end (it works once); without HTTP it says how to
+// get one.
+func TestDashboardURL(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	out, err := hive(t, state, "dashboard", "--print-url")
+	if err == nil || !strings.Contains(out, "serves no HTTP") || !strings.Contains(out, "--http 127.0.0.1:PORT") {
+		t.Errorf("without --http: %v %q", err, out)
+	}
+	stopDaemon(t, state)
+	addr := freePort(t)
+	startHTTPDaemon(t, state, addr)
+	out, err = hive(t, state, "dashboard", "--print-url")
+	url := strings.TrimSpace(out)
+	if err != nil || !strings.HasPrefix(url, "http://"+addr+"/login?code=") {
+		t.Fatalf("dashboard --print-url: %v %q", err, out)
+	}
+	if strings.Contains(url, httpToken(t, state)) {
+		t.Error("the URL carries the bearer token")
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("login %d: %d, want %d", i+1, resp.StatusCode, want)
+		}
+	}
+	if out, err := hive(t, state, "dashboard", "extra"); err == nil || !strings.Contains(out, "takes no arguments") {
+		t.Errorf("an argument: %v %q", err, out)
+	}
+}

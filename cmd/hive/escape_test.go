@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// A job's processes that escape its group, a `setsid sleep` and a double
+// fork `( ( sleep & ) & )`, die with it when it is killed, through the
+// tool or the CLI, and the daemon (their subreaper) reaps them: no
+// process and no zombie is left. `hive version --json` says so.
+func TestEscapesKilledWithTheirJob(t *testing.T) {
+	if !proc.Supported {
+		t.Skip("no process table here")
+	}
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	out, err := hive(t, state, "version", "--json")
+	if err != nil {
+		t.Fatal(out, err)
+	}
+	var v struct {
+		EscapeTracking string `json:"escape_tracking"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.EscapeTracking != proc.TrackSubreaper {
+		t.Errorf("hive version --json: %s (%v), want escape_tracking %q", out, err, proc.TrackSubreaper)
+	}
+	daemon := daemonPid(state)
+	for _, via := range []string{"tool", "cli"} {
+		t.Run(via, func(t *testing.T) {
+			dir := t.TempDir()
+			sid, dbl := filepath.Join(dir, "setsid"), filepath.Join(dir, "double")
+			// The setsid escape writes its pid once in its own session.
+			cmd := fmt.Sprintf(`setsid sh -c 'echo $$ > %s; exec sleep 1000' &
+( ( sleep 1000 & echo $! > %s ) & )
+wait`, sid, dbl)
+			var st taskStatus
+			s.mustCall("run", map[string]any{"cmd": cmd, "wait_seconds": 0, "name": "esc-" + via}, &st)
+			pids := []int{waitPidFile(t, sid), waitPidFile(t, dbl)}
+			starts := make([]uint64, len(pids))
+			for i, pid := range pids {
+				ps, ok := proc.Read(pid)
+				if !ok || !ps.Alive() {
+					t.Fatalf("escapee %d is not running", pid)
+				}
+				starts[i] = ps.Start
+			}
+			// The double fork's parent is gone: the daemon adopted it.
+			if ps, _ := proc.Read(pids[1]); ps.PPid != daemon {
+				t.Errorf("double-forked %d: parent %d, want the daemon %d", pids[1], ps.PPid, daemon)
+			}
+			if via == "tool" {
+				s.mustCall("kill", map[string]any{"id": st.ID}, nil)
+			} else if out, err := hive(t, state, "kill", st.ID); err != nil {
+				t.Fatalf("hive kill: %s %v", out, err)
+			}
+			var end struct {
+				taskStatus
+				Leftover int `json:"leftover_processes"`
+			}
+			s.mustCall("status", map[string]any{"id": st.ID, "wait_seconds": 30}, &end)
+			if end.Status != "killed" || end.Leftover != 2 {
+				t.Errorf("after kill: %s with %d leftover processes, want killed with 2 (the escapees)", end.Status, end.Leftover)
+			}
+			// Ended means ended: both are gone, reaped (no zombie), now.
+			for i, pid := range pids {
+				if ps, ok := proc.Read(pid); ok && ps.Start == starts[i] {
+					t.Errorf("escapee %d still there after its job ended: state %c, parent %d", pid, ps.State, ps.PPid)
+				}
+			}
+		})
+	}
+	if z := zombieChildren(daemon); len(z) > 0 {
+		t.Errorf("zombie children of the daemon: %v", z)
+	}
+}
+
+func zombieChildren(pid int) []int {
+	var out []int
+	for _, c := range proc.Children(pid) {
+		if !c.Alive() {
+			out = append(out, c.Pid)
+		}
+	}
+	return out
+}

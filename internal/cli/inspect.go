@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+const inspectUsage = "inspect ID...   print jobs' whole records as JSON (an array, like docker inspect)"
+
+func init() {
+	register(command{name: "inspect", usage: inspectUsage, run: runInspect})
+}
+
+func runInspect(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("inspect", e)
+	if err := parse(fs, interspersed(fs, args)); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("%w: hive inspect ID...", ErrUsage)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	jobs := []proto.Job{}
+	var firstErr error
+	for _, id := range fs.Args() {
+		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdStatus, ID: id})
+		if err != nil {
+			fmt.Fprintf(e.Stderr, "hive: inspect %s: %v\n", id, err)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("inspect %s: %w", id, err)
+			}
+			continue
+		}
+		jobs = append(jobs, *resp.Job)
+	}
+	enc := json.NewEncoder(e.Stdout)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(jobs); err != nil {
+		return err
+	}
+	return firstErr
+}

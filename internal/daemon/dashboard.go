@@ -1,0 +1,47 @@
+package daemon
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/hivetools/hive/internal/dashboard"
+	"github.com/hivetools/hive/internal/tools"
+)
+
+// dashboard makes the front end's dashboard (the page at /, /login and
+// /api/) and returns its handler, behind the Host and Origin checks. It
+// authenticates by itself: the bearer token or a session cookie.
+func (f *httpFront) dashboard(d *daemon) http.Handler {
+	if d.deps.Activity == nil {
+		d.deps.Activity = &tools.Activity{}
+	}
+	o := dashboard.Options{Deps: d.deps, State: d.apiState, Logger: d.log,
+		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout}
+	if t := f.token; t != nil {
+		o.Secret = t.current
+		o.Bearer = func(r *http.Request) (bool, error) {
+			sum, err := t.current()
+			if err != nil {
+				return false, err
+			}
+			return authorized(r.Header.Values("Authorization"), sum), nil
+		}
+	}
+	f.dash = dashboard.New(o)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f.admitHost(w, r) {
+			f.dash.ServeHTTP(w, r)
+		}
+	})
+}
+
+// errNoHTTP: the daemon serves no HTTP, so no dashboard.
+var errNoHTTP = errors.New("this daemon serves no HTTP, so no dashboard: start it with `hive daemon --http 127.0.0.1:PORT`")
+
+// dashboardURL is a one-time login URL of the dashboard.
+func (d *daemon) dashboardURL() (string, error) {
+	if d.http == nil || d.http.dash == nil {
+		return "", errNoHTTP
+	}
+	return "http://" + d.http.addr + "/login?code=" + d.http.dash.LoginCode(), nil
+}

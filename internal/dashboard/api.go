@@ -1,0 +1,659 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hivetools/hive/internal/agent"
+	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/store"
+)
+
+func (d *Dashboard) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", d.page)
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(d.files)))
+	m.HandleFunc("GET /api/state", d.get(func(r *http.Request) (any, error) { return d.o.State(r.Context()) }))
+	m.HandleFunc("GET /api/jobs", d.get(d.jobs))
+	m.HandleFunc("GET /api/jobs/{id}", d.get(d.job))
+	m.HandleFunc("GET /api/jobs/{id}/output", d.get(d.output))
+	m.HandleFunc("POST /api/jobs/{id}/stop", d.post(d.stop))
+	m.HandleFunc("POST /api/jobs/{id}/rerun", d.post(d.rerun))
+	m.HandleFunc("GET /api/loose-ends", d.get(d.looseEnds))
+	m.HandleFunc("POST /api/todos/clear", d.post(d.clearTodos))
+	m.HandleFunc("POST /api/reminders/{id}/cancel", d.post(d.cancelReminder))
+	m.HandleFunc("POST /api/messages", d.post(d.send))
+	m.HandleFunc("GET /api/messages/{id}", d.get(d.message))
+	m.HandleFunc("POST /api/messages/{id}/drop", d.post(d.drop))
+	m.HandleFunc("POST /api/compact", d.post(d.compact))
+	m.HandleFunc("GET /api/ptys", d.get(d.ptys))
+	m.HandleFunc("GET /api/ptys/{id}", d.get(d.ptyScreen))
+	m.HandleFunc("POST /api/ptys/{id}/takeover", d.post(d.takeover))
+	m.HandleFunc("POST /api/ptys/{id}/input", d.post(d.input))
+	m.HandleFunc("GET /api/activity", d.get(d.activity))
+	m.HandleFunc("GET /api/events", d.events)
+	m.HandleFunc("GET /api/usage", d.get(func(*http.Request) (any, error) {
+		return map[string][]Sample{"samples": d.usage.list()}, nil
+	}))
+	d.mux = m
+}
+
+// apiError is an error with the HTTP status to answer it with.
+type apiError struct {
+	code int
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(format string, a ...any) error {
+	return &apiError{http.StatusBadRequest, fmt.Sprintf(format, a...)}
+}
+
+// fail answers {"error": msg} with code.
+func fail(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// answer writes v, or the error: an apiError with its code, a not-found
+// error 404, an ended job or a refused compaction 409, else 500.
+func answer(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		var ae *apiError
+		code := http.StatusInternalServerError
+		switch {
+		case errors.As(err, &ae):
+			code = ae.code
+		case errors.Is(err, job.ErrNotFound), errors.Is(err, inbox.ErrNotFound), errors.Is(err, pty.ErrNotFound):
+			code = http.StatusNotFound
+		case errors.Is(err, job.ErrEnded), errors.Is(err, agent.ErrCompactRefused),
+			errors.Is(err, pty.ErrExited), errors.Is(err, pty.ErrClosed):
+			code = http.StatusConflict
+		}
+		fail(w, code, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+func (d *Dashboard) get(f func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := f(r)
+		answer(w, v, err)
+	}
+}
+
+// post reads the JSON body (if any) into the handler's argument.
+func (d *Dashboard) post(f func(r *http.Request, body []byte) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			var mb *http.MaxBytesError
+			if errors.As(err, &mb) {
+				fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", mb.Limit))
+				return
+			}
+			fail(w, http.StatusBadRequest, "read request body: "+err.Error())
+			return
+		}
+		v, err := f(r, body)
+		answer(w, v, err)
+	}
+}
+
+// decode reads a JSON object body into v; an empty body leaves v as it is.
+func decode(body []byte, v any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("body: want a JSON object (docs/http-api.md): %v", err)
+	}
+	return nil
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name,omitempty"`
+	Cmd           string    `json:"cmd"`
+	Argv          []string  `json:"argv,omitempty"`
+	Cwd           string    `json:"cwd,omitempty"`
+	Source        string    `json:"source,omitempty"`
+	State         job.State `json:"state"`
+	ExitCode      *int      `json:"exit_code,omitempty"`
+	Signal        *int      `json:"signal,omitempty"`
+	Semantic      string    `json:"semantic_status,omitempty"` // ok | signal | error, once exited
+	Meaning       string    `json:"semantic_message,omitempty"`
+	Error         string    `json:"error,omitempty"`
+	Created       int64     `json:"created_ms"`
+	Started       int64     `json:"started_ms,omitempty"`
+	Ended         int64     `json:"ended_ms,omitempty"`
+	DurationMS    int64     `json:"duration_ms"`
+	Pid           int       `json:"pid,omitempty"`
+	StdoutBytes   int64     `json:"stdout_bytes"`
+	StderrBytes   int64     `json:"stderr_bytes"`
+	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
+	StderrDropped int64     `json:"stderr_dropped,omitempty"`
+	TimeoutSecs   float64   `json:"timeout_secs,omitempty"`
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func toJob(in job.Info) Job {
+	j := Job{ID: in.ID, Name: in.Name, Cmd: in.Cmd, Argv: in.Argv, Cwd: in.Cwd, Source: in.Source, State: in.State,
+		ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error, Created: ms(in.Created), Started: ms(in.Started),
+		Ended: ms(in.Ended), DurationMS: in.Duration().Milliseconds(), Pid: in.Pid, StdoutBytes: in.StdoutBytes,
+		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped,
+		TimeoutSecs: in.Timeout.Seconds()}
+	if in.ExitCode != nil {
+		st := shell.Semantic(in.Cmd, *in.ExitCode)
+		j.Semantic, j.Meaning = st.Kind, st.Message
+	}
+	return j
+}
+
+// Limits of GET /api/jobs.
+const (
+	defaultPage = 50
+	maxPage     = 500
+	maxQuery    = 200
+)
+
+func (d *Dashboard) jobs(r *http.Request) (any, error) {
+	v := r.URL.Query()
+	q := store.JobQuery{Limit: defaultPage, Text: v.Get("q")}
+	if s := v.Get("state"); s != "" {
+		for _, st := range strings.Split(s, ",") {
+			if !job.ValidState(st) {
+				return nil, badRequest("state %q: not a job state (pending, running, done, timed_out, killed, interrupted, failed; several: comma-separated)", st)
+			}
+			q.States = append(q.States, st)
+		}
+	}
+	if len(q.Text) > maxQuery {
+		return nil, badRequest("q: at most %d bytes", maxQuery)
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPage {
+			return nil, badRequest("limit %q: want a whole number from 1 to %d", s, maxPage)
+		}
+		q.Limit = n
+	}
+	if s := v.Get("before"); s != "" {
+		msStr, id, ok := strings.Cut(s, ".")
+		n, err := strconv.ParseInt(msStr, 10, 64)
+		if !ok || err != nil || n <= 0 || id == "" {
+			return nil, badRequest("before %q: want the next_before of the previous page (CREATED_MS.ID)", s)
+		}
+		q.BeforeCreated, q.BeforeID = time.UnixMilli(n), id
+	}
+	infos, err := d.o.Deps.Jobs.Page(r.Context(), q)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Jobs       []Job  `json:"jobs"`
+		NextBefore string `json:"next_before,omitempty"`
+	}{Jobs: make([]Job, len(infos))}
+	for i, in := range infos {
+		out.Jobs[i] = toJob(in)
+	}
+	if len(infos) == q.Limit {
+		last := infos[len(infos)-1]
+		out.NextBefore = fmt.Sprintf("%d.%s", last.Created.UnixMilli(), last.ID)
+	}
+	return out, nil
+}
+
+func (d *Dashboard) job(r *http.Request) (any, error) {
+	in, err := d.o.Deps.Jobs.Lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return toJob(in), nil
+}
+
+// Limits of GET /api/jobs/{id}/output.
+const (
+	defaultRange = 64 << 10
+	maxRange     = 1 << 20
+)
+
+// Output is a range of a job's stream.
+type Output struct {
+	Stream string `json:"stream"`
+	// Offset is the offset of Data's first byte; Next the offset to ask
+	// next; Total the bytes the stream has had.
+	Offset  int64  `json:"offset"`
+	Next    int64  `json:"next"`
+	Total   int64  `json:"total"`
+	Skipped int64  `json:"skipped,omitempty"`
+	EOF     bool   `json:"eof"`
+	Data    string `json:"data"`
+}
+
+func (d *Dashboard) output(r *http.Request) (any, error) {
+	v := r.URL.Query()
+	stream := v.Get("stream")
+	switch stream {
+	case "":
+		stream = "stdout"
+	case "stdout", "stderr":
+	default:
+		return nil, badRequest("stream %q: want stdout or stderr", stream)
+	}
+	limit := defaultRange
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRange {
+			return nil, badRequest("limit %q: want a whole number of bytes from 1 to %d", s, maxRange)
+		}
+		limit = n
+	}
+	var off int64
+	if s := v.Get("offset"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, badRequest("offset %q: want a whole number of bytes (negative: from the end)", s)
+		}
+		off = n
+	}
+	id := r.PathValue("id")
+	in, err := d.o.Deps.Jobs.Lookup(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	total, path := in.StdoutBytes, in.StdoutPath
+	if stream == "stderr" {
+		total, path = in.StderrBytes, in.StderrPath
+	}
+	out := Output{Stream: stream, Total: total}
+	if off < 0 {
+		off = max(0, total+off)
+	}
+	if j, err := d.o.Deps.Jobs.Get(id); err == nil {
+		s := j.Stdout()
+		if stream == "stderr" {
+			s = j.Stderr()
+		}
+		if s != nil {
+			c, err := s.Read(off, limit)
+			if err != nil {
+				return nil, err
+			}
+			out.Total = max(out.Total, s.Stats().Total)
+			out.Offset, out.Next, out.Skipped, out.EOF = c.Offset, c.Next, c.Skipped, c.EOF
+			out.Data, out.Next = text(c.Data, c.Next, c.EOF)
+			return out, nil
+		}
+	}
+	// An ended job no longer in memory: from its file, by range.
+	out.Offset, out.Next, out.EOF = off, off, in.State.Terminal()
+	if path == "" || off >= total {
+		out.Offset, out.Next = min(off, total), min(off, total)
+		return out, nil
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		out.Skipped = total - off
+		out.Offset, out.Next = total, total
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open output of %s: %w", id, err)
+	}
+	defer f.Close()
+	buf := make([]byte, min(int64(limit), total-off))
+	n, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read output of %s: %w", id, err)
+	}
+	next := off + int64(n)
+	eof := out.EOF && next >= total
+	out.Data, out.Next = text(buf[:n], next, eof)
+	out.EOF = eof && out.Next >= total
+	return out, nil
+}
+
+// text cuts an incomplete UTF-8 character off the end of b (unless the
+// stream has ended there), so a range never splits one; it returns the
+// text and the offset after it.
+func text(b []byte, next int64, eof bool) (string, int64) {
+	if !eof {
+		for i := 1; i <= 3 && i <= len(b); i++ {
+			if utf8.RuneStart(b[len(b)-i]) {
+				if !utf8.FullRune(b[len(b)-i:]) {
+					next -= int64(i)
+					b = b[:len(b)-i]
+				}
+				break
+			}
+		}
+	}
+	return string(b), next
+}
+
+func (d *Dashboard) stop(r *http.Request, body []byte) (any, error) {
+	var req struct {
+		Force bool `json:"force"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	id := r.PathValue("id")
+	in, err := d.o.Deps.Jobs.Kill(id, req.Force)
+	if errors.Is(err, job.ErrEnded) {
+		return nil, fmt.Errorf("job %s: %w (%s)", id, err, in.State)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: job stopped", "job", id, "force", req.Force)
+	return toJob(in), nil
+}
+
+func (d *Dashboard) rerun(r *http.Request, _ []byte) (any, error) {
+	in, err := d.o.Deps.Jobs.Lookup(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	j, err := d.o.Deps.Jobs.Start(job.Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
+		Timeout: in.Timeout, Source: "dashboard"})
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: job run again", "job", in.ID, "new_job", j.ID())
+	return toJob(j.Info()), nil
+}
+
+// LooseEnds is the answer of GET /api/loose-ends.
+type LooseEnds struct {
+	Todos       []Todo     `json:"todos"`
+	Reminders   []Reminder `json:"reminders"`
+	Messages    []Message  `json:"messages"`
+	Undelivered int        `json:"undelivered"`
+}
+
+// Todo is a loose-end todo.
+type Todo struct {
+	ID        int64  `json:"id"`
+	Subsystem string `json:"subsystem"`
+	Key       string `json:"key"`
+	Summary   string `json:"summary"`
+	Updated   int64  `json:"updated_ms"`
+}
+
+// Reminder is a pending reminder (Body: its preview when it is long).
+type Reminder struct {
+	ID   int64  `json:"id"`
+	Body string `json:"body"`
+	Size int64  `json:"size"`
+	Due  int64  `json:"due_ms"`
+}
+
+// Message is an inbox message (Body: its preview when it is long).
+type Message struct {
+	ID       int64  `json:"id"`
+	From     string `json:"from"`
+	Body     string `json:"body"`
+	Size     int64  `json:"size"`
+	At       int64  `json:"at_ms"`
+	InFlight bool   `json:"in_flight,omitempty"`
+}
+
+// maxMessagesListed bounds the messages GET /api/loose-ends lists.
+const maxMessagesListed = 200
+
+func (d *Dashboard) looseEnds(r *http.Request) (any, error) {
+	ctx := r.Context()
+	in := d.o.Deps.Inbox
+	out := LooseEnds{Todos: []Todo{}, Reminders: []Reminder{}, Messages: []Message{}}
+	todos, err := in.Todos(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range todos {
+		out.Todos = append(out.Todos, Todo{ID: t.ID, Subsystem: t.Subsystem, Key: t.Key, Summary: t.Summary, Updated: ms(t.Updated)})
+	}
+	rs, err := in.Reminders(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range rs {
+		out.Reminders = append(out.Reminders, Reminder{ID: x.ID, Body: x.Body, Size: x.Size, Due: ms(x.Due)})
+	}
+	msgs, err := in.Messages(ctx, maxMessagesListed)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, Message{ID: m.ID, From: m.From, Body: m.Body, Size: m.Size, At: ms(m.At), InFlight: m.InFlight})
+	}
+	if out.Undelivered, err = in.Undelivered(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func pathID(r *http.Request) (int64, error) {
+	s := r.PathValue("id")
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, badRequest("id %q: want a positive whole number", s)
+	}
+	return n, nil
+}
+
+func (d *Dashboard) clearTodos(r *http.Request, body []byte) (any, error) {
+	var req struct {
+		IDs []int64 `json:"ids"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if len(req.IDs) == 0 {
+		return nil, badRequest("ids: give at least one todo id")
+	}
+	n, err := d.o.Deps.Inbox.MarkDone(r.Context(), req.IDs)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: todos cleared", "ids", req.IDs, "cleared", n)
+	return map[string]int{"cleared": n}, nil
+}
+
+func (d *Dashboard) cancelReminder(r *http.Request, _ []byte) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.o.Deps.Inbox.CancelReminder(r.Context(), id); err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: reminder cancelled", "id", id)
+	return map[string]bool{"cancelled": true}, nil
+}
+
+// operator is the sender of the messages sent from the dashboard.
+const operator = "operator"
+
+func (d *Dashboard) send(r *http.Request, body []byte) (any, error) {
+	var req struct {
+		Body string `json:"body"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(req.Body) == "" {
+		return nil, badRequest("body: the message must not be empty")
+	}
+	m, err := d.o.Deps.Inbox.Wake(r.Context(), operator, req.Body)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	d.log.Info("dashboard: message sent", "id", m.ID, "bytes", len(req.Body))
+	return map[string]int64{"id": m.ID}, nil
+}
+
+func (d *Dashboard) message(r *http.Request) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	m, err := d.o.Deps.Inbox.Peek(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	return Message{ID: m.ID, From: m.From, Body: m.Body, Size: m.Size, At: ms(m.At), InFlight: m.InFlight}, nil
+}
+
+func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
+	id, err := pathID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.o.Deps.Inbox.DropMessage(r.Context(), id); err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: message dropped", "id", id)
+	return map[string]bool{"dropped": true}, nil
+}
+
+func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
+	st, err := d.o.Deps.Agent.Compact(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: compaction asked")
+	return map[string]any{"compact_pending": st.CompactPending, "context_usage": st.ContextUsage}, nil
+}
+
+// PTY is a PTY session as the API shows it; Screen only for one session.
+type PTY struct {
+	ID       string  `json:"id"`
+	Name     string  `json:"name,omitempty"`
+	Cmd      string  `json:"cmd"`
+	Pid      int     `json:"pid,omitempty"`
+	Cols     int     `json:"cols"`
+	Rows     int     `json:"rows"`
+	Running  bool    `json:"running"`
+	ExitCode *int    `json:"exit_code,omitempty"`
+	Started  int64   `json:"started_ms"`
+	Bytes    int64   `json:"bytes"`
+	Screen   *Screen `json:"screen,omitempty"`
+}
+
+// Screen is a rendered terminal screen.
+type Screen struct {
+	Text      string `json:"text"`
+	CursorRow int    `json:"cursor_row"`
+	CursorCol int    `json:"cursor_col"`
+	AltScreen bool   `json:"alt_screen"`
+}
+
+func toPTY(in pty.Info) PTY {
+	return PTY{ID: in.ID, Name: in.Name, Cmd: in.Cmd, Pid: in.Pid, Cols: in.Cols, Rows: in.Rows, Running: in.Running,
+		ExitCode: in.ExitCode, Started: ms(in.Started), Bytes: in.Bytes}
+}
+
+func (d *Dashboard) ptys(r *http.Request) (any, error) {
+	out := []PTY{}
+	if d.o.Deps.PTY != nil {
+		for _, in := range d.o.Deps.PTY.List() {
+			out = append(out, toPTY(in))
+		}
+	}
+	return map[string][]PTY{"ptys": out}, nil
+}
+
+func (d *Dashboard) session(r *http.Request) (*pty.Session, error) {
+	if d.o.Deps.PTY == nil {
+		return nil, fmt.Errorf("pty session %q: %w", r.PathValue("id"), pty.ErrNotFound)
+	}
+	return d.o.Deps.PTY.Get(r.PathValue("id"))
+}
+
+func (d *Dashboard) ptyScreen(r *http.Request) (any, error) {
+	s, err := d.session(r)
+	if err != nil {
+		return nil, err
+	}
+	p := toPTY(s.Info())
+	sc := s.Screen()
+	p.Screen = &Screen{Text: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol, AltScreen: sc.AltScreen}
+	return p, nil
+}
+
+func (d *Dashboard) takeover(r *http.Request, _ []byte) (any, error) {
+	s, err := d.session(r)
+	if err != nil {
+		return nil, err
+	}
+	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "remote", r.RemoteAddr)
+	return map[string]bool{"taken_over": true}, nil
+}
+
+// maxInput bounds one input request of a PTY take-over.
+const maxInput = 64 << 10
+
+func (d *Dashboard) input(r *http.Request, body []byte) (any, error) {
+	var req struct {
+		Data string `json:"data"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Data == "" || len(req.Data) > maxInput {
+		return nil, badRequest("data: want 1 to %d bytes of input", maxInput)
+	}
+	s, err := d.session(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Send(req.Data); err != nil {
+		return nil, err
+	}
+	d.log.Info("dashboard: operator input to a pty session", "session_id", s.ID(), "bytes", len(req.Data))
+	return map[string]bool{"sent": true}, nil
+}
+
+func (d *Dashboard) activity(r *http.Request) (any, error) {
+	var since uint64
+	if s := r.URL.Query().Get("since"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return nil, badRequest("since %q: want the seq of the last call seen", s)
+		}
+		since = n
+	}
+	calls, _ := d.o.Deps.Activity.Since(since)
+	if calls == nil {
+		return map[string]any{"calls": []any{}}, nil
+	}
+	return map[string]any{"calls": calls}, nil
+}

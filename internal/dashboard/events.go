@@ -1,0 +1,262 @@
+package dashboard
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hivetools/hive/internal/inbox"
+)
+
+// ringEvents is how many events the hub keeps for streams that resume.
+const ringEvents = 1024
+
+// event is one Server-Sent Event.
+type event struct {
+	seq  uint64
+	typ  string
+	data []byte
+}
+
+// hub keeps the latest events, numbered from 1 within an epoch (the
+// daemon's start: an id of another epoch cannot be resumed from).
+type hub struct {
+	epoch string
+
+	mu      sync.Mutex
+	seq     uint64
+	ring    []event // the latest events, oldest first
+	changed chan struct{}
+}
+
+func newHub() *hub {
+	// The start time, and random bits for two daemons started at once.
+	epoch := strconv.FormatInt(time.Now().UnixMilli(), 36) + hex.EncodeToString(randomBytes(3))
+	return &hub{epoch: epoch, changed: make(chan struct{})}
+}
+
+func (h *hub) publish(typ string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seq++
+	h.ring = append(h.ring, event{h.seq, typ, b})
+	if len(h.ring) > ringEvents {
+		h.ring = append(h.ring[:0], h.ring[len(h.ring)-ringEvents:]...)
+	}
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// since returns the events after seq and a channel closed at the next
+// publish; ok is false when some events after seq are no longer kept.
+func (h *hub) since(seq uint64) (evs []event, ok bool, changed <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if seq > h.seq {
+		return nil, false, h.changed
+	}
+	if len(h.ring) > 0 && seq+1 < h.ring[0].seq {
+		return nil, false, h.changed
+	}
+	for _, e := range h.ring {
+		if e.seq > seq {
+			evs = append(evs, e)
+		}
+	}
+	return evs, true, h.changed
+}
+
+func (h *hub) last() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seq
+}
+
+// id is an event's SSE id: epoch-seq.
+func (h *hub) id(seq uint64) string { return h.epoch + "-" + strconv.FormatUint(seq, 10) }
+
+// resume parses a Last-Event-ID of this epoch.
+func (h *hub) resume(id string) (uint64, bool) {
+	ep, s, ok := strings.Cut(id, "-")
+	if !ok || ep != h.epoch {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// startWatch starts the watcher once (not after Close).
+func (d *Dashboard) startWatch() {
+	d.watch.Do(func() {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.watchLoop()
+		}()
+	})
+}
+
+// watchLoop publishes what changed, every Poll: the agent's state, the
+// jobs held in memory (state and output counters), the PTY sessions, the
+// loose ends (pushed by the inbox) and the tool calls.
+func (d *Dashboard) watchLoop() {
+	var dirty atomic.Bool
+	dirty.Store(true)
+	if d.o.Deps.Inbox != nil {
+		cancel := d.o.Deps.Inbox.Subscribe(func(inbox.Change) { dirty.Store(true) })
+		defer cancel()
+	}
+	jobs := map[string]string{}
+	ptys := map[string]string{}
+	var agentWas []byte
+	var callSeq uint64
+	tick := time.NewTicker(d.o.Poll)
+	defer tick.Stop()
+	if smp, ok := d.usage.sample(); ok {
+		d.hub.publish("usage", smp)
+	}
+	nextSample := time.Now().Add(sampleEvery)
+	for {
+		if now := time.Now(); now.After(nextSample) {
+			nextSample = now.Add(sampleEvery)
+			if smp, ok := d.usage.sample(); ok {
+				d.hub.publish("usage", smp)
+			}
+		}
+		if a := d.o.Deps.Agent; a != nil {
+			b, _ := json.Marshal(a.State())
+			if string(b) != string(agentWas) {
+				agentWas = b
+				d.hub.publish("agent", json.RawMessage(b))
+			}
+		}
+		seen := map[string]bool{}
+		for _, in := range d.o.Deps.Jobs.Recent() {
+			seen[in.ID] = true
+			key := fmt.Sprint(in.State, in.StdoutBytes, in.StderrBytes, in.Pid, in.ExitCode != nil)
+			if jobs[in.ID] != key {
+				jobs[in.ID] = key
+				d.hub.publish("job", toJob(in))
+			}
+		}
+		for id := range jobs {
+			if !seen[id] {
+				delete(jobs, id)
+			}
+		}
+		if p := d.o.Deps.PTY; p != nil {
+			seen := map[string]bool{}
+			for _, in := range p.List() {
+				seen[in.ID] = true
+				key := fmt.Sprint(in.Running, in.Bytes, in.Cols, in.Rows)
+				if ptys[in.ID] != key {
+					ptys[in.ID] = key
+					d.hub.publish("pty", toPTY(in))
+				}
+			}
+			for id := range ptys {
+				if !seen[id] {
+					delete(ptys, id)
+					d.hub.publish("pty_gone", map[string]string{"id": id})
+				}
+			}
+		}
+		if dirty.Swap(false) {
+			d.hub.publish("loose_ends", map[string]bool{"changed": true})
+		}
+		calls, _ := d.o.Deps.Activity.Since(callSeq)
+		for _, c := range calls {
+			callSeq = c.Seq
+			d.hub.publish("activity", c)
+		}
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// events is GET /api/events: a Server-Sent Events stream of what changes
+// (docs/http-api.md). A stream that resumes (Last-Event-ID) gets what it
+// missed, or a "reset" event when that is no longer kept or the daemon
+// restarted; a new one starts with "hello". A comment every Heartbeat
+// keeps it alive. Each write has its own deadline.
+func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
+	d.startWatch()
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	write := func(s string) bool {
+		rc.SetWriteDeadline(time.Now().Add(d.o.WriteTimeout))
+		if _, err := fmt.Fprint(w, s); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	seq := d.hub.last()
+	first := "retry: 1000\n"
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("last_event_id")
+	}
+	if n, ok := d.hub.resume(last); ok {
+		if _, kept, _ := d.hub.since(n); kept {
+			seq = n
+		} else {
+			first += fmt.Sprintf("id: %s\nevent: reset\ndata: {}\n\n", d.hub.id(seq))
+		}
+	} else if last != "" {
+		first += fmt.Sprintf("id: %s\nevent: reset\ndata: {}\n\n", d.hub.id(seq))
+	} else {
+		first += fmt.Sprintf("id: %s\nevent: hello\ndata: {}\n\n", d.hub.id(seq))
+	}
+	if !write(first) {
+		return
+	}
+	beat := time.NewTicker(d.o.Heartbeat)
+	defer beat.Stop()
+	for {
+		evs, kept, changed := d.hub.since(seq)
+		if !kept { // this stream fell behind the ring
+			seq = d.hub.last()
+			if !write(fmt.Sprintf("id: %s\nevent: reset\ndata: {}\n\n", d.hub.id(seq))) {
+				return
+			}
+			continue
+		}
+		if len(evs) > 0 {
+			var b strings.Builder
+			for _, e := range evs {
+				fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", d.hub.id(e.seq), e.typ, e.data)
+				seq = e.seq
+			}
+			if !write(b.String()) {
+				return
+			}
+		}
+		select {
+		case <-changed:
+		case <-beat.C:
+			if !write(": heartbeat\n\n") {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-d.ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package dashboard_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/daemon"
+	"github.com/hivetools/hive/internal/dashboard"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+// A job's output reads by ranges: from memory while the daemon holds the
+// job, from its file after a restart; a range never splits a UTF-8
+// character; a negative offset counts from the end.
+func TestOutputRanges(t *testing.T) {
+	state := shortDir(t)
+	e := start(t, state)
+	// 100 000 lines "é0000000\n".. : 10 bytes each, é is two.
+	script := `i=0; while [ $i -lt 100000 ]; do printf 'é%07d\n' $i; i=$((i+1)); done; echo bad >&2`
+	resp, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "big", Argv: []string{"bash", "-c", script}})
+	if err != nil || resp.Job == nil {
+		t.Fatalf("run: %+v %v", resp, err)
+	}
+	ev := e.events("")
+	ev.next(t, func(x sseEvent) bool {
+		return x.typ == "job" && strings.Contains(x.data, `"name":"big"`) && strings.Contains(x.data, `"state":"done"`)
+	})
+	check := func(name string) {
+		var j dashboard.Job
+		e.get("/api/jobs/big", &j)
+		if j.StdoutBytes != 1000000 || j.StderrBytes != 4 || j.ExitCode == nil || *j.ExitCode != 0 || j.Semantic != "ok" {
+			t.Fatalf("%s: job %+v", name, j)
+		}
+		var all strings.Builder
+		off := int64(0)
+		for n := 0; ; n++ {
+			var o dashboard.Output
+			e.get(fmt.Sprintf("/api/jobs/big/output?offset=%d&limit=65535", off), &o)
+			if o.Offset != off || o.Total != 1000000 || len(o.Data) > 65535 {
+				t.Fatalf("%s: range at %d: %+v", name, off, o)
+			}
+			if strings.ContainsRune(o.Data, '\uFFFD') {
+				t.Fatalf("%s: range at %d split a character", name, off)
+			}
+			all.WriteString(o.Data)
+			off = o.Next
+			if o.EOF || n > 100 {
+				break
+			}
+		}
+		if all.Len() != 1000000 || !strings.HasPrefix(all.String(), "é0000000\n") || !strings.HasSuffix(all.String(), "é0099999\n") {
+			t.Fatalf("%s: %d bytes read back", name, all.Len())
+		}
+		var o dashboard.Output
+		e.get("/api/jobs/big/output?offset=-10", &o)
+		if o.Data != "é0099999\n" || o.Offset != 999990 || !o.EOF {
+			t.Errorf("%s: the last 10 bytes: %+v", name, o)
+		}
+		e.get("/api/jobs/big/output?stream=stderr", &o)
+		if o.Data != "bad\n" || o.Stream != "stderr" {
+			t.Errorf("%s: stderr %+v", name, o)
+		}
+	}
+	check("live")
+	e.stop()
+	e = start(t, state) // the job is now only a record and its files
+	check("after a restart")
+	for _, q := range []string{"stream=both", "limit=0", "limit=1048577", "offset=x"} {
+		if r := e.call("GET", "/api/jobs/big/output?"+q, nil, ""); r.status != http.StatusBadRequest {
+			t.Errorf("?%s: %d %s", q, r.status, r.body)
+		}
+	}
+	if r := e.call("GET", "/api/jobs/nope/output", nil, ""); r.status != http.StatusNotFound {
+		t.Errorf("unknown job: %d %s", r.status, r.body)
+	}
+}
+
+// An event stream resumes from its Last-Event-ID with what it missed; an
+// id of another daemon (a restart) or one no longer kept gets "reset".
+func TestEventsResume(t *testing.T) {
+	state := shortDir(t)
+	e := start(t, state)
+	s := e.events("")
+	hello := s.next(t, func(x sseEvent) bool { return true })
+	if hello.typ != "hello" || hello.id == "" {
+		t.Fatalf("first event %+v", hello)
+	}
+	run := func(name string) {
+		if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: name, Argv: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("one")
+	first := s.next(t, func(x sseEvent) bool { return x.typ == "job" && strings.Contains(x.data, `"name":"one"`) })
+	s.close()
+	run("two")
+	again := e.events(first.id)
+	got := again.next(t, func(x sseEvent) bool { return x.typ != "comment" })
+	if got.typ == "hello" || got.typ == "reset" {
+		t.Fatalf("a resumed stream began with %s", got.typ)
+	}
+	missed := func(x sseEvent) bool {
+		if x.id == first.id {
+			t.Errorf("event %s sent again", x.id)
+		}
+		return x.typ == "job" && strings.Contains(x.data, `"name":"two"`)
+	}
+	if !missed(got) {
+		again.next(t, missed)
+	}
+	e.stop()
+	e = start(t, state)
+	if r := e.events(first.id).next(t, func(x sseEvent) bool { return true }); r.typ != "reset" {
+		t.Errorf("an id of the previous daemon: %+v", r)
+	}
+}
+
+// The write deadline of normal requests does not cut an event stream: a
+// stream outlives many --http-write-timeouts and still gets events.
+func TestEventsOutliveWriteTimeout(t *testing.T) {
+	e := startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) { c.HTTPWriteTimeout = 50 * time.Millisecond })
+	s := e.events("")
+	s.next(t, func(x sseEvent) bool { return x.typ == "hello" })
+	// The job ends after 20 write timeouts.
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "slow", Argv: []string{"sleep", "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.next(t, func(x sseEvent) bool {
+		return x.typ == "job" && strings.Contains(x.data, `"name":"slow"`) && strings.Contains(x.data, `"state":"done"`)
+	})
+}

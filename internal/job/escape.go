@@ -1,0 +1,62 @@
+package job
+
+import (
+	"time"
+
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// sweepEscapes ends what is left of the job outside its group once its
+// leader (pid pgid) has exited and its group was cleaned up: processes
+// that left the group (setsid, a double fork into another session, …)
+// but provably belong to the job (see escapees). They get SIGTERM, up to
+// grace, then SIGKILL, like the group's leftovers; it returns how many
+// there were. With a reaper the adopted ones are reaped before it
+// returns, so a job that has ended leaves no zombie.
+//
+// The process table is scanned only when there may be something to find:
+// with a reaper, when a live adopted child carries the job's marks (every
+// process that outlived its parent and left the group is adopted, so the
+// top of any escaped tree is one); without one, when the job was stopped
+// or its group had leftovers (hadLeft).
+func (j *Job) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
+	m := j.m
+	since := j.pidStart.Load()
+	if m.o.Owner == "" || since == 0 {
+		return 0 // nothing to prove a process is this job's by
+	}
+	r := m.o.Reaper
+	need := false
+	if r == nil {
+		j.mu.Lock()
+		need = hadLeft || j.reason != ""
+		j.mu.Unlock()
+	} else {
+		// The pass also reaps what the group cleanup killed.
+		for _, pid := range r.Reap() {
+			if v, ok := proc.Getenv(pid, EnvJobID); ok && v == j.info.ID {
+				need = true
+				break
+			}
+		}
+	}
+	if !need {
+		return 0
+	}
+	n := 0
+	// Up to a few rounds: a process may have forked between a scan and
+	// its signal (what it forked carries the marks too).
+	for round := 0; round < 3; round++ {
+		found := escapees(j.info.ID, m.o.Owner, since, pgid)
+		if len(found) == 0 {
+			break
+		}
+		n += proc.Terminate(found, grace)
+		grace = 0 // the rest of a tree that kept forking gets no more time
+	}
+	if n > 0 {
+		m.o.Logger.Info("terminated processes that left a job's group", "job", j.info.ID, "count", n)
+	}
+	r.Reap() // the killed ones (now adopted zombies)
+	return n
+}

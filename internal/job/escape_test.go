@@ -1,0 +1,172 @@
+package job
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// escapeCmd leaves two processes behind, both holding its stdout: a
+// setsid escape (its own session) and a double fork (orphaned at once,
+// still in the group). It prints their pids once the escape is in its
+// session, then runs tail, which prints "ready" (then the leader exits,
+// or execs a sleep).
+const escapeCmd = `f=$(mktemp); setsid sh -c "echo \$\$ > $f; exec sleep 3600" &
+( ( sleep 3600 & echo $! ) & wait )
+until [ -s $f ]; do sleep 0.01; done; cat $f; rm -f $f; `
+
+// TestEscapesEndWithTheirJob: processes that left a job's group (setsid)
+// or were orphaned by a double fork end with their job, whether it ends
+// by itself or is killed; they are counted in Leftover and, with a
+// reaper, reaped (no zombie is left). Processes carrying the same marks
+// that started before the job, or another owner's, are left alone.
+func TestEscapesEndWithTheirJob(t *testing.T) {
+	if !proc.Supported {
+		t.Skip("no process table here")
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	owner := t.TempDir()
+	for _, tc := range []struct {
+		name   string
+		reaper bool
+		tail   string
+		kill   func(m *Manager) error
+		state  State
+		// left: the double fork ignores SIGINT (bash's background
+		// commands do) and stays till the end; a forced kill's SIGKILL to
+		// the group takes it at once (counted only if it is still dying
+		// when the leader is reaped): between minLeft and left.
+		minLeft, left int
+	}{
+		{"ends by itself", true, "echo ready; exit 3", nil, Done, 2, 2},
+		{"killed", true, "echo ready; exec sleep 3600", func(m *Manager) error { _, err := m.Kill("esc", false); return err }, Killed, 2, 2},
+		{"force killed", true, "echo ready; exec sleep 3600", func(m *Manager) error { _, err := m.Kill("esc", true); return err }, Killed, 1, 2},
+		{"killed, no reaper", false, "echo ready; exec sleep 3600", func(m *Manager) error { _, err := m.Kill("esc", false); return err }, Killed, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Options{Owner: owner, LeftoverGrace: time.Second, Grace: time.Second}
+			if tc.reaper {
+				r, err := proc.NewReaper()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				o.Reaper = r
+			}
+			h := newHarness(t, o)
+			// Two processes with the job's marks that are not its: one
+			// started before it, one of another owner. (Started after New,
+			// which would take them for a dead daemon's.)
+			var strangers []*exec.Cmd
+			for _, o := range []string{owner, owner + "-other"} {
+				c := exec.Command("sleep", "3600")
+				c.Env = append(os.Environ(), EnvJobID+"=esc", EnvJobOwner+"="+o)
+				c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := proc.Start(c); err != nil {
+					t.Fatal(err)
+				}
+				strangers = append(strangers, c)
+			}
+			defer func() {
+				for _, c := range strangers {
+					c.Process.Kill()
+					proc.Wait(c)
+				}
+			}()
+			// The job starts in a later clock tick than the first stranger.
+			first, _ := proc.Read(strangers[0].Process.Pid)
+			for ticksNow(t) <= first.Start+1 {
+				time.Sleep(5 * time.Millisecond)
+			}
+			j := h.start(Spec{Name: "esc", Cmd: escapeCmd + tc.tail})
+			pids := waitPids(t, j, 3)
+			starts := make([]uint64, len(pids))
+			for i, pid := range pids {
+				st, ok := proc.Read(pid)
+				if !ok || !st.Alive() {
+					t.Fatalf("escapee %d not running", pid)
+				}
+				starts[i] = st.Start
+			}
+			if tc.kill != nil {
+				if err := tc.kill(h.m); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := h.wait(j)
+			if in.State != tc.state || in.Leftover < tc.minLeft || in.Leftover > tc.left {
+				t.Errorf("job: %s with %d leftover, want %s with %d..%d", in.State, in.Leftover, tc.state, tc.minLeft, tc.left)
+			}
+			for i, pid := range pids {
+				st, ok := proc.Read(pid)
+				if !ok || st.Start != starts[i] {
+					continue // gone: reaped
+				}
+				if st.Alive() {
+					t.Errorf("escapee %d survived its job (state %c)", pid, st.State)
+				} else if tc.reaper {
+					t.Errorf("escapee %d left a zombie (parent %d)", pid, st.PPid)
+				}
+			}
+			for _, c := range strangers {
+				if !alive(c.Process.Pid) {
+					t.Fatalf("process %d, with the job's marks but not its, was signalled", c.Process.Pid)
+				}
+			}
+		})
+	}
+}
+
+// waitPids waits (on the job's output, no polling) until j printed n
+// lines, and returns them as pids.
+func waitPids(t *testing.T, j *Job, n int) []int {
+	t.Helper()
+	var out []byte
+	timeout := time.After(10 * time.Second)
+	for strings.Count(string(out), "\n") < n {
+		<-j.Started()
+		changed := j.Stdout().Changed()
+		c, err := j.Stdout().Read(int64(len(out)), 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c.Data...)
+		if len(c.Data) == 0 {
+			select {
+			case <-changed:
+			case <-timeout:
+				t.Fatalf("job printed %q within 10 s, want %d pids", out, n)
+			}
+		}
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if f == "ready" {
+			continue
+		}
+		p, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("job printed %q", out)
+		}
+		pids = append(pids, p)
+	}
+	return pids
+}
+
+// ticksNow is the time since boot in clock ticks (as proc.Stat.Start).
+func ticksNow(t *testing.T) uint64 {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return uint64(f * 100)
+}

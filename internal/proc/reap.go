@@ -1,0 +1,35 @@
+package proc
+
+import "os/exec"
+
+// Start starts cmd. Every process the current program starts while a
+// Reaper runs must be started here (and waited for with Wait): the reaper
+// then never takes its exit status, which stays the caller's to collect.
+// Elsewhere than Linux it is cmd.Start.
+func Start(cmd *exec.Cmd) error { return start(cmd) }
+
+// Wait waits for a command started with Start (cmd.Wait), then lets the
+// reaper treat its pid as any other.
+func Wait(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	if cmd.Process != nil {
+		forget(cmd.Process.Pid)
+	}
+	return err
+}
+
+// How a job's processes that leave its group are found (the daemon's
+// escape_tracking, in `hive version --json`).
+const (
+	// TrackGroup: a job's processes are found by their process group
+	// only; one that leaves it is not seen.
+	TrackGroup = "group"
+	// TrackMarks: processes that left the group are found by the job's
+	// marks in their environment, but they are reparented to init: they
+	// are terminated with their job, not reaped by hive.
+	TrackMarks = "marks"
+	// TrackSubreaper: hive is a child subreaper: every process that leaves
+	// a job's tree is reparented to the daemon, found by its marks,
+	// terminated with its job and reaped.
+	TrackSubreaper = "subreaper+marks"
+)

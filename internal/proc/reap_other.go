@@ -1,0 +1,34 @@
+//go:build !linux
+
+package proc
+
+import (
+	"errors"
+	"os/exec"
+)
+
+func start(cmd *exec.Cmd) error { return cmd.Start() }
+func forget(pid int)            {}
+
+// Reaper is Linux's child subreaper; elsewhere NewReaper fails.
+type Reaper struct{}
+
+// ErrReaperRunning is returned by NewReaper while another Reaper runs.
+var ErrReaperRunning = errors.New("a reaper already runs in this process")
+
+// NewReaper fails: there is no child subreaper on this platform.
+func NewReaper() (*Reaper, error) {
+	return nil, errors.New("no child subreaper on this platform")
+}
+
+// Close does nothing.
+func (r *Reaper) Close() {}
+
+// Reaped is 0.
+func (r *Reaper) Reaped() int64 { return 0 }
+
+// Reap finds nothing.
+func (r *Reaper) Reap() []int { return nil }
+
+// UID is unknown here.
+func UID(pid int) (int, bool) { return 0, false }

@@ -86,8 +86,9 @@ type daemon struct {
 
 // startDaemon starts `hive daemon` in a fresh temp state dir and waits until
 // `hive version` sees it. Cleanup stops it (SIGTERM, wait for exit) and
-// removes the state dir.
-func startDaemon(b *testing.B) *daemon {
+// removes the state dir. A prefix runs the daemon through a command that
+// execs it (as `nohup` would), so the pid stays the daemon's.
+func startDaemon(b *testing.B, prefix ...string) *daemon {
 	b.Helper()
 	bin := hiveBinary(b)
 	// A short path: the socket path must fit in sun_path (108 bytes).
@@ -100,7 +101,8 @@ func startDaemon(b *testing.B) *daemon {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(bin, "daemon", "--state-dir", dir)
+	argv := append(prefix, bin, "daemon", "--state-dir", dir)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()

@@ -8,6 +8,7 @@
 #   CAP_BENCHTIME  -benchtime of BenchmarkCapture1G    (default 2x; each
 #                  iteration writes 2 GiB, the run needs 4 GiB free)
 #   CAP_COUNT      -count of BenchmarkCapture1G        (default 1)
+#   PTY_BENCHTIME  -benchtime of the PTY benchmarks    (default 50x)
 #   OUT            where the raw `go test` output goes (default: a temp file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ go test -run '^$' -bench '^Benchmark(Run|Exec)RoundTrip$' -benchtime="$rt_time" 
 	-timeout 30m ./bench/ | tee "$out"
 go test -run '^$' -bench '^BenchmarkToolsListSize$' -benchtime=20x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkAnswerBytes$' -benchtime=2x ./bench/ | tee -a "$out"
+go test -run '^$' -bench '^BenchmarkPTY(REPLRoundTrip|Close)$' -benchtime="${PTY_BENCHTIME:-50x}" ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
 	-timeout 60m ./bench/ | tee -a "$out"
 
@@ -47,6 +49,10 @@ awk '
 			$1, m["exec-B"], m["exec-vs-inline"], m["page-ratio"], m["rg-ratio"], m["rg-matches"], m["glob-ratio"]
 	} else if ($1 ~ /ToolsListSize/) {
 		printf "%-45s tools/list %d bytes  instructions %d bytes  together %d bytes (target <= 18000)\n", $1, m["bytes"], m["instructions-bytes"], m["total-bytes"]
+	} else if ($1 ~ /PTYREPLRoundTrip/) {
+		printf "PTYREPL       default p50 %.1f ms (target <= 60)  wait_for p50 %.2f ms  raw %.2f ms\n", m["p50-default-ms"], m["p50-wait_for-ms"], m["raw-ms/op"]
+	} else if ($1 ~ /PTYClose/) {
+		printf "PTYClose      shell %.1f ms (target <= 50)  worst %.1f ms  python %.1f ms  raw hangup %.1f ms\n", m["close-ms/op"], m["max-close-ms"], m["py-close-ms/op"], m["raw-close-ms/op"]
 	} else if ($1 ~ /Capture1G/) {
 		printf "Capture1G     hive %.0f MB/s  bash %.0f MB/s  throughput-ratio %.2f (target >= 0.8)  daemon peak RSS %.1f MiB (target < 100)  daemon CPU %.2f s/GiB\n",
 			m["hive-MB/s"], m["bash-MB/s"], m["throughput-ratio"], m["daemon-peak-rss-MiB"], m["daemon-cpu-s/GiB"]

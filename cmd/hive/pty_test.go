@@ -13,6 +13,7 @@ import (
 
 type ptyOut struct {
 	Data       string `json:"data"`
+	Offset     int64  `json:"offset"`
 	NextOffset int64  `json:"next_offset"`
 	Matched    bool   `json:"matched"`
 	Running    bool   `json:"running"`
@@ -28,6 +29,7 @@ type ptyInfo struct {
 	Cols      int    `json:"cols"`
 	Rows      int    `json:"rows"`
 	Running   bool   `json:"running"`
+	ExitCode  *int   `json:"exit_code"`
 }
 
 // send calls a pty tool into a fresh result.
@@ -129,6 +131,73 @@ func TestPTYShell(t *testing.T) {
 	}
 }
 
+// sigIgnored reports whether process pid ignores signal sig.
+func sigIgnored(t *testing.T, pid int, sig syscall.Signal) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^SigIgn:\s*([0-9a-f]+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no SigIgn in /proc/%d/status", pid)
+	}
+	mask, _ := strconv.ParseUint(string(m[1]), 16, 64)
+	return mask&(1<<(sig-1)) != 0
+}
+
+// A daemon that inherited an ignored SIGHUP (started by nohup, or by any
+// parent that ignored it, as a long-lived daemon often is) used to pass
+// it on: a session's program that leaves SIGHUP alone (cat, python3 run
+// as the session's command) outlived terminal_pty_close's hangup, was
+// killed after the 1 s grace and read exit 137. Now the hangup ends it:
+// exit code 129 (128+SIGHUP), after the daemon has served other work.
+func TestPTYCloseHangupIgnoredDaemon(t *testing.T) {
+	state := stateDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command("bash", "-c", `trap '' HUP; exec "$0" daemon`, self)
+	d.Env = append(os.Environ(), "HIVE_E2E_MAIN=1", "HIVE_STATE_DIR="+state)
+	startDaemonCmd(t, state, d)
+	if !sigIgnored(t, daemonPid(state), syscall.SIGHUP) {
+		t.Fatal("the daemon does not ignore SIGHUP: the test's premise is gone")
+	}
+	s := connect(t, state, t.TempDir())
+	for range 3 {
+		s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 5}, nil)
+		s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 1000"}, nil)
+		var sh ptyInfo
+		s.mustCall("terminal_pty_open", nil, &sh)
+		s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo w-$((1+1))\n", "wait_for": "w-2"})
+		s.mustCall("terminal_pty_close", map[string]any{"session_id": sh.SessionID}, nil)
+	}
+	for _, c := range []struct{ name, cmd, input, want string }{
+		{"cat", "cat", "ping\n", "ping\\s+ping"},
+		{"shell", "", "echo ok-$((6*7))\n", "ok-42"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var info ptyInfo
+			s.mustCall("terminal_pty_open", map[string]any{"cmd": c.cmd}, &info)
+			if out := s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": c.input, "wait_for": c.want}); !out.Matched {
+				t.Fatalf("send: %+v", out)
+			}
+			if sigIgnored(t, info.Pid, syscall.SIGHUP) {
+				t.Errorf("the session's process %d ignores SIGHUP, inherited from the daemon", info.Pid)
+			}
+			s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, &info)
+			if info.Running || info.ExitCode == nil || *info.ExitCode != 129 {
+				code := "none"
+				if info.ExitCode != nil {
+					code = strconv.Itoa(*info.ExitCode)
+				}
+				t.Errorf("after close: running=%v exit_code=%s, want 129: ended by the hangup, not killed after a grace", info.Running, code)
+			}
+		})
+	}
+}
+
 func TestPTYPythonREPL(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
@@ -148,6 +217,52 @@ func TestPTYPythonREPL(t *testing.T) {
 		t.Errorf("after exit(): running=%v exit=%v", out.Running, out.ExitCode)
 	}
 	s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+}
+
+// terminal_pty_send without wait_ms or wait_for returns once the program
+// waits for input again: the whole answer and the next prompt, however
+// long it takes or prints, never just the echo or the first chunk.
+func TestPTYSendDefaultWaitsForInput(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	prompt := regexp.MustCompile(`\nbash-[0-9.]+[#$] $`)
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", nil, &sh)
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo re''ady\n", "wait_for": "ready\n"})
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\n", "wait_for": prompt.String()})
+
+	// Quiet far longer than the old 300 ms default, then the answer.
+	out := s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "sleep 0.5; echo late-$((1+1))\n"})
+	if !strings.HasSuffix(prompt.ReplaceAllString(out.Data, ""), "\nlate-2") || !prompt.MatchString(out.Data) {
+		t.Errorf("sleep then echo: %q, want late-2 and the prompt", out.Data)
+	}
+	// Streaming: all of it, up to the prompt after the last line. (The
+	// screen emulator takes about 17 µs a line, 10 times that with -race:
+	// 30000 lines stay well inside the 10 s a default send waits.)
+	out = s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "seq 1 30000\n"})
+	if !strings.HasSuffix(prompt.ReplaceAllString(out.Data, ""), "\n29999\n30000") || !prompt.MatchString(out.Data) {
+		t.Errorf("seq 1 30000: ends %q, want 30000 and the prompt", out.Data[max(0, len(out.Data)-60):])
+	}
+	if more := s.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "since_offset": out.NextOffset}); more.Data != "" {
+		t.Errorf("output after the answer's end: %d bytes", len(more.Data))
+	}
+
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 not installed")
+	}
+	var py ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &py)
+	s.pty("terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": "print('rea'+'dy')\n", "wait_for": "ready\n>>> $"})
+	for _, c := range []struct{ input, want string }{
+		{"1+1\n", "1+1\n2\n>>> "},
+		{"import time; time.sleep(0.5); print('up')\n", "import time; time.sleep(0.5); print('up')\nup\n>>> "},
+		{"if True:\n", "if True:\n... "},
+		{"  6*7\n\n", "  6*7\n... \n42\n>>> "},
+	} {
+		if out := s.pty("terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": c.input}); out.Data != c.want {
+			t.Errorf("python %q: %q, want %q", c.input, out.Data, c.want)
+		}
+	}
 }
 
 // A session that ended, closed by the client or left by a daemon killed

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,77 @@ func TestCloseAfterExit(t *testing.T) {
 	}
 	if r, _ := s.Read(0, false, 0); !r.EOF || r.Data != out {
 		t.Errorf("after Close Read = %+v, want EOF with %q", r, out)
+	}
+}
+
+// TestCloseHangupIgnored: a program that ignores SIGHUP is killed at once
+// by Close, without the grace a hangup gets: hangupIgnored tells it from a
+// shell, which catches SIGHUP and exits on it.
+func TestCloseHangupIgnored(t *testing.T) {
+	m := newManager(t, Options{})
+	sh := open(t, m, OpenOptions{})
+	sendWait(t, sh, "echo up-$((1+1))\n", `up-2`)
+	if hangupIgnored(sh.Info().Pid) {
+		t.Errorf("hangupIgnored(shell) = true, want false: bash exits on SIGHUP")
+	}
+	deaf := open(t, m, OpenOptions{Cmd: "trap '' HUP; echo deaf; exec sleep 3600"})
+	for deadline := time.After(testTimeout); ; {
+		changed := deaf.stream.Changed()
+		if r, _ := deaf.Read(0, false, 0); strings.Contains(r.Data, "deaf") {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("no output")
+		}
+	}
+	pid := deaf.Info().Pid
+	if !hangupIgnored(pid) {
+		t.Fatalf("hangupIgnored(%d) = false for a process with trap '' HUP", pid)
+	}
+	for _, c := range []struct {
+		s    *Session
+		want int
+	}{{sh, 128 + 1}, {deaf, 128 + 9}} {
+		if err := c.s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if info := c.s.Info(); info.ExitCode == nil || *info.ExitCode != c.want || !processGone(info.Pid) {
+			t.Errorf("%s after Close: exit code %v, gone %v; want exit code %d and the process gone", c.s.cmdText, fmtCode(info.ExitCode), processGone(info.Pid), c.want)
+		}
+	}
+}
+
+func fmtCode(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.Itoa(*p)
+}
+
+// TestCloseRepeatsHangup: a process that survives the first SIGHUP gets
+// another one (as bash needs when the hangup comes while it finishes a
+// command), so it ends by hangup, not by the SIGKILL after the grace.
+// This one takes two: the first only resets its trap.
+func TestCloseRepeatsHangup(t *testing.T) {
+	m := newManager(t, Options{})
+	s := open(t, m, OpenOptions{Cmd: `trap "trap - HUP" HUP; echo armed; while :; do read -r -t 0.05 x; done`})
+	for deadline := time.After(testTimeout); ; {
+		changed := s.stream.Changed()
+		if r, _ := s.Read(0, false, 0); strings.Contains(r.Data, "armed") {
+			break
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatal("no output")
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if info := s.Info(); info.ExitCode == nil || *info.ExitCode != 128+1 {
+		t.Errorf("exit code %s after Close, want 129: ended by a repeated SIGHUP", fmtCode(info.ExitCode))
 	}
 }

@@ -1,6 +1,9 @@
 package pty
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,4 +74,26 @@ func procSession(pid int) (sid int, ok bool) {
 		return 0, false
 	}
 	return st.Session, true
+}
+
+// hangupIgnored reports whether process pid ignores SIGHUP (its SigIgn in
+// /proc/PID/status): a hangup will not end it. It is false for a process
+// that is gone or unreadable. (A blocked SIGHUP does not count: bash
+// blocks signals for moments while it runs a command.)
+func hangupIgnored(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return false
+	}
+	const hup = 1 << (syscall.SIGHUP - 1)
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != "SigIgn" {
+			continue
+		}
+		if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&hup != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -52,6 +52,11 @@ func (s *Session) SendWait(context.Context, string, time.Duration, *regexp.Regex
 	return ReadResult{}, ErrUnsupported
 }
 
+// SendReady fails with ErrUnsupported.
+func (s *Session) SendReady(context.Context, string) (ReadResult, error) {
+	return ReadResult{}, ErrUnsupported
+}
+
 // Read fails with ErrUnsupported.
 func (s *Session) Read(int64, bool, int) (ReadResult, error) { return ReadResult{}, ErrUnsupported }
 

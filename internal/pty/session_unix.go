@@ -9,10 +9,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,6 +32,9 @@ const (
 	// closeGrace is how long Close waits for the process to exit after
 	// SIGHUP before it kills the whole session.
 	closeGrace = time.Second
+	// rehupFirst is when Close first repeats the SIGHUP to a process that
+	// has not exited (see awaitHangup).
+	rehupFirst = 5 * time.Millisecond
 	// drainGrace bounds how long Close waits, once every process of the
 	// session is gone, for the last output before it closes the pty. Only a
 	// process outside the session that still holds the terminal makes it
@@ -56,8 +61,10 @@ type Session struct {
 	started  time.Time
 	cmd      *exec.Cmd
 	pid      int
-	pidStart uint64   // the process's start time (proc.Stat.Start), 0 if unknown
-	master   *os.File // pollable: Close interrupts blocked reads and writes
+	pidStart uint64      // the process's start time (proc.Stat.Start), 0 if unknown
+	master   *os.File    // pollable: Close interrupts blocked reads and writes
+	tty      string      // the terminal's path (/dev/pts/N)
+	reading  atomic.Bool // the reader holds output not yet in the stream and the emulator
 	stream   *output.Stream
 
 	emuMu   sync.Mutex // guards emu
@@ -89,6 +96,7 @@ type Session struct {
 }
 
 func start(m *Manager, id string, o OpenOptions) (*Session, error) {
+	defaultHangup()
 	// The one shell policy (shell.Default): /bin/bash, never the first
 	// bash on PATH nor $SHELL.
 	sh, err := shell.Default()
@@ -135,7 +143,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 			return nil, fmt.Errorf("open pty session: %w: nothing was started: %w", ErrNotRecorded, err)
 		}
 	}
-	master, err := startPTY(cmd, o.Cols, o.Rows)
+	master, tty, err := startPTY(cmd, o.Cols, o.Rows)
 	if err != nil {
 		stream.Close()
 		if st := m.opts.Store; st != nil {
@@ -165,6 +173,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		pid:         pid,
 		pidStart:    pidStart,
 		master:      master,
+		tty:         tty,
 		stream:      stream,
 		emu:         emu,
 		replies:     replies,
@@ -191,29 +200,51 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 	return s, nil
 }
 
+// hangupOnce guards defaultHangup's change of the process's SIGHUP.
+var hangupOnce sync.Once
+
+// defaultHangup makes sure the programs of sessions start with SIGHUP at
+// its default, so that a hangup ends them as it ends a program in a
+// terminal. A process that ignores SIGHUP (a daemon started by nohup, or
+// by any parent that ignored it) passes the ignore on through fork and
+// exec, and a session's program that does not set SIGHUP itself (cat,
+// python3 started as the session's command) would then outlive Close's
+// hangup by the whole grace and be killed. Handled signals are reset at
+// exec, so the ignore is turned into a Go handler whose signals are
+// dropped: this process still ignores SIGHUP, its children do not.
+func defaultHangup() {
+	hangupOnce.Do(func() {
+		if signal.Ignored(syscall.SIGHUP) {
+			// Never read: signal drops what does not fit.
+			signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		}
+	})
+}
+
 // startPTY starts cmd as a session leader with a new pty as its controlling
 // terminal and returns the pty's master side, in non-blocking mode so that
-// the runtime poller serves it and Close unblocks its readers.
-func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
+// the runtime poller serves it and Close unblocks its readers, and the
+// terminal's path.
+func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, string, error) {
 	ptmx, tty, err := creackpty.Open()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer tty.Close()
 	if err := creackpty.Setsize(tty, &creackpty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		ptmx.Close()
-		return nil, fmt.Errorf("set pty size: %w", err)
+		return nil, "", fmt.Errorf("set pty size: %w", err)
 	}
 	// creack/pty used ptmx.Fd(), which leaves it blocking for good; a
 	// non-blocking duplicate goes to the poller instead.
 	fd, err := unix.FcntlInt(ptmx.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	ptmx.Close()
 	if err != nil {
-		return nil, fmt.Errorf("dup pty master: %w", err)
+		return nil, "", fmt.Errorf("dup pty master: %w", err)
 	}
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+		return nil, "", fmt.Errorf("pty master non-blocking: %w", err)
 	}
 	master := os.NewFile(uintptr(fd), "/dev/ptmx")
 
@@ -221,9 +252,9 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := proc.Start(cmd); err != nil { // the daemon's reaper leaves it to wait
 		master.Close()
-		return nil, err
+		return nil, "", err
 	}
-	return master, nil
+	return master, tty.Name(), nil
 }
 
 // wait reaps the process and records its exit code, in memory and then
@@ -307,10 +338,12 @@ func (s *Session) read() {
 	for {
 		n, err := s.master.Read(buf)
 		if n > 0 {
+			s.reading.Store(true)
 			s.emuMu.Lock()
 			s.stream.Write(buf[:n])
 			s.emu.Write(buf[:n])
 			s.emuMu.Unlock()
+			s.reading.Store(false)
 		}
 		if err != nil {
 			break
@@ -619,7 +652,8 @@ func (s *Session) Resize(cols, rows int) error {
 
 // Close ends the session: SIGHUP (and SIGCONT) to the process's group and
 // the terminal's foreground group, as a terminal hangup does; up to 1 s for
-// the process to exit; then SIGKILL to every process still in the session
+// the process to exit (it gets SIGHUP again meanwhile; no wait if it
+// ignores SIGHUP); then SIGKILL to every process still in the session
 // (found through /proc on Linux; elsewhere the process group only). It
 // reaps the process, waits for the last output, closes the pty and the
 // output stream, records the session closed (with a Store), and removes
@@ -643,13 +677,10 @@ func (s *Session) close(state string) {
 		reaped = true
 	default:
 		s.hangup()
-		t := time.NewTimer(closeGrace)
-		select {
-		case <-s.exited:
-			reaped = true // from now on its pid may be someone else's
-		case <-t.C:
+		if hangupIgnored(s.pid) {
+			break // it will not exit on the hangup: no grace to wait out
 		}
-		t.Stop()
+		reaped = s.awaitHangup()
 	}
 	killSession(s.pid, reaped)
 	<-s.exited
@@ -676,6 +707,34 @@ func (s *Session) close(state string) {
 	<-s.waitDone
 	s.record(false)
 	s.m.remove(s)
+}
+
+// awaitHangup waits up to closeGrace for the process to exit after the
+// hangup and reports whether it did (it is reaped then: from now on its
+// pid may be someone else's). A shell can miss a hangup: bash defers a
+// SIGHUP that comes while it finishes a command (the moment a fast client
+// closes, right after the output it waited for) and then waits for input
+// as if none had come. So the process gets SIGHUP again, after rehupFirst
+// and then at doubling intervals; through its os.Process, which signals
+// nobody once it is reaped.
+func (s *Session) awaitHangup() bool {
+	grace := time.NewTimer(closeGrace)
+	defer grace.Stop()
+	d := rehupFirst
+	again := time.NewTimer(d)
+	defer again.Stop()
+	for {
+		select {
+		case <-s.exited:
+			return true
+		case <-grace.C:
+			return false
+		case <-again.C:
+			s.cmd.Process.Signal(syscall.SIGHUP)
+			d *= 2
+			again.Reset(d)
+		}
+	}
 }
 
 // hangup signals what a terminal hangup signals: the session leader's

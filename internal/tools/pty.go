@@ -39,7 +39,7 @@ type ptySendIn struct {
 	SessionID string   `json:"session_id"`
 	Input     string   `json:"input,omitempty" jsonschema:"text; \u0003 is Ctrl-C"`
 	Keys      []string `json:"keys,omitempty" jsonschema:"keys after input: Enter, Tab, Up, C-c…"`
-	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"return after this quiet time (300)"`
+	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"or return after this quiet time"`
 	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex to wait for (30 s max)"`
 }
 
@@ -85,6 +85,15 @@ func ptyInfo(in pty.Info) PTYInfo {
 		Running: in.Running, ExitCode: in.ExitCode, Bytes: in.Bytes}
 }
 
+// readyLimit bounds terminal_pty_send's default wait for the program to
+// want input again.
+const readyLimit = 10 * time.Second
+
+func ptyOutput(r pty.ReadResult) PTYOutput {
+	return PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
+		Matched: r.Matched, Running: r.Running, ExitCode: r.ExitCode}
+}
+
 func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 	addTool(s, &mcp.Tool{Name: "terminal_pty_open", Description: "Open a persistent shell (or program) on a PTY; returns session_id."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyOpenIn) (*mcp.CallToolResult, PTYInfo, error) {
@@ -109,7 +118,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			info := ptyInfo(sess.Info())
 			return text(fmt.Sprintf("pty session %s (pid %d, %dx%d)", info.SessionID, info.Pid, info.Cols, info.Rows)), info, nil
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_pty_send", Description: "Type into a PTY session and return the output that follows."},
+	addTool(s, &mcp.Tool{Name: "terminal_pty_send", Description: "Type into a PTY; returns output until it waits for input."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptySendIn) (*mcp.CallToolResult, PTYOutput, error) {
 			sess, err := m.Get(in.SessionID)
 			if err != nil {
@@ -126,10 +135,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			if input == "" {
 				return nil, PTYOutput{}, errors.New("input: give input or keys")
 			}
-			wait := 300 * time.Millisecond
-			if in.WaitFor != "" {
-				wait = 0 // wait for the pattern, not for quiet
-			}
+			var wait time.Duration
 			if in.WaitMs != nil {
 				if *in.WaitMs < 0 || *in.WaitMs > 60000 {
 					return nil, PTYOutput{}, fmt.Errorf("wait_ms %d: must be 0..60000", *in.WaitMs)
@@ -141,6 +147,21 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				if re, err = regexp.Compile(in.WaitFor); err != nil {
 					return nil, PTYOutput{}, fmt.Errorf("wait_for: bad regex: %v", err)
 				}
+			}
+			if in.WaitMs == nil && re == nil {
+				// The default: until the program waits for input again.
+				wctx, cancel := context.WithTimeout(ctx, readyLimit)
+				defer cancel()
+				r, err := sess.SendReady(wctx, input)
+				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					return nil, PTYOutput{}, err
+				}
+				out := ptyOutput(r)
+				var note string
+				if err != nil {
+					note = fmt.Sprintf("[still busy after %s]", readyLimit)
+				}
+				return replyPTY(h.sess, out, note), out, nil
 			}
 			if wait == 0 && re == nil {
 				start := sess.Info().Bytes
@@ -161,8 +182,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 				return nil, PTYOutput{}, err
 			}
-			out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
-				Matched: r.Matched, Running: r.Running, ExitCode: r.ExitCode}
+			out := ptyOutput(r)
 			var note string
 			if re != nil && !r.Matched {
 				note = fmt.Sprintf("[wait_for %q did not match within %s]", in.WaitFor, limit)

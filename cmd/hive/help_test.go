@@ -13,7 +13,8 @@ func TestHelpStartsNothing(t *testing.T) {
 	parent := t.TempDir()
 	state := filepath.Join(parent, "never-created")
 	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "wait", "rm", "inspect", "version", "wake", "todo", "inbox", "turn", "loop",
-		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack"} {
+		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack",
+		"stop", "restart", "config", "service", "service install", "service uninstall", "service status", "completion", "man"} {
 		words := strings.Fields(cmd)
 		variants := [][]string{append(words, "-h"), append(words, "--help"), append(words, "-help")}
 		if len(words) == 1 {

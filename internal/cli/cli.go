@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/paths"
 )
 
@@ -97,6 +98,14 @@ var errHelp = errors.New("help shown")
 // Run runs the subcommand named by args[0]. `-h`, `--help` and `help CMD`
 // print help on stdout and return nil, starting nothing.
 func Run(ctx context.Context, e Env, args []string) error {
+	// A daemon found by a command that starts one (client.Ensure) is
+	// checked against this build.
+	client.SetCaller(selfBuild, e.Stderr)
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-v" || args[0] == "-version") {
+		b := selfBuild()
+		fmt.Fprintf(e.Stdout, "hive %s (%s)\n", b, b.Go)
+		return nil
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" || (args[0] == "help" && len(args) == 1) {
 		usage(e.Stdout)
 		if len(args) == 0 {
@@ -106,7 +115,7 @@ func Run(ctx context.Context, e Env, args []string) error {
 	}
 	name, rest := args[0], args[1:]
 	if name == "help" {
-		name, rest = args[1], []string{"-h"}
+		name, rest = args[1], append(append([]string(nil), args[2:]...), "-h")
 	}
 	for _, c := range commands {
 		if c.name == name {
@@ -127,6 +136,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  hive %s\n", c.usage)
 	}
 	fmt.Fprintln(w, "\nEvery command takes --state-dir DIR (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive).")
+	fmt.Fprintln(w, "hive help CMD (or hive CMD -h) shows a command's flags; hive --version (-v) this build.")
 }
 
 // flagSet is a subcommand's flags and where its help goes.
@@ -160,6 +170,7 @@ func newFlags(name string, e Env) (*flagSet, *string) {
 		}
 	}
 	fs.SetOutput(e.Stderr)
+	captureFlags(name, fs)
 	dir := fs.String("state-dir", "", "state directory (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive)")
 	return &flagSet{FlagSet: fs, stdout: e.Stdout}, dir
 }

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/hivetools/hive/internal/paths"
@@ -190,6 +191,9 @@ func CallWait(ctx context.Context, l paths.Layout, req proto.Request) (proto.Res
 // does: `exe daemon --state-dir DIR` detached in its own session, with its
 // output going to the state dir's daemon.log. It waits up to wait.
 //
+// A daemon that answers but runs another build than the caller's (see
+// SetCaller) is told about on the caller's stderr, and replaced when idle.
+//
 // The state dir is made (0700) if missing and must pass paths.Secure, and
 // a socket that is not the daemon's (see Dial) is an error, not a reason
 // to start one: those errors wrap paths.ErrInsecure.
@@ -197,11 +201,23 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 	if err := l.Create(); err != nil {
 		return err
 	}
-	_, err := Call(l, proto.Request{Cmd: proto.CmdVersion})
+	resp, err := Call(l, proto.Request{Cmd: proto.CmdVersion})
 	if err == nil {
+		checkBuild(l, exe, wait, resp)
 		return nil
 	}
 	if errors.Is(err, paths.ErrInsecure) {
+		return err
+	}
+	return Start(l, exe, []string{"daemon", "--state-dir", l.Dir}, "", wait)
+}
+
+// Start starts `exe args...` (a daemon of l) detached in its own session,
+// in dir (if not ""), with its output going to the state dir's daemon.log,
+// and returns once a daemon answers on the socket (maybe another that won
+// a start race), or fails after wait.
+func Start(l paths.Layout, exe string, args []string, dir string, wait time.Duration) error {
+	if err := l.Create(); err != nil {
 		return err
 	}
 	logf, err := paths.OpenFile(l.Log(), os.O_CREATE|os.O_APPEND|os.O_WRONLY)
@@ -214,7 +230,8 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 		return err
 	}
 	defer devnull.Close()
-	cmd := exec.Command(exe, "daemon", "--state-dir", l.Dir)
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
@@ -240,7 +257,7 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			return fmt.Errorf("daemon exited (%v); see %s", err, l.Log())
+			return fmt.Errorf("daemon exited (%v)%s; see %s", err, lastWord(l.Log()), l.Log())
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -248,6 +265,28 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// lastWord is the daemon log's last line, as ": LINE", or "" (what a
+// daemon that failed to start said last: a bad hive.toml, a busy port).
+func lastWord(log string) string {
+	f, err := paths.OpenFile(log, os.O_RDONLY)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-2048, 0)
+	b := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(b, off)
+	lines := strings.Split(strings.TrimSpace(string(b[:n])), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return ": " + last
+	}
+	return ""
 }
 
 // Goodbye waits for the end of a stdio MCP session (see OpenStdio) and

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/agent"
+	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/inbox"
@@ -61,7 +62,17 @@ type Config struct {
 	HandleTTL time.Duration
 	HandleCap int64
 	Version   string
-	Logger    *slog.Logger
+	// Build is the daemon's build, as `version` answers it (Version is
+	// its Version). If zero, only Version is told.
+	Build build.Info
+	// Args are the arguments the daemon was started with (after the
+	// program name), and Settings its settings with where each came
+	// from: `version` tells them, so `hive restart` and `hive config` can.
+	Args     []string
+	Settings []proto.Setting
+	// Supervisor names what restarts the daemon ("systemd"), if anything.
+	Supervisor string
+	Logger     *slog.Logger
 	// ShutdownTimeout bounds how long Run waits for jobs to stop at the
 	// end before SIGKILLing their groups. If zero, Grace + 5 s.
 	ShutdownTimeout time.Duration
@@ -118,6 +129,26 @@ type daemon struct {
 	started  time.Time
 	// waiters counts the connections waiting in inbox_next.
 	waiters atomic.Int64
+	// mcpSessions counts the MCP sessions on the socket (and stdio).
+	mcpSessions atomic.Int64
+
+	// cancel ends Run's context: a stop request.
+	cancel context.CancelFunc
+	// stopMu guards stopReq (the first stop request, nil when the stop
+	// came from Run's context) and stopWaiters (the connections of stop
+	// requests, answered once the daemon has stopped).
+	stopMu      sync.Mutex
+	stopReq     *stopRequest
+	stopWaiters []net.Conn
+
+	sumOnce sync.Once
+	sumVal  string
+}
+
+// stopRequest is what a stop request asked for.
+type stopRequest struct {
+	grace time.Duration
+	note  string
 }
 
 // lockWait bounds how long a lock held with no daemon answering is
@@ -158,19 +189,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if resp, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); err == nil {
 		return fmt.Errorf("%w for %s (pid %d)", ErrRunning, l.Dir, resp.PID)
 	}
-	unlock, err := takeLock(l)
+	lockRelease, err := takeLock(l)
 	if errors.Is(err, paths.ErrInsecure) {
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%w for %s: %v", ErrRunning, l.Dir, err)
 	}
+	unlock := sync.OnceFunc(lockRelease)
 	defer unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	ln, err := listenUnix(l.Socket())
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stopping: make(chan struct{}), started: time.Now()}
+	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stopping: make(chan struct{}), started: time.Now(), cancel: cancel}
 	if err := d.open(); err != nil {
 		ln.Close()
 		os.Remove(l.Socket())
@@ -231,8 +265,9 @@ func Run(ctx context.Context, cfg Config) error {
 			defer d.wg.Done()
 			defer d.connWG.Done()
 			defer d.track(c, false)
-			defer c.Close()
-			d.serveConn(ctx, c)
+			if !d.serveConn(ctx, c) {
+				c.Close()
+			}
 		}()
 	}
 	d.log.Info("hive daemon stopping")
@@ -256,6 +291,10 @@ func Run(ctx context.Context, cfg Config) error {
 	d.connMu.Unlock()
 	d.wg.Wait()
 	d.st.Close()
+	// Only now is the state dir free for another daemon: those who asked
+	// for the stop hear of it.
+	unlock()
+	d.answerStopped()
 	return nil
 }
 
@@ -380,12 +419,22 @@ func (d *daemon) open() error {
 
 // close stops the engines (not the store).
 func (d *daemon) close() {
-	timeout := d.cfg.ShutdownTimeout
-	if timeout == 0 {
-		g := d.cfg.Grace
-		if g == 0 {
-			g = 10 * time.Second
+	g := d.cfg.Grace
+	if g == 0 {
+		g = 10 * time.Second
+	}
+	note := "the daemon shut down"
+	d.stopMu.Lock()
+	r := d.stopReq
+	d.stopMu.Unlock()
+	if r != nil {
+		note = r.note
+		if r.grace > 0 {
+			g = r.grace
 		}
+	}
+	timeout := d.cfg.ShutdownTimeout
+	if timeout == 0 || r != nil {
 		timeout = g + 5*time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -397,7 +446,7 @@ func (d *daemon) close() {
 	for _, c := range closers {
 		c()
 	}
-	d.jobs.Close(ctx)
+	d.jobs.Shutdown(ctx, g, note)
 	d.reaper.Close() // after every job and session has ended
 	d.inbox.Close()
 }
@@ -455,8 +504,10 @@ func writeResp(w io.Writer, r proto.Response) error {
 
 // serveConn serves one socket connection: its first line (within
 // requestTimeout) says what it is for. Every first line is answered, a
-// bad one with an error saying what is wrong.
-func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
+// bad one with an error saying what is wrong. It reports whether it kept
+// the connection (a stop request's, answered again at the end of Run);
+// otherwise the caller closes it.
+func (d *daemon) serveConn(ctx context.Context, c net.Conn) (kept bool) {
 	requestTimeout := d.cfg.RequestTimeout
 	if requestTimeout <= 0 {
 		requestTimeout = DefaultRequestTimeout
@@ -495,6 +546,9 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 	case proto.CmdWait:
 		c.SetDeadline(time.Time{}) // the wait has no limit; the answer gets the write deadline
 		d.serveWait(ctx, c, br, req, requestTimeout)
+	case proto.CmdStop:
+		c.SetWriteDeadline(time.Now().Add(requestTimeout))
+		return d.serveStop(c, req)
 	case proto.CmdInboxNext:
 		if req.Wait {
 			d.serveInboxNext(ctx, c, br, req, requestTimeout)
@@ -506,6 +560,7 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) {
 		c.SetWriteDeadline(time.Now().Add(requestTimeout))
 		writeResp(c, resp)
 	}
+	return false
 }
 
 // writeTimeout bounds one write to an MCP client: a client that reads
@@ -573,6 +628,8 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		return
 	}
 	d.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups, "stdio", req.Stdio)
+	d.mcpSessions.Add(1)
+	defer d.mcpSessions.Add(-1)
 	// The daemon stopping ends the session (and says so).
 	ended := make(chan struct{})
 	go func() {

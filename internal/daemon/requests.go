@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
@@ -26,7 +27,20 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	fail := func(err error) proto.Response { return proto.Response{Error: err.Error()} }
 	switch req.Cmd {
 	case proto.CmdVersion:
-		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), EscapeTracking: d.escapeTracking()}
+		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), EscapeTracking: d.escapeTracking(),
+			Args: d.cfg.Args, Settings: d.cfg.Settings}
+		if d.cfg.Build != (build.Info{}) {
+			b := d.cfg.Build
+			if req.WantSum {
+				b.Sum = d.sum()
+			}
+			resp.Build = &b
+		}
+		resp.Exe, _ = os.Executable()
+		resp.Cwd, _ = os.Getwd()
+		a := d.activity()
+		resp.Activity = &a
+		resp.Supervisor = d.cfg.Supervisor
 		if d.http != nil {
 			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.addr, d.http.auth(), d.http.tokenPath()
 		}

@@ -196,10 +196,13 @@ type Job struct {
 	detached bool
 	reason   State     // requested end state (killed, timed_out, interrupted); "" = none
 	stopAt   time.Time // when the job was first asked to stop
-	forced   bool      // a stop asked for SIGKILL
-	graceT   *time.Timer
-	timeoutT *time.Timer
-	pgid     int
+	// stopGrace is the time between SIGINT and SIGKILL of that stop (the
+	// manager's Grace unless a shutdown gave another).
+	stopGrace time.Duration
+	forced    bool // a stop asked for SIGKILL
+	graceT    *time.Timer
+	timeoutT  *time.Timer
+	pgid      int
 	// reaped is set once the leader has been waited for: from then on its
 	// pid may name another process. pidStart is the leader's start time
 	// once read (see fillPidStart). Both are read by the record

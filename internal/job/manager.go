@@ -518,6 +518,13 @@ func (m *Manager) Running() int {
 	return m.running
 }
 
+// Pending is how many jobs wait for a slot now.
+func (m *Manager) Pending() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.queue)
+}
+
 // Get returns a job started by this daemon and still held in memory, by
 // id or by name (the newest job of that name).
 func (m *Manager) Get(id string) (*Job, error) {
@@ -696,6 +703,17 @@ func (m *Manager) Remove(ctx context.Context, ref string) (Info, error) {
 // returns when every goroutine the manager started has ended, or ctx is
 // done (then running groups get SIGKILL at once and Close still waits).
 func (m *Manager) Close(ctx context.Context) error {
+	return m.Shutdown(ctx, 0, "")
+}
+
+// Shutdown is Close whose running jobs have grace (if > 0, else the
+// manager's Grace) between SIGINT and SIGKILL, and whose jobs not yet ended
+// carry note in Info.Error (when they have no error of their own): why the
+// daemon stopped, as their loose ends then say. ctx still bounds the wait.
+func (m *Manager) Shutdown(ctx context.Context, grace time.Duration, note string) error {
+	if grace <= 0 {
+		grace = m.o.Grace
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -714,11 +732,14 @@ func (m *Manager) Close(ctx context.Context) error {
 		j.mu.Lock()
 		j.reason = Interrupted
 		j.info.Error = "the daemon shut down before the job started"
+		if note != "" {
+			j.info.Error += ": " + note
+		}
 		j.finishLocked(Interrupted)
 		j.mu.Unlock()
 	}
 	for _, j := range live {
-		j.stop(Interrupted, false)
+		j.stopWithin(Interrupted, false, grace, note)
 	}
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()

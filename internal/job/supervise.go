@@ -110,7 +110,7 @@ func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
 	// the job within its grace period.
 	grace := m.o.LeftoverGrace
 	if !j.stopAt.IsZero() {
-		grace = min(grace, max(time.Until(j.stopAt.Add(m.o.Grace)), 0))
+		grace = min(grace, max(time.Until(j.stopAt.Add(j.stopGrace)), 0))
 		if j.forced {
 			grace = 0
 		}
@@ -400,6 +400,12 @@ func (j *Job) release() {
 
 // stop signals the job's group; see Manager.Kill.
 func (j *Job) stop(reason State, force bool) (Info, error) {
+	return j.stopWithin(reason, force, j.m.o.Grace, "")
+}
+
+// stopWithin is stop with the time between SIGINT and SIGKILL, and a
+// note for Info.Error (when it has none) saying why it was stopped.
+func (j *Job) stopWithin(reason State, force bool, grace time.Duration, note string) (Info, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.info.State.Terminal() {
@@ -410,6 +416,10 @@ func (j *Job) stop(reason State, force bool) (Info, error) {
 	}
 	if j.stopAt.IsZero() {
 		j.stopAt = time.Now()
+		j.stopGrace = grace
+	}
+	if note != "" && j.info.Error == "" {
+		j.info.Error = note
 	}
 	j.forced = j.forced || force
 	if j.info.State == Pending {
@@ -421,7 +431,7 @@ func (j *Job) stop(reason State, force bool) (Info, error) {
 	}
 	signalGroup(j.pgid, sigInt)
 	if j.graceT == nil {
-		j.graceT = time.AfterFunc(j.m.o.Grace, func() {
+		j.graceT = time.AfterFunc(j.stopGrace, func() {
 			j.mu.Lock()
 			defer j.mu.Unlock()
 			if !j.info.State.Terminal() {

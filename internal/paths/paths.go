@@ -101,6 +101,9 @@ func (l Layout) Reminders() string { return filepath.Join(l.Dir, "reminders") }
 // Inbox is the directory of inbox message bodies that spilled.
 func (l Layout) Inbox() string { return filepath.Join(l.Dir, "inbox") }
 
+// Config is the daemon's settings file, hive.toml.
+func (l Layout) Config() string { return filepath.Join(l.Dir, "hive.toml") }
+
 // Log is the daemon log a bridge-started daemon writes to.
 func (l Layout) Log() string { return filepath.Join(l.Dir, "daemon.log") }
 

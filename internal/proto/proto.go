@@ -15,7 +15,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/hivetools/hive/internal/build"
 )
 
 // Commands.
@@ -47,6 +50,10 @@ const (
 	CmdGracefulStop = "graceful_stop"
 	// CmdDashboard asks for a one-time login URL of the dashboard (Response.URL).
 	CmdDashboard = "dashboard_url"
+	// CmdStop stops the daemon: {grace_secs, if_idle}. The answer line
+	// comes at once; a second line (OK) when the daemon has stopped (its
+	// jobs ended, the store closed, the socket removed, the lock free).
+	CmdStop = "stop"
 )
 
 // Request is the first line of a connection.
@@ -103,6 +110,16 @@ type Request struct {
 	From string `json:"from,omitempty"`
 	Body string `json:"body,omitempty"`
 
+	// stop: how long running jobs have between SIGINT and SIGKILL (0:
+	// the daemon's --grace); IfIdle: refuse (an error naming what runs)
+	// unless the daemon is idle (see Activity.Idle).
+	GraceSecs float64 `json:"grace_secs,omitempty"`
+	// version: also compute the digest of the daemon's executable
+	// (build.Info.Sum), for a caller whose stamp cannot tell the builds
+	// apart.
+	WantSum bool `json:"want_sum,omitempty"`
+	IfIdle  bool `json:"if_idle,omitempty"`
+
 	// todo, clear_todo
 	Subsystem string `json:"subsystem,omitempty"`
 	Key       string `json:"key,omitempty"`
@@ -126,6 +143,17 @@ type Response struct {
 	// version: how the daemon finds the processes that leave a job's
 	// group, "subreaper+marks", "marks" or "group" (docs/architecture.md).
 	EscapeTracking string `json:"escape_tracking,omitempty"`
+	// version: the daemon's build, how it was started (its arguments,
+	// working directory and executable, for a restart with the same
+	// flags), its settings and where each came from, and what it is busy
+	// with. Supervisor is "systemd" under a systemd unit, else "".
+	Build      *build.Info `json:"build,omitempty"`
+	Args       []string    `json:"args,omitempty"`
+	Cwd        string      `json:"cwd,omitempty"`
+	Exe        string      `json:"exe,omitempty"`
+	Settings   []Setting   `json:"settings,omitempty"`
+	Activity   *Activity   `json:"activity,omitempty"`
+	Supervisor string      `json:"supervisor,omitempty"`
 
 	Job          *Job   `json:"job,omitempty"`
 	Jobs         []Job  `json:"jobs,omitzero"` // ps: [] when none
@@ -283,4 +311,48 @@ type Job struct {
 	TimeoutMs int64    `json:"timeout_ms,omitempty"`
 	LooseEnd  bool     `json:"loose_end"` // the job raises a loose end for the agent
 	IndexPath string   `json:"index_path,omitempty"`
+}
+
+// Setting is one daemon setting: its flag name, its value as the flag
+// prints it, and where it came from ("default", "file" with the file's
+// path and line, or "flag").
+type Setting struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+}
+
+// Activity is what a daemon is busy with: what a stop would cut short.
+type Activity struct {
+	Jobs         int `json:"jobs"`          // running or pending
+	PTYSessions  int `json:"pty_sessions"`  // open
+	MCPSessions  int `json:"mcp_sessions"`  // on the socket or stdio
+	HTTPSessions int `json:"http_sessions"` // streamable HTTP
+	InboxWaiters int `json:"inbox_waiters"` // harnesses waiting in inbox_next
+}
+
+// Idle reports whether nothing would be cut short by a stop.
+func (a Activity) Idle() bool {
+	return a.Jobs == 0 && a.PTYSessions == 0 && a.MCPSessions == 0 && a.HTTPSessions == 0 && a.InboxWaiters == 0
+}
+
+// String lists what is busy, "idle" when nothing is.
+func (a Activity) String() string {
+	var parts []string
+	add := func(n int, what string) {
+		if n > 0 {
+			parts = append(parts, strconv.Itoa(n)+" "+what)
+		}
+	}
+	add(a.Jobs, "job(s) running or pending")
+	add(a.PTYSessions, "PTY session(s)")
+	add(a.MCPSessions, "MCP session(s)")
+	add(a.HTTPSessions, "HTTP session(s)")
+	add(a.InboxWaiters, "inbox waiter(s)")
+	if len(parts) == 0 {
+		return "idle"
+	}
+	return strings.Join(parts, ", ")
 }

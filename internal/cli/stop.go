@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/proto"
+)
+
+func init() {
+	register(command{name: "stop", usage: "stop [--grace D] [--json]   stop the daemon: running jobs get SIGINT, SIGKILL after D, and end as interrupted", run: runStop})
+	register(command{name: "restart", usage: "restart [--grace D] [--json]   stop the daemon and start this build with the daemon's flags (and hive.toml, read anew)", run: runRestart})
+}
+
+// stopWait bounds the wait for a daemon to finish stopping: the jobs'
+// grace (given, else the daemon's own --grace as it tells it), the
+// daemon's margin, and some.
+func stopWait(grace time.Duration, daemon proto.Response) time.Duration {
+	if grace <= 0 {
+		grace = 10 * time.Second
+		for _, s := range daemon.Settings {
+			if d, err := time.ParseDuration(s.Value); s.Name == "grace" && err == nil {
+				grace = d
+			}
+		}
+	}
+	return grace + time.Minute
+}
+
+func runStop(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("stop", e)
+	grace := fs.Duration("grace", 0, "time between SIGINT and SIGKILL for running jobs (default: the daemon's --grace)")
+	asJSON := fs.Bool("json", false, "JSON output")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *grace < 0 {
+		return fmt.Errorf("%w: --grace %v: must be >= 0", ErrUsage, *grace)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, fs.Name(), fs.Args())
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	before, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
+	if errors.Is(err, client.ErrNoDaemon) {
+		if *asJSON {
+			return jsonOut(e, map[string]any{"stopped": false, "running": false})
+		}
+		fmt.Fprintln(e.Stdout, "no hive daemon was running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	pid, err := client.Stop(l, *grace, false, stopWait(*grace, before))
+	if err != nil {
+		return err
+	}
+	jobs := 0
+	if before.Activity != nil {
+		jobs = before.Activity.Jobs
+	}
+	if *asJSON {
+		return jsonOut(e, map[string]any{"stopped": true, "pid": pid, "jobs_stopped": jobs})
+	}
+	fmt.Fprintf(e.Stdout, "stopped the daemon (pid %d); %d job(s) were stopped\n", pid, jobs)
+	if before.Supervisor == "systemd" {
+		fmt.Fprintln(e.Stdout, "it runs as a systemd service: systemctl --user start hive starts it again")
+	}
+	return nil
+}
+
+func runRestart(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("restart", e)
+	grace := fs.Duration("grace", 0, "time between SIGINT and SIGKILL for running jobs (default: the daemon's --grace)")
+	asJSON := fs.Bool("json", false, "JSON output")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *grace < 0 {
+		return fmt.Errorf("%w: --grace %v: must be >= 0", ErrUsage, *grace)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, fs.Name(), fs.Args())
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	if owner := os.Getenv(job.EnvJobOwner); owner != "" && filepath.Clean(owner) == filepath.Clean(l.Dir) {
+		// The stop ends this process's job, and this process with it,
+		// before it could start the new daemon.
+		return fmt.Errorf("hive restart runs inside a job of this daemon, which its stop would end before the new daemon starts: run it outside, or run hive stop (the next hive command starts a daemon)")
+	}
+	old, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
+	var oldPID int
+	switch {
+	case errors.Is(err, client.ErrNoDaemon):
+		if err := client.Start(l, e.Exe, []string{"daemon", "--state-dir", l.Dir}, "", 10*time.Second); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case old.Supervisor == "systemd":
+		// systemd restarts its own unit (with the unit's binary).
+		if out, err := exec.Command(systemctl(), "--user", "restart", unitName).CombinedOutput(); err != nil {
+			return fmt.Errorf("systemctl --user restart %s: %v: %s", unitName, err, out)
+		}
+		oldPID = old.PID
+	case len(old.Args) == 0:
+		return fmt.Errorf("the daemon (pid %d) is an older build that cannot be restarted: stop it (kill %d), then any hive command starts this build", old.PID, old.PID)
+	default:
+		if oldPID, err = client.Stop(l, *grace, false, stopWait(*grace, old)); err != nil {
+			return err
+		}
+		if err := client.Start(l, e.Exe, old.Args, old.Cwd, 10*time.Second); err != nil {
+			return fmt.Errorf("the daemon (pid %d) stopped, but the new one did not start: %w", oldPID, err)
+		}
+	}
+	now, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
+	if err != nil {
+		return fmt.Errorf("restarted, but the new daemon does not answer: %w", err)
+	}
+	if *asJSON {
+		return jsonOut(e, map[string]any{"old_pid": oldPID, "pid": now.PID, "build": now.Build})
+	}
+	if oldPID == 0 {
+		fmt.Fprintf(e.Stdout, "no daemon was running; started one (pid %d)\n", now.PID)
+		return nil
+	}
+	fmt.Fprintf(e.Stdout, "restarted the daemon: pid %d stopped, pid %d runs hive %s\n", oldPID, now.PID, buildOf(now))
+	return nil
+}
+
+func buildOf(r proto.Response) string {
+	if r.Build != nil {
+		return r.Build.String()
+	}
+	return r.Version
+}

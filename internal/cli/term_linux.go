@@ -1,0 +1,9 @@
+package cli
+
+import "golang.org/x/sys/unix"
+
+// isTerminal reports whether fd is a terminal.
+func isTerminal(fd uintptr) bool {
+	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	return err == nil
+}

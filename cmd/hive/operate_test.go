@@ -275,9 +275,15 @@ func TestVersionSkew(t *testing.T) {
 	// hive mcp does the same as the CLI: B's bridge replaces A's idle
 	// daemon (its jobs have ended) and serves the session.
 	pidA = daemonPid(state)
-	s, _, _ = runBin(t, a, state, "ps", "--json")
-	if strings.Contains(s, `"running"`) {
-		t.Fatalf("jobs still running: %s", s)
+	for deadline := time.Now().Add(10 * time.Second); ; { // the last `run -- true` ends
+		s, _, _ = runBin(t, a, state, "ps", "--json")
+		if !strings.Contains(s, `"running"`) && !strings.Contains(s, `"pending"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("jobs still running: %s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	cmd := exec.Command(b, "mcp")
 	cmd.Env = append(os.Environ(), "HIVE_STATE_DIR="+state)

@@ -114,8 +114,8 @@ type daemon struct {
 	// peerLogged is when an http connection of another user was last
 	// refused and logged (unix nanoseconds).
 	peerLogged atomic.Int64
-	http   *httpFront
-	extra  []func() // closers of extra engines, run at shutdown
+	http       *httpFront
+	extra      []func() // closers of extra engines, run at shutdown
 	// extraRan: the shutdown ran the closers; guarded by connMu.
 	extraRan bool
 

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -87,4 +88,32 @@ func zombieChildren(pid int) []int {
 		}
 	}
 	return out
+}
+
+// A job whose command starts hive for another state dir (its daemon
+// auto-started, detached) does not take that daemon with it when it
+// ends: the daemon is not the job's escapee (it carries no job marks).
+func TestDaemonStartedByAJobOutlivesIt(t *testing.T) {
+	if !proc.Supported {
+		t.Skip("no process table here")
+	}
+	state := stateDir(t)
+	other := stateDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := connect(t, state, t.TempDir())
+	var st taskStatus
+	s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("HIVE_E2E_MAIN=1 HIVE_STATE_DIR=%s %s run -- true", other, self), "wait_seconds": 30}, &st)
+	if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 0 {
+		t.Fatalf("the job: %+v", st)
+	}
+	pid := daemonPid(other)
+	if pid == 0 || !processAlive(pid) {
+		t.Fatalf("the other state dir's daemon (pid %d) did not outlive the job that started it", pid)
+	}
+	if out, err := hive(t, other, "ps", "--json"); err != nil {
+		t.Fatalf("the other daemon does not answer: %v %s", err, out)
+	}
 }

@@ -232,6 +232,7 @@ func Start(l paths.Layout, exe string, args []string, dir string, wait time.Dura
 	defer devnull.Close()
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = dir
+	cmd.Env = daemonEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = detached()
 	if err := cmd.Start(); err != nil {
@@ -315,4 +316,25 @@ func (c *Conn) Goodbye(l paths.Layout) error {
 func (c *Conn) Copy(w io.Writer) error {
 	_, err := io.Copy(w, c.r)
 	return err
+}
+
+// jobMarks are the variables by which a daemon knows its jobs' processes
+// (and their escapes) as its own.
+var jobMarks = []string{"HIVE_JOB_ID=", "HIVE_JOB_OWNER=", "HIVE_PTY_ID="}
+
+// daemonEnv is env without the job marks: a daemon a job's command starts
+// for another state dir (HIVE_STATE_DIR=/x hive run …) is detached, not
+// part of that job, and must not end with it.
+func daemonEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		marked := false
+		for _, m := range jobMarks {
+			marked = marked || strings.HasPrefix(kv, m)
+		}
+		if !marked {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -296,7 +296,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 	if off < 0 {
 		off = max(0, total+off)
 	}
-	if j, err := d.o.Deps.Jobs.Get(id); err == nil {
+	if j, err := d.o.Deps.Jobs.Get(in.ID); err == nil { // the job read, not a newer one of that name
 		s := j.Stdout()
 		if stream == "stderr" {
 			s = j.Stderr()

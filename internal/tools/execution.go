@@ -171,7 +171,7 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 		return nil, TaskStatus{}, err
 	}
 	if !info.State.Terminal() && wait > 0 {
-		if j, err := h.d.Jobs.Get(in.ID); err == nil {
+		if j, err := h.d.Jobs.Get(info.ID); err == nil { // the job looked up, not a newer one of that name
 			wctx, cancel := context.WithTimeout(ctx, wait)
 			j.Wait(wctx)
 			cancel()

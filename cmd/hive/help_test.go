@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -12,9 +14,20 @@ import (
 func TestHelpStartsNothing(t *testing.T) {
 	parent := t.TempDir()
 	state := filepath.Join(parent, "never-created")
-	for _, cmd := range []string{"daemon", "mcp", "ps", "run", "logs", "kill", "wait", "rm", "inspect", "version", "wake", "todo", "inbox", "turn", "loop",
+	cmds := []string{"daemon", "mcp", "ps", "run", "logs", "kill", "wait", "rm", "inspect", "version", "wake", "todo", "inbox", "turn", "loop",
 		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack",
-		"stop", "restart", "config", "service", "service install", "service uninstall", "service status", "completion", "man"} {
+		"stop", "restart", "config", "service", "service install", "service uninstall", "service status", "completion", "man", "dashboard"}
+	// Every command the general help lists is in the table above.
+	general, err := hiveCmd(state, "--help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^  hive ([a-z]+)`).FindAllStringSubmatch(string(general), -1) {
+		if !slices.Contains(cmds, m[1]) {
+			t.Errorf("hive --help lists %q, which this test does not try", m[1])
+		}
+	}
+	for _, cmd := range cmds {
 		words := strings.Fields(cmd)
 		variants := [][]string{append(words, "-h"), append(words, "--help"), append(words, "-help")}
 		if len(words) == 1 {

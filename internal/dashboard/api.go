@@ -15,6 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/agent"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
@@ -288,9 +289,9 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	total, path := in.StdoutBytes, in.StdoutPath
+	total, dropped, path := in.StdoutBytes, in.StdoutDropped, in.StdoutPath
 	if stream == "stderr" {
-		total, path = in.StderrBytes, in.StderrPath
+		total, dropped, path = in.StderrBytes, in.StderrDropped, in.StderrPath
 	}
 	out := Output{Stream: stream, Total: total}
 	if off < 0 {
@@ -312,29 +313,46 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 			return out, nil
 		}
 	}
-	// An ended job no longer in memory: from its file, by range.
-	out.Offset, out.Next, out.EOF = off, off, in.State.Terminal()
-	if path == "" || off >= total {
-		out.Offset, out.Next = min(off, total), min(off, total)
+	return d.fromFile(id, path, out, off, total-dropped, limit, in.State.Terminal())
+}
+
+// fromFile reads a range of an ended job no longer in memory from its
+// file, which holds the stream's first inFile bytes (past the file cap
+// they were dropped, only counted). A range at or past the file's end,
+// or of a file gone, skips to the stream's end, as output.Stream.Read
+// does with bytes no longer kept. The file is opened as the stream
+// opens it: never through a link.
+func (d *Dashboard) fromFile(id, path string, out Output, off, inFile int64, limit int, ended bool) (Output, error) {
+	total := out.Total
+	skip := func() (Output, error) {
+		if off < total {
+			out.Skipped = total - off
+		}
+		out.Offset, out.Next, out.EOF = total, total, ended
 		return out, nil
 	}
-	f, err := os.Open(path)
+	if path == "" || off >= inFile {
+		return skip()
+	}
+	f, err := paths.OpenFile(path, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
-		out.Skipped = total - off
-		out.Offset, out.Next = total, total
-		return out, nil
+		return skip()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open output of %s: %w", id, err)
+		return out, fmt.Errorf("open output of %s: %w", id, err)
 	}
 	defer f.Close()
-	buf := make([]byte, min(int64(limit), total-off))
+	buf := make([]byte, min(int64(limit), inFile-off))
 	n, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read output of %s: %w", id, err)
+		return out, fmt.Errorf("read output of %s: %w", id, err)
+	}
+	if n == 0 { // the file is shorter than its record says
+		return skip()
 	}
 	next := off + int64(n)
-	eof := out.EOF && next >= total
+	eof := ended && next >= total
+	out.Offset = off
 	out.Data, out.Next = text(buf[:n], next, eof)
 	out.EOF = eof && out.Next >= total
 	return out, nil

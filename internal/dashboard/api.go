@@ -155,6 +155,8 @@ type Job struct {
 	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
 	StderrDropped int64     `json:"stderr_dropped,omitempty"`
 	TimeoutSecs   float64   `json:"timeout_secs,omitempty"`
+	// CmdTruncated: Cmd is cut and Argv left out (an event's job only).
+	CmdTruncated bool `json:"cmd_truncated,omitempty"`
 }
 
 func ms(t time.Time) int64 {
@@ -175,6 +177,50 @@ func toJob(in job.Info) Job {
 		j.Semantic, j.Meaning = st.Kind, st.Message
 	}
 	return j
+}
+
+// maxEventCmd bounds the command a job event carries: the page asks
+// GET /api/jobs/{id} for the whole of it.
+const maxEventCmd = 1 << 10
+
+// eventJob is a job as a "job" event carries it: its command cut to
+// maxEventCmd bytes (on a UTF-8 boundary) and its argv left out when the
+// command is cut or the argv is as long, with CmdTruncated set.
+func eventJob(in job.Info) Job {
+	j := toJob(in)
+	argv := 0
+	for _, a := range j.Argv {
+		argv += len(a)
+	}
+	long := len(j.Cmd) > maxEventCmd || argv > maxEventCmd
+	if len(j.Cmd) > maxEventCmd {
+		cut := maxEventCmd
+		for cut > 0 && !utf8.RuneStart(j.Cmd[cut]) {
+			cut--
+		}
+		j.Cmd = j.Cmd[:cut]
+	}
+	if long {
+		j.Argv, j.CmdTruncated = nil, true
+	}
+	return j
+}
+
+// Counters are a running job's output counters, as a "job_counters"
+// event carries them between its state changes.
+type Counters struct {
+	ID            string    `json:"id"`
+	State         job.State `json:"state"`
+	DurationMS    int64     `json:"duration_ms"`
+	StdoutBytes   int64     `json:"stdout_bytes"`
+	StderrBytes   int64     `json:"stderr_bytes"`
+	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
+	StderrDropped int64     `json:"stderr_dropped,omitempty"`
+}
+
+func toCounters(in job.Info) Counters {
+	return Counters{ID: in.ID, State: in.State, DurationMS: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes,
+		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped}
 }
 
 // Limits of GET /api/jobs.

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -191,5 +192,48 @@ func TestOutputPastFileCap(t *testing.T) {
 	r := e.call("GET", "/api/jobs/capped/output?stream=stderr", nil, "")
 	if r.status == http.StatusOK || strings.Contains(r.body, `"data":"secret`) {
 		t.Errorf("stderr through a link: %d %s", r.status, r.body)
+	}
+}
+
+// A job with a 100 KB command that prints a line every 0.3 s: its
+// counter ticks carry no command, and its job events carry it cut to
+// about 1 KiB, marked; GET /api/jobs/{id} has the whole of it.
+func TestEventsSmall(t *testing.T) {
+	e := start(t, shortDir(t))
+	ev := e.events("")
+	cmd := ": " + strings.Repeat("x", 100000) + "; for i in 1 2 3 4; do echo $i; sleep 0.3; done"
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "long", Argv: []string{"bash", "-c", cmd}}); err != nil {
+		t.Fatal(err)
+	}
+	counters := 0
+	last := ev.next(t, func(x sseEvent) bool {
+		if x.typ != "job" && x.typ != "job_counters" {
+			return false
+		}
+		if len(x.data) > 2<<10 {
+			t.Fatalf("a %s event of %d bytes", x.typ, len(x.data))
+		}
+		if x.typ == "job_counters" {
+			counters++
+			if strings.Contains(x.data, "xxx") {
+				t.Errorf("a counter event carries the command: %.200s", x.data)
+			}
+		}
+		return x.typ == "job" && strings.Contains(x.data, `"state":"done"`)
+	})
+	var j dashboard.Job
+	if err := json.Unmarshal([]byte(last.data), &j); err != nil {
+		t.Fatal(err)
+	}
+	if !j.CmdTruncated || len(j.Cmd) > 1<<10 || j.Argv != nil || j.StdoutBytes != 8 {
+		t.Errorf("the ended job's event: truncated %v, cmd %d bytes, argv %d, stdout %d", j.CmdTruncated, len(j.Cmd), len(j.Argv), j.StdoutBytes)
+	}
+	if counters == 0 {
+		t.Error("no job_counters event while it printed")
+	}
+	var whole dashboard.Job
+	e.get("/api/jobs/long", &whole)
+	if whole.CmdTruncated || len(whole.Cmd) < len(cmd) {
+		t.Errorf("GET the job: truncated %v, cmd %d bytes", whole.CmdTruncated, len(whole.Cmd))
 	}
 }

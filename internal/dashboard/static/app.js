@@ -145,8 +145,20 @@ setInterval(() => {
     if (j.state === "running" && j.started_ms) tr.cells[4].textContent = dur(Date.now() - j.started_ms);
   }
 }, 1000);
+// A job event's command may be cut (cmd_truncated): keep the whole one
+// already loaded.
+function keepCmd(j, had) {
+  return j.cmd_truncated && had && !had.cmd_truncated ? Object.assign({}, j, { cmd: had.cmd, argv: had.argv, cmd_truncated: false }) : j;
+}
+// A job_counters event carries a running job's counters only.
+function onCounters(c) {
+  const tr = jobs.rows.get(c.id);
+  const had = tr ? tr.job : view.job && view.job.id === c.id ? view.job.info : null;
+  if (had) onJob(Object.assign({}, had, c));
+}
 function onJob(j) {
   const tr = jobs.rows.get(j.id);
+  if (tr) j = keepCmd(j, tr.job);
   if (tr) { tr.job = j; tr.replaceChildren(...jobCells(j)); }
   else if (jobs.cursor.length === 0 && matches(j)) {
     const tb = $("jobs").tBodies[0];
@@ -316,6 +328,7 @@ async function more(s) {
 }
 function onViewedJob(j) {
   const v = view.job;
+  j = keepCmd(j, v.info);
   v.info = j;
   $("jv-title").textContent = "Job " + (j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id);
   $("jv-cmd").textContent = j.cmd;
@@ -511,6 +524,7 @@ function connect() {
   on("reset", loadAll);
   on("agent", () => soon("state"));
   on("job", (j) => { onJob(j); soon("state"); });
+  on("job_counters", onCounters);
   on("loose_ends", () => { soon("loose"); soon("state"); });
   on("pty", (p) => { loadPtys(); onPty(p); });
   on("pty_gone", () => loadPtys());

@@ -16,7 +16,8 @@ func (f *httpFront) dashboard(d *daemon) http.Handler {
 		d.deps.Activity = &tools.Activity{}
 	}
 	o := dashboard.Options{Deps: d.deps, State: d.apiState, Logger: d.log,
-		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout}
+		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, LogoutsFile: d.layout.DashboardLogouts(),
+		TakeoverLife: d.cfg.DashboardTakeoverLife}
 	if t := f.token; t != nil {
 		o.Secret = t.current
 		o.Bearer = func(r *http.Request) (bool, error) {

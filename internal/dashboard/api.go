@@ -41,9 +41,11 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /api/ptys", d.get(d.ptys))
 	m.HandleFunc("GET /api/ptys/{id}", d.get(d.ptyScreen))
 	m.HandleFunc("POST /api/ptys/{id}/takeover", d.post(d.takeover))
+	m.HandleFunc("POST /api/ptys/{id}/release", d.post(d.release))
 	m.HandleFunc("POST /api/ptys/{id}/input", d.post(d.input))
 	m.HandleFunc("GET /api/activity", d.get(d.activity))
 	m.HandleFunc("GET /api/events", d.events)
+	m.HandleFunc("POST /api/logout", d.logout)
 	m.HandleFunc("GET /api/usage", d.get(func(*http.Request) (any, error) {
 		return map[string][]Sample{"samples": d.usage.list()}, nil
 	}))
@@ -619,17 +621,22 @@ func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
 
 // PTY is a PTY session as the API shows it; Screen only for one session.
 type PTY struct {
-	ID       string  `json:"id"`
-	Name     string  `json:"name,omitempty"`
-	Cmd      string  `json:"cmd"`
-	Pid      int     `json:"pid,omitempty"`
-	Cols     int     `json:"cols"`
-	Rows     int     `json:"rows"`
-	Running  bool    `json:"running"`
-	ExitCode *int    `json:"exit_code,omitempty"`
-	Started  int64   `json:"started_ms"`
-	Bytes    int64   `json:"bytes"`
-	Screen   *Screen `json:"screen,omitempty"`
+	ID       string `json:"id"`
+	Name     string `json:"name,omitempty"`
+	Cmd      string `json:"cmd"`
+	Pid      int    `json:"pid,omitempty"`
+	Cols     int    `json:"cols"`
+	Rows     int    `json:"rows"`
+	Running  bool   `json:"running"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Started  int64  `json:"started_ms"`
+	Bytes    int64  `json:"bytes"`
+	// HeldBy is who has taken the session over (only they may type into
+	// it), until HeldUntil; HeldByYou: the one asking.
+	HeldBy    string  `json:"held_by,omitempty"`
+	HeldUntil int64   `json:"held_until_ms,omitempty"`
+	HeldByYou bool    `json:"held_by_you,omitempty"`
+	Screen    *Screen `json:"screen,omitempty"`
 }
 
 // Screen is a rendered terminal screen.
@@ -645,11 +652,23 @@ func toPTY(in pty.Info) PTY {
 		ExitCode: in.ExitCode, Started: ms(in.Started), Bytes: in.Bytes}
 }
 
+// withHold adds pty's take-over, as r's sender sees it (r nil: anyone).
+func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
+	if x, ok := d.holds.get(p.ID, time.Now()); ok {
+		p.HeldBy, p.HeldUntil = x.by.label, x.until.UnixMilli()
+		if r != nil {
+			me, _ := r.Context().Value(holderKey{}).(holder)
+			p.HeldByYou = me.key == x.by.key
+		}
+	}
+	return p
+}
+
 func (d *Dashboard) ptys(r *http.Request) (any, error) {
 	out := []PTY{}
 	if d.o.Deps.PTY != nil {
 		for _, in := range d.o.Deps.PTY.List() {
-			out = append(out, toPTY(in))
+			out = append(out, d.withHold(toPTY(in), r))
 		}
 	}
 	return map[string][]PTY{"ptys": out}, nil
@@ -667,19 +686,50 @@ func (d *Dashboard) ptyScreen(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := toPTY(s.Info())
+	p := d.withHold(toPTY(s.Info()), r)
 	sc := s.Screen()
 	p.Screen = &Screen{Text: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol, AltScreen: sc.AltScreen}
 	return p, nil
 }
 
-func (d *Dashboard) takeover(r *http.Request, _ []byte) (any, error) {
+// takeover is POST /api/ptys/{id}/takeover: the sender (a dashboard
+// session, or the bearer token) alone may type into the session until it
+// releases it or the take-over expires (TakeoverLife after it or the
+// latest input). Another holder's take-over in force: 409, unless force.
+func (d *Dashboard) takeover(r *http.Request, body []byte) (any, error) {
+	var req struct {
+		Force bool `json:"force"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
 	s, err := d.session(r)
 	if err != nil {
 		return nil, err
 	}
-	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "remote", r.RemoteAddr)
-	return map[string]bool{"taken_over": true}, nil
+	if !s.Info().Running {
+		return nil, fmt.Errorf("pty session %s: %w", s.ID(), pty.ErrExited)
+	}
+	me, _ := r.Context().Value(holderKey{}).(holder)
+	if err := d.holds.take(s.ID(), me, req.Force, time.Now()); err != nil {
+		return nil, &apiError{http.StatusConflict, err.Error()}
+	}
+	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
+	return map[string]any{"taken_over": true, "until_ms": time.Now().Add(d.o.TakeoverLife).UnixMilli()}, nil
+}
+
+// release is POST /api/ptys/{id}/release: it ends the sender's take-over.
+func (d *Dashboard) release(r *http.Request, _ []byte) (any, error) {
+	s, err := d.session(r)
+	if err != nil {
+		return nil, err
+	}
+	me, _ := r.Context().Value(holderKey{}).(holder)
+	ok := d.holds.release(s.ID(), me)
+	if ok {
+		d.log.Info("dashboard: the operator released a pty session", "session_id", s.ID(), "by", me.label)
+	}
+	return map[string]bool{"released": ok}, nil
 }
 
 // maxInput bounds one input request of a PTY take-over.
@@ -698,6 +748,14 @@ func (d *Dashboard) input(r *http.Request, body []byte) (any, error) {
 	s, err := d.session(r)
 	if err != nil {
 		return nil, err
+	}
+	me, _ := r.Context().Value(holderKey{}).(holder)
+	if !d.holds.use(s.ID(), me, time.Now()) {
+		msg := "pty session " + s.ID() + ": take it over first (POST /api/ptys/" + s.ID() + "/takeover): input needs a take-over in force"
+		if x, ok := d.holds.get(s.ID(), time.Now()); ok {
+			msg += "; " + x.by.label + " has it"
+		}
+		return nil, &apiError{http.StatusConflict, msg}
 	}
 	if err := s.Send(req.Data); err != nil {
 		return nil, err

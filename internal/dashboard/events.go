@@ -190,12 +190,14 @@ func (d *Dashboard) watchLoop() {
 			seen := map[string]bool{}
 			for _, in := range p.List() {
 				seen[in.ID] = true
-				key := fmt.Sprint(in.Running, in.Bytes, in.Cols, in.Rows)
+				p := d.withHold(toPTY(in), nil)
+				key := fmt.Sprint(in.Running, in.Bytes, in.Cols, in.Rows, p.HeldBy, p.HeldUntil)
 				if ptys[in.ID] != key {
 					ptys[in.ID] = key
-					d.hub.publish("pty", toPTY(in))
+					d.hub.publish("pty", p)
 				}
 			}
+			d.holds.keep(seen)
 			for id := range ptys {
 				if !seen[id] {
 					delete(ptys, id)

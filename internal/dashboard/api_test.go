@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -313,5 +315,48 @@ func TestTakeoverExpires(t *testing.T) {
 	s.next(t, func(x sseEvent) bool { return x.typ == "pty" && !strings.Contains(x.data, `"held_by"`) })
 	if r := e.call("POST", base+"/input", nil, `{"data":"x"}`); r.status != http.StatusConflict {
 		t.Errorf("input after the take-over expired: %d %s", r.status, r.body)
+	}
+}
+
+// On a LAN address (not loopback, with a token file): a write from the
+// page's own origin (Origin = http://Host) passes, another origin is
+// refused; the login URL names a place a browser can go, not 0.0.0.0;
+// the cookie is Secure when a TLS proxy on this machine says https.
+func TestNonLoopback(t *testing.T) {
+	state := shortDir(t)
+	tokenFile := filepath.Join(state, "http-token")
+	if err := os.WriteFile(tokenFile, []byte("a-lan-token-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startWith(t, state, "0.0.0.0:0", func(c *daemon.Config) { c.TokenFile = tokenFile })
+	port := e.port()
+	login := e.loginURL()
+	if want := "http://127.0.0.1:" + port + "/login?code="; !strings.HasPrefix(login, want) {
+		t.Errorf("login URL %q, want %s...", login, want)
+	}
+	e.base = "http://127.0.0.1:" + port
+	lan := "hive.lan:" + port
+	body := `{"body":"from the LAN"}`
+	for _, tc := range []struct {
+		origin string
+		want   int
+	}{
+		{"http://" + lan, http.StatusOK},
+		{"https://" + lan, http.StatusOK},
+		{"http://evil.example:" + port, http.StatusForbidden},
+	} {
+		if r := e.call("POST", "/api/messages", map[string]string{"Host": lan, "Origin": tc.origin}, body); r.status != tc.want {
+			t.Errorf("POST with the token, Host %s, Origin %s: %d %s, want %d", lan, tc.origin, r.status, r.body, tc.want)
+		}
+	}
+	u, _ := url.Parse(login)
+	r := e.call("GET", u.RequestURI(), map[string]string{"Authorization": "", "Host": lan, "X-Forwarded-Proto": "https"}, "")
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	if r.status != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].Secure {
+		t.Errorf("login through a TLS proxy on loopback: %d, cookies %+v", r.status, cookies)
+	}
+	c, _ := e.session()
+	if c.Secure {
+		t.Error("a cookie set over plain HTTP is Secure (the browser would never send it back)")
 	}
 }

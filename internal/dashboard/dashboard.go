@@ -415,7 +415,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	value, exp := d.newSession(key)
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: value, Path: "/", Expires: exp,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	d.log.Info("dashboard login", "remote", r.RemoteAddr, "expires", exp.Format(time.RFC3339))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -443,7 +443,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	d.revoke(sid)
 	d.holds.releaseAll(holderOf(byCookie, sid).key)
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	d.log.Info("dashboard logout", "remote", r.RemoteAddr)
 	answer(w, map[string]bool{"logged_out": true}, nil)
 }
@@ -509,4 +509,20 @@ func (d *Dashboard) loadLogouts() {
 			d.revoked[sid] = exp
 		}
 	}
+}
+
+// overTLS reports whether the browser sent r over TLS: to the daemon
+// itself, or to a TLS proxy on this machine that says so
+// (X-Forwarded-Proto: https from a loopback peer). The session cookie
+// is then Secure: the browser never sends it over plain HTTP.
+func overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }

@@ -642,6 +642,11 @@ func TestBrowserDaemonRestart(t *testing.T) {
 	if tb.text(`document.getElementById("banner").hidden ? "hidden" : "shown"`) != "hidden" {
 		t.Error("the logged-out banner shows after the restart")
 	}
+	// Log out: the page says so, and the browser's session is over on
+	// the daemon.
+	tb.click("#logout")
+	tb.wait("logged out", `document.getElementById("conn").textContent === "logged out" && !document.getElementById("banner").hidden`, 5*time.Second)
+	tb.wait("the session refused", `fetch("/api/state").then((r) => r.status === 401)`, 5*time.Second)
 	tb.noDialogs()
 }
 

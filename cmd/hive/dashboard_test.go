@@ -38,6 +38,23 @@ func TestDashboardURL(t *testing.T) {
 			t.Errorf("login %d: %d, want %d", i+1, resp.StatusCode, want)
 		}
 	}
+	// --base-url: the link on another scheme and host (a TLS proxy, a
+	// LAN name); plain HTTP off this machine is warned of.
+	out, err = hive(t, state, "dashboard", "--print-url", "--base-url", "https://hive.example:8443")
+	if err != nil || !strings.HasPrefix(out, "https://hive.example:8443/login?code=") || strings.Contains(out, "warning") {
+		t.Errorf("--base-url https: %v %q", err, out)
+	}
+	cmd := hiveCmd(state, "dashboard", "--print-url", "--base-url", "http://hive.lan:8080")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil || !strings.HasPrefix(stdout.String(), "http://hive.lan:8080/login?code=") || !strings.Contains(stderr.String(), "in clear") {
+		t.Errorf("--base-url http on the LAN: %v %q %q", err, stdout.String(), stderr.String())
+	}
+	for _, bad := range []string{"hive.lan", "ftp://x", "https://x/path"} {
+		if out, err := hive(t, state, "dashboard", "--print-url", "--base-url", bad); err == nil || !strings.Contains(out, "--base-url") {
+			t.Errorf("--base-url %q: %v %q", bad, err, out)
+		}
+	}
 	if out, err := hive(t, state, "dashboard", "extra"); err == nil || !strings.Contains(out, "takes no arguments") {
 		t.Errorf("an argument: %v %q", err, out)
 	}

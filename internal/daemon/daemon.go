@@ -53,6 +53,9 @@ type Config struct {
 	HTTPSessionIdle  time.Duration
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
+	// DashboardTakeoverLife is how long a dashboard's PTY take-over lasts
+	// after it or its latest input. If zero, dashboard.DefaultTakeoverLife.
+	DashboardTakeoverLife time.Duration
 	// Retain is how long ended jobs and PTY sessions (records and output
 	// files) are kept.
 	// If zero, 7 days; negative keeps them forever.

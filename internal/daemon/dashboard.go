@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"net"
 	"net/http"
 
 	"github.com/hivetools/hive/internal/dashboard"
@@ -16,7 +17,8 @@ func (f *httpFront) dashboard(d *daemon) http.Handler {
 		d.deps.Activity = &tools.Activity{}
 	}
 	o := dashboard.Options{Deps: d.deps, State: d.apiState, Logger: d.log,
-		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout}
+		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, LogoutsFile: d.layout.DashboardLogouts(),
+		TakeoverLife: d.cfg.DashboardTakeoverLife}
 	if t := f.token; t != nil {
 		o.Secret = t.current
 		o.Bearer = func(r *http.Request) (bool, error) {
@@ -43,5 +45,20 @@ func (d *daemon) dashboardURL() (string, error) {
 	if d.http == nil || d.http.dash == nil {
 		return "", errNoHTTP
 	}
-	return "http://" + d.http.addr + "/login?code=" + d.http.dash.LoginCode(), nil
+	return "http://" + loginHost(d.http.addr) + "/login?code=" + d.http.dash.LoginCode(), nil
+}
+
+// loginHost is the host:port a login URL names for the address the
+// daemon listens on: an unspecified address (0.0.0.0, [::]) is no place
+// a browser can go, so 127.0.0.1 stands for it
+// (hive dashboard runs on this machine; --base-url names another).
+func loginHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1" // Go listens on both families for [::] and 0.0.0.0 alike
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -397,7 +397,8 @@ func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // admitHost checks Host (loopback when listening on loopback) and Origin
-// (loopback) against DNS rebinding, and answers 403 if they fail.
+// (loopback, or off loopback also the request's own http(s)://Host)
+// against DNS rebinding, and answers 403 if they fail.
 func (f *httpFront) admitHost(w http.ResponseWriter, r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -408,6 +409,11 @@ func (f *httpFront) admitHost(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	if o := r.Header.Get("Origin"); o != "" {
+		// Off loopback, the page's own origin (the Host it was asked for)
+		// is allowed too: the dashboard served on a LAN address.
+		if !f.loopback && (o == "http://"+r.Host || o == "https://"+r.Host) {
+			return true
+		}
 		u, err := url.Parse(o)
 		if err != nil || !isLoopbackHost(u.Hostname()) {
 			refuse(w, "Origin not allowed", http.StatusForbidden)

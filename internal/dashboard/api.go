@@ -15,6 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/agent"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
@@ -40,9 +41,11 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /api/ptys", d.get(d.ptys))
 	m.HandleFunc("GET /api/ptys/{id}", d.get(d.ptyScreen))
 	m.HandleFunc("POST /api/ptys/{id}/takeover", d.post(d.takeover))
+	m.HandleFunc("POST /api/ptys/{id}/release", d.post(d.release))
 	m.HandleFunc("POST /api/ptys/{id}/input", d.post(d.input))
 	m.HandleFunc("GET /api/activity", d.get(d.activity))
 	m.HandleFunc("GET /api/events", d.events)
+	m.HandleFunc("POST /api/logout", d.logout)
 	m.HandleFunc("GET /api/usage", d.get(func(*http.Request) (any, error) {
 		return map[string][]Sample{"samples": d.usage.list()}, nil
 	}))
@@ -154,6 +157,8 @@ type Job struct {
 	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
 	StderrDropped int64     `json:"stderr_dropped,omitempty"`
 	TimeoutSecs   float64   `json:"timeout_secs,omitempty"`
+	// CmdTruncated: Cmd is cut and Argv left out (an event's job only).
+	CmdTruncated bool `json:"cmd_truncated,omitempty"`
 }
 
 func ms(t time.Time) int64 {
@@ -174,6 +179,50 @@ func toJob(in job.Info) Job {
 		j.Semantic, j.Meaning = st.Kind, st.Message
 	}
 	return j
+}
+
+// maxEventCmd bounds the command a job event carries: the page asks
+// GET /api/jobs/{id} for the whole of it.
+const maxEventCmd = 1 << 10
+
+// eventJob is a job as a "job" event carries it: its command cut to
+// maxEventCmd bytes (on a UTF-8 boundary) and its argv left out when the
+// command is cut or the argv is as long, with CmdTruncated set.
+func eventJob(in job.Info) Job {
+	j := toJob(in)
+	argv := 0
+	for _, a := range j.Argv {
+		argv += len(a)
+	}
+	long := len(j.Cmd) > maxEventCmd || argv > maxEventCmd
+	if len(j.Cmd) > maxEventCmd {
+		cut := maxEventCmd
+		for cut > 0 && !utf8.RuneStart(j.Cmd[cut]) {
+			cut--
+		}
+		j.Cmd = j.Cmd[:cut]
+	}
+	if long {
+		j.Argv, j.CmdTruncated = nil, true
+	}
+	return j
+}
+
+// Counters are a running job's output counters, as a "job_counters"
+// event carries them between its state changes.
+type Counters struct {
+	ID            string    `json:"id"`
+	State         job.State `json:"state"`
+	DurationMS    int64     `json:"duration_ms"`
+	StdoutBytes   int64     `json:"stdout_bytes"`
+	StderrBytes   int64     `json:"stderr_bytes"`
+	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
+	StderrDropped int64     `json:"stderr_dropped,omitempty"`
+}
+
+func toCounters(in job.Info) Counters {
+	return Counters{ID: in.ID, State: in.State, DurationMS: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes,
+		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped}
 }
 
 // Limits of GET /api/jobs.
@@ -288,9 +337,9 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	total, path := in.StdoutBytes, in.StdoutPath
+	total, dropped, path := in.StdoutBytes, in.StdoutDropped, in.StdoutPath
 	if stream == "stderr" {
-		total, path = in.StderrBytes, in.StderrPath
+		total, dropped, path = in.StderrBytes, in.StderrDropped, in.StderrPath
 	}
 	out := Output{Stream: stream, Total: total}
 	if off < 0 {
@@ -312,29 +361,46 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 			return out, nil
 		}
 	}
-	// An ended job no longer in memory: from its file, by range.
-	out.Offset, out.Next, out.EOF = off, off, in.State.Terminal()
-	if path == "" || off >= total {
-		out.Offset, out.Next = min(off, total), min(off, total)
+	return d.fromFile(id, path, out, off, total-dropped, limit, in.State.Terminal())
+}
+
+// fromFile reads a range of an ended job no longer in memory from its
+// file, which holds the stream's first inFile bytes (past the file cap
+// they were dropped, only counted). A range at or past the file's end,
+// or of a file gone, skips to the stream's end, as output.Stream.Read
+// does with bytes no longer kept. The file is opened as the stream
+// opens it: never through a link.
+func (d *Dashboard) fromFile(id, path string, out Output, off, inFile int64, limit int, ended bool) (Output, error) {
+	total := out.Total
+	skip := func() (Output, error) {
+		if off < total {
+			out.Skipped = total - off
+		}
+		out.Offset, out.Next, out.EOF = total, total, ended
 		return out, nil
 	}
-	f, err := os.Open(path)
+	if path == "" || off >= inFile {
+		return skip()
+	}
+	f, err := paths.OpenFile(path, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
-		out.Skipped = total - off
-		out.Offset, out.Next = total, total
-		return out, nil
+		return skip()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open output of %s: %w", id, err)
+		return out, fmt.Errorf("open output of %s: %w", id, err)
 	}
 	defer f.Close()
-	buf := make([]byte, min(int64(limit), total-off))
+	buf := make([]byte, min(int64(limit), inFile-off))
 	n, err := f.ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read output of %s: %w", id, err)
+		return out, fmt.Errorf("read output of %s: %w", id, err)
+	}
+	if n == 0 { // the file is shorter than its record says
+		return skip()
 	}
 	next := off + int64(n)
-	eof := out.EOF && next >= total
+	eof := ended && next >= total
+	out.Offset = off
 	out.Data, out.Next = text(buf[:n], next, eof)
 	out.EOF = eof && out.Next >= total
 	return out, nil
@@ -555,17 +621,22 @@ func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
 
 // PTY is a PTY session as the API shows it; Screen only for one session.
 type PTY struct {
-	ID       string  `json:"id"`
-	Name     string  `json:"name,omitempty"`
-	Cmd      string  `json:"cmd"`
-	Pid      int     `json:"pid,omitempty"`
-	Cols     int     `json:"cols"`
-	Rows     int     `json:"rows"`
-	Running  bool    `json:"running"`
-	ExitCode *int    `json:"exit_code,omitempty"`
-	Started  int64   `json:"started_ms"`
-	Bytes    int64   `json:"bytes"`
-	Screen   *Screen `json:"screen,omitempty"`
+	ID       string `json:"id"`
+	Name     string `json:"name,omitempty"`
+	Cmd      string `json:"cmd"`
+	Pid      int    `json:"pid,omitempty"`
+	Cols     int    `json:"cols"`
+	Rows     int    `json:"rows"`
+	Running  bool   `json:"running"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Started  int64  `json:"started_ms"`
+	Bytes    int64  `json:"bytes"`
+	// HeldBy is who has taken the session over (only they may type into
+	// it), until HeldUntil; HeldByYou: the one asking.
+	HeldBy    string  `json:"held_by,omitempty"`
+	HeldUntil int64   `json:"held_until_ms,omitempty"`
+	HeldByYou bool    `json:"held_by_you,omitempty"`
+	Screen    *Screen `json:"screen,omitempty"`
 }
 
 // Screen is a rendered terminal screen.
@@ -581,11 +652,23 @@ func toPTY(in pty.Info) PTY {
 		ExitCode: in.ExitCode, Started: ms(in.Started), Bytes: in.Bytes}
 }
 
+// withHold adds pty's take-over, as r's sender sees it (r nil: anyone).
+func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
+	if x, ok := d.holds.get(p.ID, time.Now()); ok {
+		p.HeldBy, p.HeldUntil = x.by.label, x.until.UnixMilli()
+		if r != nil {
+			me, _ := r.Context().Value(holderKey{}).(holder)
+			p.HeldByYou = me.key == x.by.key
+		}
+	}
+	return p
+}
+
 func (d *Dashboard) ptys(r *http.Request) (any, error) {
 	out := []PTY{}
 	if d.o.Deps.PTY != nil {
 		for _, in := range d.o.Deps.PTY.List() {
-			out = append(out, toPTY(in))
+			out = append(out, d.withHold(toPTY(in), r))
 		}
 	}
 	return map[string][]PTY{"ptys": out}, nil
@@ -603,19 +686,50 @@ func (d *Dashboard) ptyScreen(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := toPTY(s.Info())
+	p := d.withHold(toPTY(s.Info()), r)
 	sc := s.Screen()
 	p.Screen = &Screen{Text: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol, AltScreen: sc.AltScreen}
 	return p, nil
 }
 
-func (d *Dashboard) takeover(r *http.Request, _ []byte) (any, error) {
+// takeover is POST /api/ptys/{id}/takeover: the sender (a dashboard
+// session, or the bearer token) alone may type into the session until it
+// releases it or the take-over expires (TakeoverLife after it or the
+// latest input). Another holder's take-over in force: 409, unless force.
+func (d *Dashboard) takeover(r *http.Request, body []byte) (any, error) {
+	var req struct {
+		Force bool `json:"force"`
+	}
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
 	s, err := d.session(r)
 	if err != nil {
 		return nil, err
 	}
-	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "remote", r.RemoteAddr)
-	return map[string]bool{"taken_over": true}, nil
+	if !s.Info().Running {
+		return nil, fmt.Errorf("pty session %s: %w", s.ID(), pty.ErrExited)
+	}
+	me, _ := r.Context().Value(holderKey{}).(holder)
+	if err := d.holds.take(s.ID(), me, req.Force, time.Now()); err != nil {
+		return nil, &apiError{http.StatusConflict, err.Error()}
+	}
+	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
+	return map[string]any{"taken_over": true, "until_ms": time.Now().Add(d.o.TakeoverLife).UnixMilli()}, nil
+}
+
+// release is POST /api/ptys/{id}/release: it ends the sender's take-over.
+func (d *Dashboard) release(r *http.Request, _ []byte) (any, error) {
+	s, err := d.session(r)
+	if err != nil {
+		return nil, err
+	}
+	me, _ := r.Context().Value(holderKey{}).(holder)
+	ok := d.holds.release(s.ID(), me)
+	if ok {
+		d.log.Info("dashboard: the operator released a pty session", "session_id", s.ID(), "by", me.label)
+	}
+	return map[string]bool{"released": ok}, nil
 }
 
 // maxInput bounds one input request of a PTY take-over.
@@ -634,6 +748,14 @@ func (d *Dashboard) input(r *http.Request, body []byte) (any, error) {
 	s, err := d.session(r)
 	if err != nil {
 		return nil, err
+	}
+	me, _ := r.Context().Value(holderKey{}).(holder)
+	if !d.holds.use(s.ID(), me, time.Now()) {
+		msg := "pty session " + s.ID() + ": take it over first (POST /api/ptys/" + s.ID() + "/takeover): input needs a take-over in force"
+		if x, ok := d.holds.get(s.ID(), time.Now()); ok {
+			msg += "; " + x.by.label + " has it"
+		}
+		return nil, &apiError{http.StatusConflict, msg}
 	}
 	if err := s.Send(req.Data); err != nil {
 		return nil, err

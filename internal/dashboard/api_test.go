@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -41,7 +45,7 @@ func TestAuth(t *testing.T) {
 	}
 	var cookie *http.Cookie
 	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		if c.Name == dashboard.SessionCookie {
+		if c.Name == dashboard.CookieName(e.port()) {
 			cookie = c
 		}
 	}
@@ -143,5 +147,216 @@ func TestJobsAPI(t *testing.T) {
 	e.get("/api/jobs?q=job4", &found)
 	if len(found.Jobs) != 1 || !strings.Contains(found.Jobs[0].Cmd, "job4") {
 		t.Errorf("q=job4: %+v", found.Jobs)
+	}
+}
+
+// session logs in with a login code, as a browser does, and returns the
+// session cookie and the page's CSRF token.
+func (e *env) session() (*http.Cookie, string) {
+	e.t.Helper()
+	u, _ := url.Parse(e.loginURL())
+	r := e.call("GET", u.RequestURI(), map[string]string{"Authorization": ""}, "")
+	var cookie *http.Cookie
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if strings.HasPrefix(c.Name, dashboard.SessionCookie) {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		e.t.Fatalf("login: %d %v", r.status, r.header)
+	}
+	page := e.call("GET", "/", map[string]string{"Authorization": "", "Cookie": cookie.Name + "=" + cookie.Value}, "")
+	i := strings.Index(page.body, `name="csrf" content="`)
+	if i < 0 {
+		e.t.Fatalf("page: %d %s", page.status, page.body)
+	}
+	tok := page.body[i+len(`name="csrf" content="`):]
+	return cookie, tok[:strings.Index(tok, `"`)]
+}
+
+// port is the port the daemon's HTTP front end listens on.
+func (e *env) port() string { return e.base[strings.LastIndex(e.base, ":")+1:] }
+
+// Two daemons' dashboards in one browser: each has its own cookie (by
+// port), so logging into one keeps the other's session. A logout (POST,
+// same-origin, CSRF token) ends its session on the server, for good: the
+// old cookie is refused, after a restart too; the other session lives.
+func TestLogout(t *testing.T) {
+	stateA := shortDir(t)
+	a, b := start(t, stateA), start(t, shortDir(t))
+	ca, tokA := a.session()
+	cb, _ := b.session()
+	if ca.Name != dashboard.CookieName(a.port()) || cb.Name != dashboard.CookieName(b.port()) || ca.Name == cb.Name {
+		t.Fatalf("cookie names %q and %q (ports %s, %s)", ca.Name, cb.Name, a.port(), b.port())
+	}
+	// The browser sends both cookies to both (cookies ignore the port).
+	both := map[string]string{"Authorization": "", "Cookie": ca.Name + "=" + ca.Value + "; " + cb.Name + "=" + cb.Value}
+	for _, e := range []*env{a, b} {
+		if r := e.call("GET", "/api/state", both, ""); r.status != http.StatusOK {
+			t.Errorf("port %s with both cookies: %d %s", e.port(), r.status, r.body)
+		}
+	}
+	post := func(e *env, hdr map[string]string) reply {
+		h := map[string]string{"Authorization": "", "Cookie": ca.Name + "=" + ca.Value}
+		for k, v := range hdr {
+			h[k] = v
+		}
+		return e.call("POST", "/api/logout", h, "")
+	}
+	if r := post(a, map[string]string{"Origin": a.base}); r.status != http.StatusForbidden {
+		t.Errorf("logout without the CSRF token: %d %s", r.status, r.body)
+	}
+	if r := a.call("POST", "/api/logout", nil, ""); r.status != http.StatusBadRequest {
+		t.Errorf("logout with the bearer token: %d %s", r.status, r.body)
+	}
+	r := post(a, map[string]string{"Origin": a.base, dashboard.CSRFHeader: tokA})
+	if r.status != http.StatusOK || !strings.Contains(r.header.Get("Set-Cookie"), ca.Name+"=;") {
+		t.Fatalf("logout: %d %s %v", r.status, r.body, r.header)
+	}
+	if r := a.call("GET", "/api/state", both, ""); r.status != http.StatusUnauthorized {
+		t.Errorf("the cookie after its logout: %d", r.status)
+	}
+	if r := b.call("GET", "/api/state", both, ""); r.status != http.StatusOK {
+		t.Errorf("the other daemon's session after a logout here: %d", r.status)
+	}
+	addr := strings.TrimPrefix(a.base, "http://")
+	a.stop()
+	a = startAt(t, stateA, addr)
+	if r := a.call("GET", "/api/state", both, ""); r.status != http.StatusUnauthorized {
+		t.Errorf("the cookie logged out, after a restart: %d", r.status)
+	}
+	if c, _ := a.session(); a.call("GET", "/api/state", map[string]string{"Authorization": "", "Cookie": c.Name + "=" + c.Value}, "").status != http.StatusOK {
+		t.Error("a new login after a logout and a restart refused")
+	}
+}
+
+// Typing into a PTY session needs a take-over in force, the sender's own:
+// input without one is refused (409); /api/ptys shows who holds it; a
+// second holder is refused unless it forces; a release or a logout ends it.
+func TestTakeover(t *testing.T) {
+	e := start(t, shortDir(t))
+	var sh struct {
+		SessionID string `json:"session_id"`
+	}
+	tool(t, e.mcp(), "terminal_pty_open", map[string]any{"cols": 80, "rows": 24}, &sh)
+	ca, tokA := e.session()
+	cb, tokB := e.session()
+	as := func(c *http.Cookie, tok string) map[string]string {
+		return map[string]string{"Authorization": "", "Cookie": c.Name + "=" + c.Value, "Origin": e.base, dashboard.CSRFHeader: tok}
+	}
+	a, b := as(ca, tokA), as(cb, tokB)
+	base := "/api/ptys/" + sh.SessionID
+	input := `{"data":"echo hi\r"}`
+	step := func(what string, hdr map[string]string, path, body string, want int) reply {
+		t.Helper()
+		r := e.call("POST", base+path, hdr, body)
+		if r.status != want {
+			t.Errorf("%s: %d %s, want %d", what, r.status, r.body, want)
+		}
+		return r
+	}
+	held := func(c *http.Cookie) dashboard.PTY {
+		t.Helper()
+		var v struct{ Ptys []dashboard.PTY }
+		r := e.call("GET", "/api/ptys", map[string]string{"Authorization": "", "Cookie": c.Name + "=" + c.Value}, "")
+		r.json(t, &v)
+		if len(v.Ptys) != 1 {
+			t.Fatalf("ptys %+v", v.Ptys)
+		}
+		return v.Ptys[0]
+	}
+	step("input without a take-over", a, "/input", input, http.StatusConflict)
+	step("input with the token, no take-over", nil, "/input", input, http.StatusConflict)
+	step("A takes over", a, "/takeover", "", http.StatusOK)
+	if p := held(ca); p.HeldBy == "" || !p.HeldByYou || p.HeldUntil <= time.Now().UnixMilli() {
+		t.Errorf("A's view of its take-over: %+v", p)
+	}
+	if p := held(cb); p.HeldBy == "" || p.HeldByYou || strings.Contains(p.HeldBy, ca.Value[:10]) {
+		t.Errorf("B's view of A's take-over: %+v", p)
+	}
+	step("A types", a, "/input", input, http.StatusOK)
+	step("B types", b, "/input", input, http.StatusConflict)
+	step("the token types", nil, "/input", input, http.StatusConflict)
+	step("B takes over", b, "/takeover", "", http.StatusConflict)
+	step("B forces", b, "/takeover", `{"force":true}`, http.StatusOK)
+	step("A types after B forced", a, "/input", input, http.StatusConflict)
+	if r := step("A releases what it no longer has", a, "/release", "", http.StatusOK); !strings.Contains(r.body, `"released":false`) {
+		t.Errorf("A's release: %s", r.body)
+	}
+	if r := step("B releases", b, "/release", "", http.StatusOK); !strings.Contains(r.body, `"released":true`) {
+		t.Errorf("B's release: %s", r.body)
+	}
+	step("B types after its release", b, "/input", input, http.StatusConflict)
+	if p := held(ca); p.HeldBy != "" {
+		t.Errorf("held after the release: %+v", p)
+	}
+	step("B takes over again", b, "/takeover", "", http.StatusOK)
+	if r := e.call("POST", "/api/logout", b, ""); r.status != http.StatusOK {
+		t.Fatalf("B logs out: %d %s", r.status, r.body)
+	}
+	if p := held(ca); p.HeldBy != "" {
+		t.Errorf("held after its holder logged out: %+v", p)
+	}
+}
+
+// A take-over ends TakeoverLife after it or after its latest input.
+func TestTakeoverExpires(t *testing.T) {
+	e := startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) { c.DashboardTakeoverLife = 300 * time.Millisecond })
+	var sh struct {
+		SessionID string `json:"session_id"`
+	}
+	tool(t, e.mcp(), "terminal_pty_open", map[string]any{"cols": 80, "rows": 24}, &sh)
+	base := "/api/ptys/" + sh.SessionID
+	if r := e.call("POST", base+"/takeover", nil, ""); r.status != http.StatusOK {
+		t.Fatalf("take over: %d %s", r.status, r.body)
+	}
+	s := e.events("")
+	s.next(t, func(x sseEvent) bool { return x.typ == "pty" && strings.Contains(x.data, `"held_by"`) })
+	s.next(t, func(x sseEvent) bool { return x.typ == "pty" && !strings.Contains(x.data, `"held_by"`) })
+	if r := e.call("POST", base+"/input", nil, `{"data":"x"}`); r.status != http.StatusConflict {
+		t.Errorf("input after the take-over expired: %d %s", r.status, r.body)
+	}
+}
+
+// On a LAN address (not loopback, with a token file): a write from the
+// page's own origin (Origin = http://Host) passes, another origin is
+// refused; the login URL names a place a browser can go, not 0.0.0.0;
+// the cookie is Secure when a TLS proxy on this machine says https.
+func TestNonLoopback(t *testing.T) {
+	state := shortDir(t)
+	tokenFile := filepath.Join(state, "http-token")
+	if err := os.WriteFile(tokenFile, []byte("a-lan-token-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := startWith(t, state, "0.0.0.0:0", func(c *daemon.Config) { c.TokenFile = tokenFile })
+	port := e.port()
+	login := e.loginURL()
+	if want := "http://127.0.0.1:" + port + "/login?code="; !strings.HasPrefix(login, want) {
+		t.Errorf("login URL %q, want %s...", login, want)
+	}
+	e.base = "http://127.0.0.1:" + port
+	lan := "hive.lan:" + port
+	body := `{"body":"from the LAN"}`
+	for _, tc := range []struct {
+		origin string
+		want   int
+	}{
+		{"http://" + lan, http.StatusOK},
+		{"https://" + lan, http.StatusOK},
+		{"http://evil.example:" + port, http.StatusForbidden},
+	} {
+		if r := e.call("POST", "/api/messages", map[string]string{"Host": lan, "Origin": tc.origin}, body); r.status != tc.want {
+			t.Errorf("POST with the token, Host %s, Origin %s: %d %s, want %d", lan, tc.origin, r.status, r.body, tc.want)
+		}
+	}
+	u, _ := url.Parse(login)
+	r := e.call("GET", u.RequestURI(), map[string]string{"Authorization": "", "Host": lan, "X-Forwarded-Proto": "https"}, "")
+	cookies := (&http.Response{Header: r.header}).Cookies()
+	if r.status != http.StatusSeeOther || len(cookies) != 1 || !cookies[0].Secure {
+		t.Errorf("login through a TLS proxy on loopback: %d, cookies %+v", r.status, cookies)
+	}
+	c, _ := e.session()
+	if c.Secure {
+		t.Error("a cookie set over plain HTTP is Secure (the browser would never send it back)")
 	}
 }

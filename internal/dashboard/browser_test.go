@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -475,6 +478,80 @@ func TestBrowserShell(t *testing.T) {
 	if l := e.log(); !strings.Contains(l, "took over a pty session") || !strings.Contains(l, "operator input to a pty session") {
 		t.Error("the take-over and its input are not logged")
 	}
+	// "Click elsewhere to stop": a click elsewhere releases the take-over
+	// on the daemon too.
+	ev := e.events("")
+	tb.click("#pv-title")
+	tb.wait("released", `document.getElementById("pv-msg").textContent.startsWith("released") && !document.getElementById("pv-screen").classList.contains("live")`, 5*time.Second)
+	ev.next(t, func(x sseEvent) bool {
+		return x.typ == "pty" && strings.Contains(x.data, `"id":"`+sh.SessionID+`"`) && !strings.Contains(x.data, `"held_by"`)
+	})
+	if r := e.call("POST", "/api/ptys/"+sh.SessionID+"/input", nil, `{"data":"x"}`); r.status != http.StatusConflict {
+		t.Errorf("input after the release: %d %s", r.status, r.body)
+	}
+	tb.noDialogs()
+}
+
+// A hidden tab closes its event stream (a browser allows 6 connections
+// a host: six tabs would freeze every one), and resumes when shown: what
+// happened meanwhile appears. The page is served through a proxy that
+// counts the event streams open.
+func TestBrowserHiddenTab(t *testing.T) {
+	e := start(t, shortDir(t))
+	up, _ := url.Parse(e.base)
+	rp := httputil.NewSingleHostReverseProxy(up)
+	var open atomic.Int32
+	counts := make(chan int32, 64)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/events" {
+			counts <- open.Add(1)
+			defer func() { counts <- open.Add(-1) }()
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	waitOpen := func(what string, n int32) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case c := <-counts:
+				if c == n {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("%s: %d event streams open, want %d", what, open.Load(), n)
+			}
+		}
+	}
+	tb := newTab(t)
+	login, _ := url.Parse(e.loginURL())
+	tb.do("login", chromedp.Navigate("http://"+ln.Addr().String()+login.RequestURI()))
+	tb.wait("the event stream live", `document.getElementById("conn").textContent === "live"`, 10*time.Second)
+	waitOpen("visible", 1)
+	visible := func(v bool) string {
+		return fmt.Sprintf(`Object.defineProperty(document, "hidden", {configurable: true, get: () => %v}); document.dispatchEvent(new Event("visibilitychange")); "ok"`, !v)
+	}
+	if r := tb.text(visible(false)); r != "ok" {
+		t.Fatalf("hide the tab: %s", r)
+	}
+	waitOpen("hidden", 0)
+	if c := tb.text(`document.getElementById("conn").textContent`); c != "paused" {
+		t.Errorf("a hidden tab's connection: %q", c)
+	}
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "while-hidden", Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := tb.text(visible(true)); r != "ok" {
+		t.Fatalf("show the tab: %s", r)
+	}
+	waitOpen("shown again", 1)
+	tb.wait("the job run while hidden", rowText("while-hidden")+`.includes("done")`, 10*time.Second)
 	tb.noDialogs()
 }
 
@@ -565,6 +642,11 @@ func TestBrowserDaemonRestart(t *testing.T) {
 	if tb.text(`document.getElementById("banner").hidden ? "hidden" : "shown"`) != "hidden" {
 		t.Error("the logged-out banner shows after the restart")
 	}
+	// Log out: the page says so, and the browser's session is over on
+	// the daemon.
+	tb.click("#logout")
+	tb.wait("logged out", `document.getElementById("conn").textContent === "logged out" && !document.getElementById("banner").hidden`, 5*time.Second)
+	tb.wait("the session refused", `fetch("/api/state").then((r) => r.status === 401)`, 5*time.Second)
 	tb.noDialogs()
 }
 

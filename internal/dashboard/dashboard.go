@@ -19,14 +19,19 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/tools"
 )
 
@@ -42,8 +47,26 @@ const (
 // maxBody bounds a request body (a message is at most 1 MiB, JSON-escaped).
 const maxBody = 8 << 20
 
-// SessionCookie is the name of the session cookie.
+// SessionCookie begins the session cookie's name, which ends with the
+// port the daemon listens on (hive_session_8080): browsers do not keep
+// cookies apart by port, so each daemon's dashboard has its own.
 const SessionCookie = "hive_session"
+
+// CookieName is the name of the session cookie of a dashboard served on
+// port.
+func CookieName(port string) string { return SessionCookie + "_" + port }
+
+// cookieName is the session cookie's name for r: by the port of the
+// connection's local address (the port the daemon listens on, whatever
+// Host says).
+func cookieName(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if _, port, err := net.SplitHostPort(a.String()); err == nil {
+			return CookieName(port)
+		}
+	}
+	return SessionCookie
+}
 
 // Options configures a Dashboard.
 type Options struct {
@@ -71,6 +94,13 @@ type Options struct {
 	Poll time.Duration
 	// SessionLife is how long a login lasts. If zero, DefaultSessionLife.
 	SessionLife time.Duration
+	// TakeoverLife is how long a PTY take-over lasts after the take-over
+	// or its latest input. If zero, DefaultTakeoverLife.
+	TakeoverLife time.Duration
+	// LogoutsFile keeps the sessions logged out (revoked) until they
+	// would have expired, so that a logout outlives a restart. If empty,
+	// they are kept in memory only.
+	LogoutsFile string
 }
 
 // Dashboard serves the page and its API. Safe for concurrent use.
@@ -81,6 +111,7 @@ type Dashboard struct {
 	index *template.Template
 	files fs.FS
 	hub   *hub
+	holds *holds // PTY take-overs
 	usage sampler
 	// anonKey signs the CSRF token when no authentication is asked.
 	anonKey []byte
@@ -91,8 +122,9 @@ type Dashboard struct {
 	watch  sync.Once
 	closed sync.Once
 
-	mu    sync.Mutex
-	codes map[string]time.Time // login codes and their expiry
+	mu      sync.Mutex
+	codes   map[string]time.Time // login codes and their expiry
+	revoked map[string]int64     // sessions logged out, and their expiry (Unix seconds)
 }
 
 //go:embed static
@@ -119,9 +151,13 @@ func New(o Options) *Dashboard {
 	if o.SessionLife <= 0 {
 		o.SessionLife = DefaultSessionLife
 	}
+	if o.TakeoverLife <= 0 {
+		o.TakeoverLife = DefaultTakeoverLife
+	}
 	files, _ := fs.Sub(static, "static")
 	d := &Dashboard{o: o, log: o.Logger, files: files, hub: newHub(), codes: map[string]time.Time{},
-		anonKey: randomBytes(32)}
+		anonKey: randomBytes(32), revoked: map[string]int64{}, holds: &holds{life: o.TakeoverLife, m: map[string]hold{}}}
+	d.loadLogouts()
 	d.index = template.Must(template.ParseFS(files, "index.html"))
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.routes()
@@ -244,10 +280,8 @@ func (d *Dashboard) auth(r *http.Request) (who, string, []byte, error) {
 		return nobody, "", nil, err
 	}
 	if d.o.Bearer == nil {
-		if c, err := r.Cookie(SessionCookie); err == nil {
-			if sid, ok := session(key, c.Value); ok {
-				return byCookie, sid, key, nil
-			}
+		if sid, ok := d.cookie(r, key); ok {
+			return byCookie, sid, key, nil
 		}
 		return anonymous, "anonymous", key, nil
 	}
@@ -258,12 +292,27 @@ func (d *Dashboard) auth(r *http.Request) (who, string, []byte, error) {
 		}
 		return byBearer, "", key, nil
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		if sid, ok := session(key, c.Value); ok {
-			return byCookie, sid, key, nil
-		}
+	if sid, ok := d.cookie(r, key); ok {
+		return byCookie, sid, key, nil
 	}
 	return nobody, "", key, nil
+}
+
+// cookie checks r's session cookie: signed with key, not expired, not
+// logged out. It returns the session's id.
+func (d *Dashboard) cookie(r *http.Request, key []byte) (string, bool) {
+	c, err := r.Cookie(cookieName(r))
+	if err != nil {
+		return "", false
+	}
+	sid, ok := session(key, c.Value)
+	if !ok {
+		return "", false
+	}
+	d.mu.Lock()
+	_, out := d.revoked[sid]
+	d.mu.Unlock()
+	return sid, !out
 }
 
 // ServeHTTP answers the page, /login and /api/ (but /mcp, which the
@@ -304,10 +353,17 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	}
 	ctx := context.WithValue(r.Context(), csrfKey{}, csrf(key, sid))
+	if who == byCookie {
+		ctx = context.WithValue(ctx, sessionKey{}, sid)
+	}
+	ctx = context.WithValue(ctx, holderKey{}, holderOf(who, sid))
 	d.mux.ServeHTTP(w, r.WithContext(ctx))
 }
 
 type csrfKey struct{}
+
+// sessionKey holds the session id of a request made with the cookie.
+type sessionKey struct{}
 
 // CSRFHeader carries the CSRF token of a state-changing request made with
 // the session cookie.
@@ -358,8 +414,8 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	value, exp := d.newSession(key)
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: value, Path: "/", Expires: exp,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: value, Path: "/", Expires: exp,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	d.log.Info("dashboard login", "remote", r.RemoteAddr, "expires", exp.Format(time.RFC3339))
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
@@ -372,4 +428,101 @@ func (d *Dashboard) page(w http.ResponseWriter, r *http.Request) {
 	tok, _ := r.Context().Value(csrfKey{}).(string)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	d.index.Execute(w, map[string]string{"CSRF": tok})
+}
+
+// logout is POST /api/logout: it ends the session of the cookie it came
+// with, for good (the session is revoked here, not only forgotten by the
+// browser), and clears the cookie. Like every write with the cookie it
+// must be same-origin and carry the CSRF token.
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	sid, _ := r.Context().Value(sessionKey{}).(string)
+	if sid == "" {
+		fail(w, http.StatusBadRequest, "no session to log out of: POST /api/logout with the session cookie (a bearer token cannot be logged out: change the token file)")
+		return
+	}
+	d.revoke(sid)
+	d.holds.releaseAll(holderOf(byCookie, sid).key)
+	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	d.log.Info("dashboard logout", "remote", r.RemoteAddr)
+	answer(w, map[string]bool{"logged_out": true}, nil)
+}
+
+// sessionExpiry is the expiry (Unix seconds) a session id carries.
+func sessionExpiry(sid string) (int64, bool) {
+	payload, err := b64.DecodeString(sid)
+	if err != nil || len(payload) != 24 {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(payload[16:])), true
+}
+
+// revoke logs a session out, and writes the sessions logged out that
+// have not expired to LogoutsFile.
+func (d *Dashboard) revoke(sid string) {
+	exp, ok := sessionExpiry(sid)
+	if !ok {
+		return
+	}
+	now := time.Now().Unix()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.revoked[sid] = exp
+	var b strings.Builder
+	for s, e := range d.revoked {
+		if e < now {
+			delete(d.revoked, s)
+			continue
+		}
+		b.WriteString(s + "\n")
+	}
+	if d.o.LogoutsFile == "" {
+		return
+	}
+	if err := paths.ReplaceFile(d.o.LogoutsFile, []byte(b.String())); err != nil {
+		d.log.Error("dashboard: cannot keep a logout past a restart", "err", err)
+	}
+}
+
+// loadLogouts reads LogoutsFile: one session id a line.
+func (d *Dashboard) loadLogouts() {
+	if d.o.LogoutsFile == "" {
+		return
+	}
+	f, err := paths.OpenFile(d.o.LogoutsFile, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		d.log.Error("dashboard: cannot read the sessions logged out", "err", err)
+		return
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	if err != nil {
+		d.log.Error("dashboard: cannot read the sessions logged out", "err", err)
+		return
+	}
+	now := time.Now().Unix()
+	for _, sid := range strings.Fields(string(b)) {
+		if exp, ok := sessionExpiry(sid); ok && exp >= now {
+			d.revoked[sid] = exp
+		}
+	}
+}
+
+// overTLS reports whether the browser sent r over TLS: to the daemon
+// itself, or to a TLS proxy on this machine that says so
+// (X-Forwarded-Proto: https from a loopback peer). The session cookie
+// is then Secure: the browser never sends it over plain HTTP.
+func overTLS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
+		return false
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
 }

@@ -14,13 +14,20 @@ import (
 	"github.com/hivetools/hive/internal/inbox"
 )
 
-// ringEvents is how many events the hub keeps for streams that resume.
-const ringEvents = 1024
+// The hub keeps at most ringEvents events and ringBytes bytes of them
+// (always the latest one) for streams that resume.
+const (
+	ringEvents = 1024
+	ringBytes  = 1 << 20
+)
 
-// event is one Server-Sent Event.
+// event is one Server-Sent Event. An event with a key replaces the
+// previous one with the same key still kept (a job's output counters:
+// only the latest matter).
 type event struct {
 	seq  uint64
 	typ  string
+	key  string
 	data []byte
 }
 
@@ -31,7 +38,9 @@ type hub struct {
 
 	mu      sync.Mutex
 	seq     uint64
+	lost    uint64  // the last seq dropped for the ring's bounds (not replaced by a newer event)
 	ring    []event // the latest events, oldest first
+	size    int     // the bytes of the ring's events' data
 	changed chan struct{}
 }
 
@@ -41,17 +50,36 @@ func newHub() *hub {
 	return &hub{epoch: epoch, changed: make(chan struct{})}
 }
 
-func (h *hub) publish(typ string, v any) {
+func (h *hub) publish(typ string, v any) { h.publishKey("", typ, v) }
+
+// publishKey publishes an event that replaces the one of the same key
+// still kept, if any (key "": none).
+func (h *hub) publishKey(key, typ string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if key != "" {
+		for i := range h.ring {
+			if h.ring[i].key == key {
+				h.size -= len(h.ring[i].data)
+				h.ring = append(h.ring[:i], h.ring[i+1:]...)
+				break
+			}
+		}
+	}
 	h.seq++
-	h.ring = append(h.ring, event{h.seq, typ, b})
-	if len(h.ring) > ringEvents {
-		h.ring = append(h.ring[:0], h.ring[len(h.ring)-ringEvents:]...)
+	h.ring = append(h.ring, event{h.seq, typ, key, b})
+	h.size += len(b)
+	drop := 0
+	for n := len(h.ring); n-drop > 1 && (n-drop > ringEvents || h.size > ringBytes); drop++ {
+		h.size -= len(h.ring[drop].data)
+		h.lost = h.ring[drop].seq
+	}
+	if drop > 0 {
+		h.ring = append(h.ring[:0], h.ring[drop:]...)
 	}
 	close(h.changed)
 	h.changed = make(chan struct{})
@@ -62,10 +90,7 @@ func (h *hub) publish(typ string, v any) {
 func (h *hub) since(seq uint64) (evs []event, ok bool, changed <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if seq > h.seq {
-		return nil, false, h.changed
-	}
-	if len(h.ring) > 0 && seq+1 < h.ring[0].seq {
+	if seq > h.seq || seq < h.lost {
 		return nil, false, h.changed
 	}
 	for _, e := range h.ring {
@@ -116,7 +141,11 @@ func (d *Dashboard) watchLoop() {
 		cancel := d.o.Deps.Inbox.Subscribe(func(inbox.Change) { dirty.Store(true) })
 		defer cancel()
 	}
-	jobs := map[string]string{}
+	type jobKey struct {
+		state          string
+		stdout, stderr int64
+	}
+	jobs := map[string]jobKey{}
 	ptys := map[string]string{}
 	var agentWas []byte
 	var callSeq uint64
@@ -143,11 +172,14 @@ func (d *Dashboard) watchLoop() {
 		seen := map[string]bool{}
 		for _, in := range d.o.Deps.Jobs.Recent() {
 			seen[in.ID] = true
-			key := fmt.Sprint(in.State, in.StdoutBytes, in.StderrBytes, in.Pid, in.ExitCode != nil)
-			if jobs[in.ID] != key {
-				jobs[in.ID] = key
-				d.hub.publish("job", toJob(in))
+			was, key := jobs[in.ID], jobKey{fmt.Sprint(in.State, in.Pid, in.ExitCode != nil, in.Error), in.StdoutBytes, in.StderrBytes}
+			switch {
+			case was.state != key.state:
+				d.hub.publish("job", eventJob(in))
+			case was != key:
+				d.hub.publishKey("counters "+in.ID, "job_counters", toCounters(in))
 			}
+			jobs[in.ID] = key
 		}
 		for id := range jobs {
 			if !seen[id] {
@@ -158,12 +190,14 @@ func (d *Dashboard) watchLoop() {
 			seen := map[string]bool{}
 			for _, in := range p.List() {
 				seen[in.ID] = true
-				key := fmt.Sprint(in.Running, in.Bytes, in.Cols, in.Rows)
+				p := d.withHold(toPTY(in), nil)
+				key := fmt.Sprint(in.Running, in.Bytes, in.Cols, in.Rows, p.HeldBy, p.HeldUntil)
 				if ptys[in.ID] != key {
 					ptys[in.ID] = key
-					d.hub.publish("pty", toPTY(in))
+					d.hub.publish("pty", p)
 				}
 			}
+			d.holds.keep(seen)
 			for id := range ptys {
 				if !seen[id] {
 					delete(ptys, id)
@@ -186,6 +220,9 @@ func (d *Dashboard) watchLoop() {
 		}
 	}
 }
+
+// writePiece is about the most an event stream writes at once.
+const writePiece = 64 << 10
 
 // events is GET /api/events: a Server-Sent Events stream of what changes
 // (docs/http-api.md). A stream that resumes (Last-Event-ID) gets what it
@@ -237,14 +274,16 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		if len(evs) > 0 {
-			var b strings.Builder
-			for _, e := range evs {
-				fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", d.hub.id(e.seq), e.typ, e.data)
-				seq = e.seq
-			}
-			if !write(b.String()) {
-				return
+		// The backlog goes in pieces of about writePiece bytes.
+		var b strings.Builder
+		for i, e := range evs {
+			fmt.Fprintf(&b, "id: %s\nevent: %s\ndata: %s\n\n", d.hub.id(e.seq), e.typ, e.data)
+			seq = e.seq
+			if b.Len() >= writePiece || i == len(evs)-1 {
+				if !write(b.String()) {
+					return
+				}
+				b.Reset()
 			}
 		}
 		select {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,5 +89,42 @@ func TestUsageSample(t *testing.T) {
 	}
 	if n := len(s.list()); n < 1 || n > 2 {
 		t.Errorf("%d samples kept", n)
+	}
+}
+
+// The ring is bounded by bytes as well as by count, and keeps one event
+// of a key (a job's counters): a stream that missed the replaced ones
+// still resumes.
+func TestHubBounds(t *testing.T) {
+	h := newHub()
+	big := strings.Repeat("x", 300<<10)
+	for range 10 {
+		h.publish("big", big)
+	}
+	h.mu.Lock()
+	n, size := len(h.ring), h.size
+	h.mu.Unlock()
+	if size > ringBytes || n != ringBytes/(300<<10) {
+		t.Errorf("%d events of %d bytes kept (bound %d bytes)", n, size, ringBytes)
+	}
+	if _, ok, _ := h.since(1); ok {
+		t.Error("since an event dropped for the bytes bound: resumable")
+	}
+	h.publish("huge", strings.Repeat("y", 2*ringBytes))
+	if evs, ok, _ := h.since(h.last() - 1); !ok || len(evs) != 1 {
+		t.Errorf("an event larger than the bound: not kept (%d, %v)", len(evs), ok)
+	}
+	h = newHub()
+	h.publish("job", "a")
+	for i := range 100 {
+		h.publishKey("counters a", "job_counters", i)
+	}
+	h.publish("job", "b")
+	evs, ok, _ := h.since(1)
+	if !ok || len(evs) != 2 || string(evs[0].data) != "99" || evs[0].typ != "job_counters" {
+		t.Errorf("after 100 counter events of one job: %d events %v", len(evs), ok)
+	}
+	if _, ok, _ := h.since(50); !ok {
+		t.Error("a stream that missed replaced counter events cannot resume")
 	}
 }

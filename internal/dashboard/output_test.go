@@ -1,8 +1,11 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +135,105 @@ func TestEventsOutliveWriteTimeout(t *testing.T) {
 	s.next(t, func(x sseEvent) bool {
 		return x.typ == "job" && strings.Contains(x.data, `"name":"slow"`) && strings.Contains(x.data, `"state":"done"`)
 	})
+}
+
+// Past the file cap an ended job's bytes are only counted: once the job
+// is no longer in memory, a range at or past the file's end skips to the
+// stream's end (skipped, eof), as a job in memory does, instead of an
+// empty answer for ever. The file is never read through a link.
+func TestOutputPastFileCap(t *testing.T) {
+	state := shortDir(t)
+	e := startWith(t, state, "127.0.0.1:0", func(c *daemon.Config) { c.FileCap = 1000 })
+	resp, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "capped", Argv: []string{"sh", "-c", "head -c 3000 /dev/zero | tr '\\0' x; echo err >&2"}})
+	if err != nil || resp.Job == nil {
+		t.Fatalf("run: %+v %v", resp, err)
+	}
+	ev := e.events("")
+	ev.next(t, func(x sseEvent) bool {
+		return x.typ == "job" && strings.Contains(x.data, `"name":"capped"`) && strings.Contains(x.data, `"state":"done"`)
+	})
+	e.stop()
+	e = startWith(t, state, "127.0.0.1:0", func(c *daemon.Config) { c.FileCap = 1000 })
+	var j dashboard.Job
+	e.get("/api/jobs/capped", &j)
+	if j.StdoutBytes != 3000 || j.StdoutDropped != 2000 {
+		t.Fatalf("job %+v", j)
+	}
+	for _, tc := range []struct {
+		off                  int64
+		data                 int
+		next, skipped, total int64
+		eof                  bool
+	}{
+		{0, 1000, 1000, 0, 3000, false},
+		{1000, 0, 3000, 2000, 3000, true},
+		{2500, 0, 3000, 500, 3000, true},
+		{3000, 0, 3000, 0, 3000, true},
+		{-10, 0, 3000, 10, 3000, true},
+	} {
+		var o dashboard.Output
+		e.get(fmt.Sprintf("/api/jobs/capped/output?offset=%d", tc.off), &o)
+		if len(o.Data) != tc.data || o.Next != tc.next || o.Skipped != tc.skipped || o.Total != tc.total || o.EOF != tc.eof {
+			t.Errorf("offset %d: %d bytes, next %d, skipped %d, total %d, eof %v; want %+v", tc.off, len(o.Data), o.Next, o.Skipped, o.Total, o.EOF, tc)
+		}
+	}
+	// The stderr file replaced by a link to another file: not followed.
+	secret := filepath.Join(state, "secret")
+	if err := os.WriteFile(secret, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errPath := filepath.Join(state, "bash-tasks", resp.Job.ID+".err")
+	if err := os.Remove(errPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, errPath); err != nil {
+		t.Fatal(err)
+	}
+	r := e.call("GET", "/api/jobs/capped/output?stream=stderr", nil, "")
+	if r.status == http.StatusOK || strings.Contains(r.body, `"data":"secret`) {
+		t.Errorf("stderr through a link: %d %s", r.status, r.body)
+	}
+}
+
+// A job with a 100 KB command that prints a line every 0.3 s: its
+// counter ticks carry no command, and its job events carry it cut to
+// about 1 KiB, marked; GET /api/jobs/{id} has the whole of it.
+func TestEventsSmall(t *testing.T) {
+	e := start(t, shortDir(t))
+	ev := e.events("")
+	cmd := ": " + strings.Repeat("x", 100000) + "; for i in 1 2 3 4; do echo $i; sleep 0.3; done"
+	if _, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Name: "long", Argv: []string{"bash", "-c", cmd}}); err != nil {
+		t.Fatal(err)
+	}
+	counters := 0
+	last := ev.next(t, func(x sseEvent) bool {
+		if x.typ != "job" && x.typ != "job_counters" {
+			return false
+		}
+		if len(x.data) > 2<<10 {
+			t.Fatalf("a %s event of %d bytes", x.typ, len(x.data))
+		}
+		if x.typ == "job_counters" {
+			counters++
+			if strings.Contains(x.data, "xxx") {
+				t.Errorf("a counter event carries the command: %.200s", x.data)
+			}
+		}
+		return x.typ == "job" && strings.Contains(x.data, `"state":"done"`)
+	})
+	var j dashboard.Job
+	if err := json.Unmarshal([]byte(last.data), &j); err != nil {
+		t.Fatal(err)
+	}
+	if !j.CmdTruncated || len(j.Cmd) > 1<<10 || j.Argv != nil || j.StdoutBytes != 8 {
+		t.Errorf("the ended job's event: truncated %v, cmd %d bytes, argv %d, stdout %d", j.CmdTruncated, len(j.Cmd), len(j.Argv), j.StdoutBytes)
+	}
+	if counters == 0 {
+		t.Error("no job_counters event while it printed")
+	}
+	var whole dashboard.Job
+	e.get("/api/jobs/long", &whole)
+	if whole.CmdTruncated || len(whole.Cmd) < len(cmd) {
+		t.Errorf("GET the job: truncated %v, cmd %d bytes", whole.CmdTruncated, len(whole.Cmd))
+	}
 }

@@ -134,3 +134,7 @@ func ReplaceFile(path string, data []byte) error {
 // HTTPToken is the bearer token the daemon generates for streamable HTTP
 // when no --http-token-file is given.
 func (l Layout) HTTPToken() string { return filepath.Join(l.Dir, "http-token") }
+
+// DashboardLogouts keeps the dashboard sessions logged out until they
+// expire.
+func (l Layout) DashboardLogouts() string { return filepath.Join(l.Dir, "dashboard-logouts") }

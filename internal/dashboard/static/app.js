@@ -145,8 +145,20 @@ setInterval(() => {
     if (j.state === "running" && j.started_ms) tr.cells[4].textContent = dur(Date.now() - j.started_ms);
   }
 }, 1000);
+// A job event's command may be cut (cmd_truncated): keep the whole one
+// already loaded.
+function keepCmd(j, had) {
+  return j.cmd_truncated && had && !had.cmd_truncated ? Object.assign({}, j, { cmd: had.cmd, argv: had.argv, cmd_truncated: false }) : j;
+}
+// A job_counters event carries a running job's counters only.
+function onCounters(c) {
+  const tr = jobs.rows.get(c.id);
+  const had = tr ? tr.job : view.job && view.job.id === c.id ? view.job.info : null;
+  if (had) onJob(Object.assign({}, had, c));
+}
 function onJob(j) {
   const tr = jobs.rows.get(j.id);
+  if (tr) j = keepCmd(j, tr.job);
   if (tr) { tr.job = j; tr.replaceChildren(...jobCells(j)); }
   else if (jobs.cursor.length === 0 && matches(j)) {
     const tb = $("jobs").tBodies[0];
@@ -247,7 +259,8 @@ async function loadPtys() {
   ul.replaceChildren(...v.ptys.map((p) => el("li", {},
     el("a", { href: "#/pty/" + encodeURIComponent(p.id) }, p.name ? p.name + " (" + p.id + ")" : p.id),
     el("span", { class: "body" }, p.cmd),
-    el("span", { class: "dim" }, (p.running ? "running" : "exited " + p.exit_code) + ", " + p.cols + "×" + p.rows))));
+    el("span", { class: "dim" }, (p.running ? "running" : "exited " + p.exit_code) + ", " + p.cols + "×" + p.rows +
+      (p.held_by ? ", taken over by " + p.held_by : "")))));
   if (!v.ptys.length) ul.append(el("li", { class: "dim" }, "none"));
 }
 
@@ -316,6 +329,7 @@ async function more(s) {
 }
 function onViewedJob(j) {
   const v = view.job;
+  j = keepCmd(j, v.info);
   v.info = j;
   $("jv-title").textContent = "Job " + (j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id);
   $("jv-cmd").textContent = j.cmd;
@@ -355,18 +369,21 @@ $("jv-end").addEventListener("click", () => {
 // --- pty view ---
 let ptyTimer = 0;
 async function openPty(id) {
-  view.pty = { id, live: false };
+  view.pty = { id, live: false, takenAt: 0 };
   $("pv-msg").textContent = ""; $("pv-screen").classList.remove("live");
-  $("pv-take").disabled = false;
+  $("pv-take").disabled = false; $("pv-force").hidden = true;
   await drawPty();
 }
 async function drawPty() {
   const v = view.pty;
   if (!v) return;
   let p;
+  const asked = Date.now();
   try { p = await api("GET", "/api/ptys/" + encodeURIComponent(v.id)); } catch (e) { $("pv-msg").textContent = e.message; return; }
   if (view.pty !== v) return;
   $("pv-title").textContent = "Shell " + (p.name ? p.name + " (" + p.id + ")" : p.id) + " · " + p.cmd + " · " + (p.running ? "running" : "exited " + p.exit_code);
+  $("pv-held").textContent = p.held_by && !p.held_by_you ? "taken over by " + p.held_by + " until " + clock(p.held_until_ms) : "";
+  if (v.live && !p.held_by_you && asked > v.takenAt) stopTyping("the take-over ended (expired, or taken by another)");
   const lines = p.screen.text.split("\n");
   while (lines.length < p.rows) lines.push("");
   // The cursor's cell is a span; everything else is text.
@@ -379,17 +396,40 @@ async function drawPty() {
 function onPty(p) {
   if (view.pty && view.pty.id === p.id) { clearTimeout(ptyTimer); ptyTimer = setTimeout(drawPty, 50); }
 }
-$("pv-take").addEventListener("click", async () => {
+// Typing needs the take-over, which the daemon records for this
+// dashboard session; leaving the screen (a click elsewhere) releases it.
+async function takeOver(force) {
   const v = view.pty;
   try {
-    await api("POST", "/api/ptys/" + encodeURIComponent(v.id) + "/takeover");
-    v.live = true;
-    $("pv-take").disabled = true;
+    await api("POST", "/api/ptys/" + encodeURIComponent(v.id) + "/takeover", force ? { force: true } : undefined);
+    v.live = true; v.takenAt = Date.now();
+    $("pv-take").disabled = true; $("pv-force").hidden = true;
     $("pv-screen").classList.add("live");
     $("pv-msg").textContent = "you are typing into this shell (logged); click elsewhere to stop";
     $("pv-screen").focus();
-  } catch (e) { $("pv-msg").textContent = e.message; }
-});
+  } catch (e) {
+    $("pv-msg").textContent = e.message;
+    $("pv-force").hidden = !/taken over by/.test(e.message);
+  }
+}
+function stopTyping(msg) {
+  const v = view.pty;
+  if (!v || !v.live) return;
+  v.live = false; pending = "";
+  $("pv-take").disabled = false;
+  $("pv-screen").classList.remove("live");
+  $("pv-msg").textContent = msg;
+}
+async function release() {
+  const v = view.pty;
+  if (!v || !v.live) return;
+  stopTyping("released: take over again to type");
+  try { await api("POST", "/api/ptys/" + encodeURIComponent(v.id) + "/release"); } catch (e) { $("pv-msg").textContent = e.message; }
+  drawPty();
+}
+$("pv-take").addEventListener("click", () => takeOver(false));
+$("pv-force").addEventListener("click", () => takeOver(true));
+$("pv-screen").addEventListener("blur", release);
 const KEYS = { Enter: "\r", Backspace: "\x7f", Tab: "\t", Escape: "\x1b", ArrowUp: "\x1b[A", ArrowDown: "\x1b[B",
   ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D", Home: "\x1b[H", End: "\x1b[F", Delete: "\x1b[3~", PageUp: "\x1b[5~", PageDown: "\x1b[6~" };
 let pending = "", sending = false;
@@ -398,7 +438,7 @@ async function flushInput() {
   sending = true;
   const data = pending; pending = "";
   try { await api("POST", "/api/ptys/" + encodeURIComponent(view.pty.id) + "/input", { data }); }
-  catch (e) { $("pv-msg").textContent = e.message; }
+  catch (e) { stopTyping(e.message); }
   sending = false;
   if (pending) flushInput();
 }
@@ -486,6 +526,7 @@ function route() {
   $("overview").hidden = !!(mj || mp);
   $("jobview").hidden = !mj;
   $("ptyview").hidden = !mp;
+  if (view.pty && view.pty.live) api("POST", "/api/ptys/" + encodeURIComponent(view.pty.id) + "/release").catch(() => {});
   view.job = null; view.pty = null;
   if (mj) openJob(decodeURIComponent(mj[1]));
   else if (mp) openPty(decodeURIComponent(mp[1]));
@@ -504,24 +545,46 @@ function loadAll() {
   loadState(); loadJobs(); loadLooseEnds(); loadPtys(); loadActivity(); loadUsage();
   route();
 }
+// One event stream while the tab is visible: a hidden tab closes its
+// own (browsers allow 6 connections a host), and resumes from the last
+// event it had when it is shown again.
+let es = null, stopped = false, lastId = "";
 function connect() {
-  const es = new EventSource("/api/events");
-  const on = (t, f) => es.addEventListener(t, (ev) => f(JSON.parse(ev.data)));
+  if (es || stopped || document.hidden) return;
+  const src = new EventSource("/api/events" + (lastId ? "?last_event_id=" + encodeURIComponent(lastId) : ""));
+  es = src;
+  const on = (t, f) => src.addEventListener(t, (ev) => { if (ev.lastEventId) lastId = ev.lastEventId; f(JSON.parse(ev.data)); });
   on("hello", loadAll);
   on("reset", loadAll);
   on("agent", () => soon("state"));
   on("job", (j) => { onJob(j); soon("state"); });
+  on("job_counters", onCounters);
   on("loose_ends", () => { soon("loose"); soon("state"); });
   on("pty", (p) => { loadPtys(); onPty(p); });
   on("pty_gone", () => loadPtys());
   on("activity", (c) => { addCall(c); renderActivity(); });
   on("usage", onUsage);
-  es.onopen = () => { $("conn").textContent = "live"; $("banner").hidden = true; };
-  es.onerror = async () => {
+  src.onopen = () => { $("conn").textContent = "live"; $("banner").hidden = true; };
+  src.onerror = async () => {
+    if (src !== es) return;
     $("conn").textContent = "reconnecting";
-    try { const r = await fetch("/api/state", { credentials: "same-origin" }); if (r.status === 401) { loggedOut(); es.close(); } } catch (_) { /* the daemon is down: EventSource retries */ }
+    try {
+      const r = await fetch("/api/state", { credentials: "same-origin" });
+      if (r.status === 401 && src === es) { loggedOut(); src.close(); es = null; stopped = true; }
+    } catch (_) { /* the daemon is down: EventSource retries */ }
   };
 }
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) { connect(); return; }
+  if (es) { es.close(); es = null; $("conn").textContent = "paused"; }
+});
+$("logout").addEventListener("click", async () => {
+  try { await api("POST", "/api/logout"); } catch (e) { loggedOut(e.message); return; }
+  stopped = true;
+  if (es) { es.close(); es = null; }
+  $("conn").textContent = "logged out";
+  loggedOut("Logged out: run `hive dashboard` for a new login link.");
+});
 setInterval(renderState, 1000);
 connect();
 })();

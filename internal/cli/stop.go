@@ -11,6 +11,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -34,20 +35,26 @@ func stopWait(grace time.Duration, daemon proto.Response) time.Duration {
 	return grace + time.Minute
 }
 
-func runStop(ctx context.Context, e Env, args []string) error {
-	fs, dir := newFlags("stop", e)
-	grace := fs.Duration("grace", 0, "time between SIGINT and SIGKILL for running jobs (default: the daemon's --grace)")
-	asJSON := fs.Bool("json", false, "JSON output")
+// stopFlags parses the flags stop and restart share.
+func stopFlags(name string, e Env, args []string) (l paths.Layout, grace *time.Duration, asJSON *bool, err error) {
+	fs, dir := newFlags(name, e)
+	grace = fs.Duration("grace", 0, "time between SIGINT and SIGKILL for running jobs (default: the daemon's --grace)")
+	asJSON = fs.Bool("json", false, "JSON output")
 	if err := parse(fs, args); err != nil {
-		return err
+		return l, nil, nil, err
 	}
 	if *grace < 0 {
-		return fmt.Errorf("%w: --grace %v: must be >= 0", ErrUsage, *grace)
+		return l, nil, nil, fmt.Errorf("%w: --grace %v: must be >= 0", ErrUsage, *grace)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, fs.Name(), fs.Args())
+		return l, nil, nil, fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, fs.Name(), fs.Args())
 	}
-	l, err := layout(*dir)
+	l, err = layout(*dir)
+	return l, grace, asJSON, err
+}
+
+func runStop(ctx context.Context, e Env, args []string) error {
+	l, grace, asJSON, err := stopFlags("stop", e, args)
 	if err != nil {
 		return err
 	}
@@ -81,19 +88,7 @@ func runStop(ctx context.Context, e Env, args []string) error {
 }
 
 func runRestart(ctx context.Context, e Env, args []string) error {
-	fs, dir := newFlags("restart", e)
-	grace := fs.Duration("grace", 0, "time between SIGINT and SIGKILL for running jobs (default: the daemon's --grace)")
-	asJSON := fs.Bool("json", false, "JSON output")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *grace < 0 {
-		return fmt.Errorf("%w: --grace %v: must be >= 0", ErrUsage, *grace)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s takes no arguments, got %q", ErrUsage, fs.Name(), fs.Args())
-	}
-	l, err := layout(*dir)
+	l, grace, asJSON, err := stopFlags("restart", e, args)
 	if err != nil {
 		return err
 	}

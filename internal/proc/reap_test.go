@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"strconv"
@@ -37,8 +38,10 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 			t.Fatalf("child %d: Wait = %v, state %v: its status was taken", i, err, cmd.ProcessState)
 		}
 	}
-	cmd := exec.Command("sh", "-c", "setsid sleep 3600 >/dev/null 2>&1 & echo $!; (sleep 3600 >/dev/null 2>&1 & echo $!)")
-	out, err := cmd.Output() // not through Start: it is waited before any of its escapees exits
+	// Through Start too: a child started otherwise is the reaper's to
+	// take once it exits, and a pass on any SIGCHLD (its own, or that of
+	// an adopted sleep above) may take it before cmd.Wait does.
+	out, err := startOutput(exec.Command("sh", "-c", "setsid sleep 3600 >/dev/null 2>&1 & echo $!; (sleep 3600 >/dev/null 2>&1 & echo $!)"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,6 +86,17 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 	if r.Reaped() < 2 { // by this pass or an earlier one on SIGCHLD
 		t.Errorf("Reaped() = %d, want at least the 2 escapees", r.Reaped())
 	}
+}
+
+// startOutput runs cmd through Start and Wait and returns its stdout.
+func startOutput(cmd *exec.Cmd) ([]byte, error) {
+	var b bytes.Buffer
+	cmd.Stdout = &b
+	if err := Start(cmd); err != nil {
+		return nil, err
+	}
+	err := Wait(cmd)
+	return b.Bytes(), err
 }
 
 func contains(xs []int, x int) bool {

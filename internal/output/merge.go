@@ -38,6 +38,12 @@ func (fs Files) Read(s int, off int64, max int) (Chunk, error) {
 	if fs[s] == nil {
 		return Chunk{Offset: off, Next: off}, nil
 	}
+	if k := fs.KeptBelow(s, off+int64(max)); k < off+int64(max) {
+		max = int(k - min(off, k)) // no buffer for what the file does not hold
+	}
+	if max <= 0 {
+		return Chunk{Offset: off, Next: off}, nil
+	}
 	buf := make([]byte, max)
 	n, err := fs[s].ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,4 +203,39 @@ func TestMergerStopsWithCtx(t *testing.T) {
 		}
 		m.Close()
 	}
+}
+
+// BenchmarkTailPastDropped: `hive logs --tail 3` of an ended job whose
+// file holds 4 KiB and whose last GiB was dropped past the cap, against
+// the baseline, in the same run, of the same tail with nothing dropped.
+// Metric: ratio (dropped over baseline; 1 means the dropped GiB costs
+// nothing).
+func BenchmarkTailPastDropped(b *testing.B) {
+	dir := b.TempDir()
+	p := filepath.Join(dir, "j.out")
+	if err := os.WriteFile(p, bytes.Repeat([]byte("a line of output\n"), 4<<10/17), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	idx := filepath.Join(dir, "j.idx") // none: stdout, then stderr
+	tail := func(ends [2]int64) time.Duration {
+		t0 := time.Now()
+		m := NewMerger(Files{f, nil}, idx, time.Time{}, MergeOptions{Tail: 3})
+		if err := m.Round(context.Background(), io.Discard, FileSnapshot(idx, ends)); err != nil {
+			b.Fatal(err)
+		}
+		m.Close()
+		return time.Since(t0)
+	}
+	var tDropped, tBase time.Duration
+	for b.Loop() {
+		tDropped += tail([2]int64{fi.Size() + 1<<30, 0})
+		tBase += tail([2]int64{fi.Size(), 0})
+	}
+	b.ReportMetric(float64(tDropped)/float64(tBase), "ratio")
 }

@@ -388,12 +388,15 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 	if req.Offset > 0 {
 		m.Skip(req.Offset)
 	}
-	// Notice the client going away while we wait.
+	// Notice the client going away while we wait, or while a round reads.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	gone := make(chan struct{})
 	go func() {
 		var b [1]byte
 		c.Read(b[:])
 		close(gone)
+		cancel()
 	}()
 	defer func() { c.Close(); <-gone }() // the reader above ends with the connection
 	cw := deadlineWriter{c}              // a follower that stops reading is let go
@@ -403,7 +406,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			ch1, ch2 = out.Changed(), errs.Changed()
 		}
 		snap := snapshot()
-		if err := m.Round(cw, snap); err != nil {
+		if err := m.Round(rctx, cw, snap); err != nil {
 			d.log.Debug("logs", "job", in.ID, "err", err)
 			return
 		}

@@ -57,6 +57,6 @@ func (j *Job) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
 	if n > 0 {
 		m.o.Logger.Info("terminated processes that left a job's group", "job", j.info.ID, "count", n)
 	}
-	r.Reap() // the killed ones (now adopted zombies)
+	r.Reap() // what else was killed (Terminate reaped the escapees by their pidfds)
 	return n
 }

@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ func (j *ilJob) live(t *testing.T, o MergeOptions) string {
 	m := NewMerger(Streams{j.out, j.err}, j.x.Path(), time.Time{}, o)
 	defer m.Close()
 	var b bytes.Buffer
-	if err := m.Round(&b, j.x.Snapshot()); err != nil {
+	if err := m.Round(context.Background(), &b, j.x.Snapshot()); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -67,7 +68,7 @@ func (j *ilJob) files(t *testing.T, o MergeOptions) string {
 	defer m.Close()
 	var b bytes.Buffer
 	ends := [2]int64{j.out.Stats().Total, j.err.Stats().Total}
-	if err := m.Round(&b, FileSnapshot(j.x.Path(), ends)); err != nil {
+	if err := m.Round(context.Background(), &b, FileSnapshot(j.x.Path(), ends)); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -123,16 +124,16 @@ func TestMergerFollows(t *testing.T) {
 	var b bytes.Buffer
 	o, e := j.x.Writer(0), j.x.Writer(1)
 	fmt.Fprint(o, "1\n")
-	m.Round(&b, j.x.Snapshot())
+	m.Round(context.Background(), &b, j.x.Snapshot())
 	fmt.Fprint(o, "2\n")
-	m.Round(&b, j.x.Snapshot())
+	m.Round(context.Background(), &b, j.x.Snapshot())
 	fmt.Fprint(e, "3\n")
 	fmt.Fprint(o, "4\n")
-	m.Round(&b, j.x.Snapshot())
-	m.Round(&b, j.x.Snapshot())
+	m.Round(context.Background(), &b, j.x.Snapshot())
+	m.Round(context.Background(), &b, j.x.Snapshot())
 	fmt.Fprint(e, "5\n")
 	j.close()
-	m.Round(&b, j.x.Snapshot())
+	m.Round(context.Background(), &b, j.x.Snapshot())
 	if b.String() != "1\n2\n3\n4\n5\n" {
 		t.Errorf("followed %q", b.String())
 	}

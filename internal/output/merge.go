@@ -2,6 +2,7 @@ package output
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,12 +16,19 @@ import (
 // live streams (Streams) or the files of an ended job (Files).
 type Source interface {
 	Read(s int, off int64, max int) (Chunk, error)
+	// KeptBelow returns where what is kept of stream s below end ends:
+	// the bytes [KeptBelow(s, end), end) are kept nowhere (dropped past
+	// a file's cap, or neither in the file nor in memory); it is end when
+	// the byte before end is kept.
+	KeptBelow(s int, end int64) int64
 }
 
 // Streams is the Source of two live streams.
 type Streams [2]*Stream
 
 func (ss Streams) Read(s int, off int64, max int) (Chunk, error) { return ss[s].Read(off, max) }
+
+func (ss Streams) KeptBelow(s int, end int64) int64 { return ss[s].KeptBelow(end) }
 
 // Files is the Source of two stream files (a nil file holds nothing).
 // Bytes past a file's end (dropped past the cap) are not kept.
@@ -30,12 +38,29 @@ func (fs Files) Read(s int, off int64, max int) (Chunk, error) {
 	if fs[s] == nil {
 		return Chunk{Offset: off, Next: off}, nil
 	}
+	if k := fs.KeptBelow(s, off+int64(max)); k < off+int64(max) {
+		max = int(k - min(off, k)) // no buffer for what the file does not hold
+	}
+	if max <= 0 {
+		return Chunk{Offset: off, Next: off}, nil
+	}
 	buf := make([]byte, max)
 	n, err := fs[s].ReadAt(buf, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return Chunk{}, err
 	}
 	return Chunk{Data: buf[:n], Offset: off, Next: off + int64(n)}, nil
+}
+
+func (fs Files) KeptBelow(s int, end int64) int64 {
+	if fs[s] == nil {
+		return 0
+	}
+	fi, err := fs[s].Stat()
+	if err != nil {
+		return end // not known: read, and find nothing
+	}
+	return min(end, max(fi.Size(), 0))
 }
 
 // MergeOptions says what a Merger shows.
@@ -70,13 +95,23 @@ type Merger struct {
 	pos       [2]int64 // per stream, the next byte to write
 	tailed    bool     // the tail start is set
 	lineStart bool
+
+	// The marks as checked (see markRange): marks [0, checked) are
+	// sound; stop (if >= 0) is where the index ends for this Merger,
+	// after a Cut or at a bad mark, which reads as cut (badCut).
+	checked  int64
+	prevOff  [2]int64 // the offsets of mark checked-1
+	prevTime time.Time
+	stop     int64
+	cut      Mark
+	badCut   bool
 }
 
 // NewMerger merges src along the marks of the index file idxPath (a
 // missing file: no order is known, stdout then stderr). start is the
 // time shown for bytes of no mark (the job's start).
 func NewMerger(src Source, idxPath string, start time.Time, o MergeOptions) *Merger {
-	m := &Merger{src: src, idxPath: idxPath, start: start, o: o, lineStart: true}
+	m := &Merger{src: src, idxPath: idxPath, start: start, o: o, lineStart: true, stop: -1, prevTime: start}
 	m.show = [2]bool{o.Stdout, o.Stderr}
 	if !o.Stdout && !o.Stderr {
 		m.show = [2]bool{true, true}
@@ -104,11 +139,12 @@ func (m *Merger) Close() error {
 
 // FileSnapshot is the snapshot of an ended job's index file: its marks,
 // and the streams' ends from the job's record. A missing or unreadable
-// index gives no marks.
+// index gives no marks; a longer one than an Interleave writes
+// (DefaultMaxMarks) is read that far.
 func FileSnapshot(idxPath string, ends [2]int64) Snapshot {
 	snap := Snapshot{Ends: ends, Closed: true, Full: true}
 	if fi, err := os.Stat(idxPath); err == nil && fi.Mode().IsRegular() {
-		snap.Marks = fi.Size() / MarkSize
+		snap.Marks = min(fi.Size()/MarkSize, DefaultMaxMarks)
 		snap.Full = snap.Marks == 0
 	}
 	return snap
@@ -128,11 +164,80 @@ func (m *Merger) marks(from int64, n int) ([]Mark, error) {
 	return ReadMarks(m.idx, from, n)
 }
 
+// count is how many marks of snap the Merger goes by: all of them, or
+// as far as the first Cut or bad mark, once markRange has found it.
+func (m *Merger) count(snap Snapshot) int64 {
+	n := min(snap.Marks, DefaultMaxMarks)
+	if m.stop >= 0 {
+		n = min(n, m.stop)
+	}
+	return n
+}
+
+// markRange reads up to n marks from mark from (no further than
+// m.checked: marks are checked in order) and checks each new one: its
+// offsets within snap's ends, no lower than the mark before, the
+// reserved bits clear. A bad mark (a corrupt or planted index file)
+// reads as a Cut where the mark before it was: the order from there on
+// is unknown, and no later mark is read. A short file ends the marks
+// where it ends.
+func (m *Merger) markRange(snap Snapshot, from int64, n int) ([]Mark, error) {
+	if from > m.checked {
+		return nil, fmt.Errorf("index marks read at %d, past the %d checked", from, m.checked)
+	}
+	if m.stop >= 0 {
+		n = int(min(int64(n), max(m.stop-from, 0)))
+	}
+	batch, err := m.marks(from, n)
+	if err != nil {
+		return nil, err
+	}
+	if len(batch) < n && m.stop < 0 && from+int64(len(batch)) >= m.checked {
+		m.stop = from + int64(len(batch)) // the file is shorter than its count said
+	}
+	for j := range batch {
+		i := from + int64(j)
+		if i < m.checked {
+			if m.badCut && i == m.stop-1 {
+				batch[j] = m.cut
+			}
+			continue
+		}
+		k := batch[j]
+		m.checked = i + 1
+		if !soundMark(k, m.prevOff, snap.Ends) {
+			m.cut = Mark{Cut: true, Off: m.prevOff, Time: m.prevTime}
+			m.badCut, m.stop = true, i+1
+			batch[j] = m.cut
+			return batch[:j+1], nil
+		}
+		m.prevOff, m.prevTime = k.Off, k.Time
+		if k.Cut {
+			m.stop = i + 1 // nothing is marked after a cut
+			return batch[:j+1], nil
+		}
+	}
+	return batch, nil
+}
+
+// soundMark reports whether k can follow a mark at offsets prev in
+// streams that end at ends.
+func soundMark(k Mark, prev, ends [2]int64) bool {
+	for s := range 2 {
+		if k.Off[s]>>62 != 0 || k.Off[s] < prev[s] || k.Off[s] > ends[s] {
+			return false
+		}
+	}
+	return true
+}
+
 // Round writes what snap adds since the last round: every segment up to
 // the snapshot's ends. A follower calls it again with a newer snapshot
 // once the streams changed; the snapshots must come from the same
-// Interleave (or FileSnapshot), each no older than the one before.
-func (m *Merger) Round(w io.Writer, snap Snapshot) error {
+// Interleave (or FileSnapshot), each no older than the one before. It
+// returns ctx's error, having written part of the round, once ctx is
+// done (the client went away).
+func (m *Merger) Round(ctx context.Context, w io.Writer, snap Snapshot) error {
 	if snap.Marks == 0 && snap.Full {
 		// No order is known: one cut at the start.
 		if !m.haveCur {
@@ -141,12 +246,15 @@ func (m *Merger) Round(w io.Writer, snap Snapshot) error {
 	}
 	if m.o.Tail > 0 && !m.tailed {
 		m.tailed = true
-		if err := m.setTail(snap); err != nil {
+		if err := m.setTail(ctx, snap); err != nil {
 			return err
 		}
 	}
-	for m.next < snap.Marks {
-		batch, err := m.marks(m.next, int(min(snap.Marks-m.next, markBatchRead)))
+	for m.next < m.count(snap) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch, err := m.markRange(snap, m.next, int(min(m.count(snap)-m.next, markBatchRead)))
 		if err != nil {
 			return err
 		}
@@ -156,7 +264,7 @@ func (m *Merger) Round(w io.Writer, snap Snapshot) error {
 		for _, k := range batch {
 			if m.haveCur && !m.cur.Cut {
 				s := m.cur.Stream
-				if err := m.emit(w, s, k.Off[s], m.cur.Time); err != nil {
+				if err := m.emit(ctx, w, s, k.Off[s], m.cur.Time); err != nil {
 					return err
 				}
 			}
@@ -169,20 +277,20 @@ func (m *Merger) Round(w io.Writer, snap Snapshot) error {
 	}
 	if m.cur.Cut {
 		for s := range 2 {
-			if err := m.emit(w, s, snap.Ends[s], m.cur.Time); err != nil {
+			if err := m.emit(ctx, w, s, snap.Ends[s], m.cur.Time); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := m.emit(w, m.cur.Stream, snap.Ends[m.cur.Stream], m.cur.Time); err != nil {
+	if err := m.emit(ctx, w, m.cur.Stream, snap.Ends[m.cur.Stream], m.cur.Time); err != nil {
 		return err
 	}
 	if snap.Closed {
 		// Nothing more comes: what no mark covers (an index whose last
 		// marks were lost with a daemon that died) follows, so no byte
 		// is left out. With a whole index there is none.
-		if err := m.emit(w, 1-m.cur.Stream, snap.Ends[1-m.cur.Stream], m.cur.Time); err != nil {
+		if err := m.emit(ctx, w, 1-m.cur.Stream, snap.Ends[1-m.cur.Stream], m.cur.Time); err != nil {
 			return err
 		}
 	}
@@ -190,12 +298,15 @@ func (m *Merger) Round(w io.Writer, snap Snapshot) error {
 }
 
 // emit writes stream s from where it is to end, and moves it there.
-func (m *Merger) emit(w io.Writer, s int, end int64, t time.Time) error {
+func (m *Merger) emit(ctx context.Context, w io.Writer, s int, end int64, t time.Time) error {
 	off := m.pos[s]
 	if m.haveCur && !m.cur.Cut && m.cur.Stream == s {
 		off = max(off, m.cur.Off[s])
 	}
 	for off < end {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		ch, err := m.src.Read(s, off, int(min(end-off, 256<<10)))
 		if err != nil {
 			return err
@@ -258,7 +369,7 @@ type segment struct {
 // setTail sets where the output starts: after the Tail-th newline from
 // the end of the shown streams (a newline that ends the output does not
 // count), found by reading the segments backwards from the end.
-func (m *Merger) setTail(snap Snapshot) error {
+func (m *Merger) setTail(ctx context.Context, snap Snapshot) error {
 	need := m.o.Tail
 	last := true // the next byte looked at is the last of the output
 	found := func(seg segment, at int64) {
@@ -272,6 +383,14 @@ func (m *Merger) setTail(snap Snapshot) error {
 		end := seg.to
 		const block = 64 << 10
 		for end > seg.from {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			if k := m.src.KeptBelow(seg.s, end); k < end {
+				// Kept nowhere (dropped past the cap): no newline there.
+				end, last = max(k, seg.from), false
+				continue
+			}
 			from := max(seg.from, end-block)
 			buf, err := m.readRange(seg.s, from, end)
 			if err != nil {
@@ -291,8 +410,22 @@ func (m *Merger) setTail(snap Snapshot) error {
 		}
 		return false, nil
 	}
+	// Check every mark first (in order: each against the one before), so
+	// the walk back goes by sound marks only.
+	for m.checked < m.count(snap) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch, err := m.markRange(snap, m.checked, int(min(m.count(snap)-m.checked, markBatchRead)))
+		if err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			break
+		}
+	}
 	ends := snap.Ends
-	n := snap.Marks
+	n := m.count(snap)
 	if n == 0 && snap.Full { // no order: stdout then stderr
 		for _, seg := range []segment{{1, 0, ends[1], ends[0]}, {0, 0, ends[0], 0}} {
 			if ok, err := look(seg); ok || err != nil {
@@ -302,8 +435,11 @@ func (m *Merger) setTail(snap Snapshot) error {
 		return nil
 	}
 	for n > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		from := max(n-markBatchRead, 0)
-		batch, err := m.marks(from, int(n-from))
+		batch, err := m.markRange(snap, from, int(n-from))
 		if err != nil {
 			return err
 		}

@@ -384,6 +384,19 @@ func (s *Stream) Read(off int64, max int) (Chunk, error) {
 	return c, nil
 }
 
+// KeptBelow returns where the bytes kept of the stream below end (in its
+// file or in memory) end: [KeptBelow(end), end) is kept nowhere (dropped
+// past the file's cap and gone from the ring, or not written yet).
+func (s *Stream) KeptBelow(end int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := min(end, s.total)
+	if e <= s.inFile || e > s.ringStart() {
+		return e
+	}
+	return s.inFile
+}
+
 // readFileAt reads buf from the file at off. A live stream keeps the
 // file open for the next read; a released one holds no descriptor, so it
 // opens the file for this read only.

@@ -13,7 +13,7 @@ func Start(cmd *exec.Cmd) error { return start(cmd) }
 func Wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	if cmd.Process != nil {
-		forget(cmd.Process.Pid)
+		forget(cmd)
 	}
 	return err
 }

@@ -15,33 +15,73 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// gate orders the start of direct children against the reaper's passes:
-// a start holds it shared from the fork until its pid is registered, a
-// pass exclusively, so a pass never sees a direct child it does not know.
+// Direct children. A start counts itself in flight (starting) from
+// before its fork until its pid is registered in direct; a pass reaps a
+// zombie that no start registered only while no start is in flight, and
+// under directMu, so it never takes the status of a direct child it has
+// not heard of yet. A pass that leaves such a zombie for that reason
+// (deferred) runs again once the last start in flight is over (kick).
+// Nothing waits for a start in flight: an exec that takes long (a binary
+// on a hung network file system) holds up no other start, no pass, no
+// job's end.
 var (
-	gate sync.RWMutex
+	directMu sync.Mutex // guards direct, starting, deferred
 	// direct holds the children started by Start and not yet waited for.
-	direct   = map[int]struct{}{}
-	directMu sync.Mutex  // guards direct
-	running  atomic.Bool // a Reaper runs
+	direct   = map[int]*exec.Cmd{}
+	starting int  // starts in flight
+	deferred bool // a pass left a zombie because of a start in flight
+	// kick asks the running Reaper for a pass.
+	kick = make(chan struct{}, 1)
+	// active is the Reaper that runs, if any.
+	active atomic.Pointer[Reaper]
 )
 
+// startHook, if set (by tests), runs in each start while it is in
+// flight, before cmd.Start: a stand-in for an exec that takes long.
+var startHook func(cmd *exec.Cmd)
+
 func start(cmd *exec.Cmd) error {
-	gate.RLock()
-	defer gate.RUnlock()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
 	directMu.Lock()
-	direct[cmd.Process.Pid] = struct{}{}
+	starting++
 	directMu.Unlock()
-	return nil
+	if h := startHook; h != nil {
+		h(cmd)
+	}
+	err := cmd.Start()
+	directMu.Lock()
+	starting--
+	if err == nil {
+		direct[cmd.Process.Pid] = cmd
+	}
+	again := starting == 0 && deferred
+	if again {
+		deferred = false
+	}
+	directMu.Unlock()
+	if again {
+		select {
+		case kick <- struct{}{}:
+		default: // a pass is already asked for
+		}
+	}
+	return err
 }
 
-func forget(pid int) {
+// forget drops cmd's registration, and only cmd's: its pid may already
+// be another child's, started since cmd was waited for.
+func forget(cmd *exec.Cmd) {
 	directMu.Lock()
-	delete(direct, pid)
+	if c, ok := direct[cmd.Process.Pid]; ok && c == cmd {
+		delete(direct, cmd.Process.Pid)
+	}
 	directMu.Unlock()
+}
+
+func isDirect(pid int) bool {
+	directMu.Lock()
+	_, ok := direct[pid]
+	directMu.Unlock()
+	return ok
 }
 
 // Reaper makes the current process a child subreaper
@@ -67,14 +107,14 @@ var ErrReaperRunning = errors.New("a reaper already runs in this process")
 // it. Every child the process starts from now on must be started with
 // Start: any other child's exit status may be taken by the reaper.
 func NewReaper() (*Reaper, error) {
-	if !running.CompareAndSwap(false, true) {
+	r := &Reaper{sigs: make(chan os.Signal, 1), done: make(chan struct{}), self: os.Getpid()}
+	if !active.CompareAndSwap(nil, r) {
 		return nil, ErrReaperRunning
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		running.Store(false)
+		active.Store(nil)
 		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
-	r := &Reaper{sigs: make(chan os.Signal, 1), done: make(chan struct{}), self: os.Getpid()}
 	signal.Notify(r.sigs, syscall.SIGCHLD)
 	r.wg.Add(1)
 	go func() {
@@ -82,6 +122,8 @@ func NewReaper() (*Reaper, error) {
 		for {
 			select {
 			case <-r.sigs:
+				r.Reap()
+			case <-kick:
 				r.Reap()
 			case <-r.done:
 				return
@@ -105,7 +147,7 @@ func (r *Reaper) Close() {
 		r.wg.Wait()
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 		r.Reap()
-		running.Store(false)
+		active.CompareAndSwap(r, nil)
 	})
 }
 
@@ -120,37 +162,83 @@ func (r *Reaper) Reaped() int64 {
 // Reap reaps, now, every adopted child that has exited, and returns the
 // pids of the adopted children still alive: the processes that left the
 // tree of a child of this process and outlived their parent. It is safe
-// for concurrent use.
+// for concurrent use, and never waits for a Start in flight: a zombie it
+// cannot tell yet from the child of such a start is left to the pass the
+// last start in flight asks for when it is over.
 func (r *Reaper) Reap() (alive []int) {
 	if r == nil {
 		return nil
 	}
-	gate.Lock()
-	defer gate.Unlock()
-	for _, pid := range childPids(r.self) {
-		directMu.Lock()
-		_, mine := direct[pid]
-		directMu.Unlock()
-		if mine {
-			continue // started by Start: its waiter reaps it
-		}
+	for _, pid := range listChildren(r.self) {
 		st, ok := Read(pid)
 		if !ok || st.PPid != r.self {
 			continue
 		}
 		if st.Alive() {
-			alive = append(alive, pid)
+			if !isDirect(pid) {
+				alive = append(alive, pid)
+			}
 			continue
 		}
-		// A zombie child that no Start registered: an adopted process. Its
-		// pid cannot be reused before it is reaped, here.
-		var ws unix.WaitStatus
-		if n, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && n == pid {
-			r.reaped.Add(1)
-		}
+		r.reapZombie(pid)
 	}
 	return alive
 }
+
+// reapZombie reaps pid, a zombie child, unless it is (or may be, while a
+// start is in flight) a child started by Start: its waiter reaps that one.
+// A zombie no Start registered is an adopted process; its pid cannot be
+// reused before it is reaped.
+func (r *Reaper) reapZombie(pid int) bool {
+	directMu.Lock()
+	defer directMu.Unlock()
+	if _, mine := direct[pid]; mine {
+		return false
+	}
+	if starting > 0 {
+		deferred = true // reaped by the pass the last start asks for
+		return false
+	}
+	var ws unix.WaitStatus
+	if n, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil); err == nil && n == pid {
+		r.reaped.Add(1)
+		return true
+	}
+	return false
+}
+
+// reapExited reaps, while a Reaper runs, those of ps that have exited
+// and are its adopted children. It goes by their pidfds (by pid where
+// there is none), not by the children list a pass reads, which can miss
+// an entry while other children come and go: a process that Terminate
+// killed is gone, not a zombie, when it returns.
+func reapExited(ps []Pinned) {
+	r := active.Load()
+	if r == nil {
+		return
+	}
+	for _, p := range ps {
+		if p.fd < 0 {
+			if st, ok := Read(p.Pid); ok && !st.Alive() && st.PPid == r.self {
+				r.reapZombie(p.Pid)
+			}
+			continue
+		}
+		directMu.Lock()
+		if _, mine := direct[p.Pid]; !mine {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PIDFD, p.fd, &info, unix.WEXITED|unix.WNOHANG, nil)
+			if err == nil && info.Signo == int32(unix.SIGCHLD) {
+				r.reaped.Add(1)
+			}
+		}
+		directMu.Unlock()
+	}
+}
+
+// listChildren is childPids; tests replace it to stand for a read of the
+// children file that misses entries.
+var listChildren = childPids
 
 // childPids lists the children of the calling process (pid self) that
 // may have been adopted: those of its main thread. The kernel reparents an

@@ -8,7 +8,8 @@ import (
 )
 
 func start(cmd *exec.Cmd) error { return cmd.Start() }
-func forget(pid int)            {}
+func forget(cmd *exec.Cmd)      {}
+func reapExited(ps []Pinned)    {}
 
 // Reaper is Linux's child subreaper; elsewhere NewReaper fails.
 type Reaper struct{}

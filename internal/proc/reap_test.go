@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"strconv"
@@ -37,8 +38,21 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 			t.Fatalf("child %d: Wait = %v, state %v: its status was taken", i, err, cmd.ProcessState)
 		}
 	}
-	cmd := exec.Command("sh", "-c", "setsid sleep 3600 >/dev/null 2>&1 & echo $!; (sleep 3600 >/dev/null 2>&1 & echo $!)")
-	out, err := cmd.Output() // not through Start: it is waited before any of its escapees exits
+	// The adopted sleeps above exit on their own: wait until all 30 are
+	// reaped, so none comes and goes while the checks below read the
+	// children list (a read of it can miss an entry while another child
+	// is being reaped).
+	for deadline := time.Now().Add(10 * time.Second); r.Reaped() < 30; {
+		if time.Now().After(deadline) {
+			t.Fatalf("Reaped() = %d after the 30 adopted sleeps exited, want 30", r.Reaped())
+		}
+		time.Sleep(5 * time.Millisecond)
+		r.Reap()
+	}
+	// Through Start too: a child started otherwise is the reaper's to
+	// take once it exits, and a pass on any SIGCHLD (its own, or that of
+	// an adopted sleep above) may take it before cmd.Wait does.
+	out, err := startOutput(exec.Command("sh", "-c", "setsid sleep 3600 >/dev/null 2>&1 & echo $!; (sleep 3600 >/dev/null 2>&1 & echo $!)"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,15 +88,38 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 	for _, p := range ps {
 		p.Close()
 	}
-	r.Reap()
+	// Reaped by a pass: this one or one on SIGCHLD. A pass that runs
+	// while another reaps may miss an entry of the children list, so
+	// the check passes again until both are gone (a bounded while).
 	for _, pid := range esc {
-		if st, ok := Read(pid); ok {
-			t.Errorf("escapee %d not reaped: state %c", pid, st.State)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r.Reap()
+			st, ok := Read(pid)
+			if !ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("escapee %d not reaped: state %c", pid, st.State)
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if r.Reaped() < 2 { // by this pass or an earlier one on SIGCHLD
-		t.Errorf("Reaped() = %d, want at least the 2 escapees", r.Reaped())
+	if r.Reaped() < 32 {
+		t.Errorf("Reaped() = %d, want at least the 30 sleeps and the 2 escapees", r.Reaped())
 	}
+}
+
+// startOutput runs cmd through Start and Wait and returns its stdout.
+func startOutput(cmd *exec.Cmd) ([]byte, error) {
+	var b bytes.Buffer
+	cmd.Stdout = &b
+	if err := Start(cmd); err != nil {
+		return nil, err
+	}
+	err := Wait(cmd)
+	return b.Bytes(), err
 }
 
 func contains(xs []int, x int) bool {

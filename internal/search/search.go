@@ -96,7 +96,9 @@ type Match struct {
 	Column int    `json:"column"` // 1-based byte column of the first match in the line
 	Text   string `json:"text"`   // the line, as in Line.Text
 	// Before and After hold up to Options.Context lines around the match,
-	// whether or not they match themselves. Nil when Context is zero.
+	// whether or not they match themselves, or another match shows them
+	// too (terminal_rg merges the context of a file's matches, as rg
+	// -C does). Nil when Context is zero.
 	Before []Line `json:"before,omitempty"`
 	After  []Line `json:"after,omitempty"`
 }

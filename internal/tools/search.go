@@ -129,20 +129,37 @@ func (h *handlers) addSearch(s *mcp.Server) {
 }
 
 // groupMatches groups a search's matches (sorted by path, then line) by
-// file.
+// file, and merges their context as rg does: a match's before and after
+// lines are only those no other match of the file shows (as a match or as
+// its context), so no line is shown twice and no matching line as
+// context. A match's Before stays the lines just above it, its After the
+// lines just below it; a gap in the numbers between two is rg's "--".
 func groupMatches(r search.Result) RGResult {
 	out := RGResult{Files: []RGFile{}, Count: r.Count, Truncated: r.Truncated}
-	for _, m := range r.Matches {
+	shown := 0 // the last line shown of the current file
+	for i, m := range r.Matches {
 		if n := len(out.Files); n == 0 || out.Files[n-1].Path != m.Path {
 			out.Files = append(out.Files, RGFile{Path: m.Path})
+			shown = 0
 		}
 		f := &out.Files[len(out.Files)-1]
 		rm := RGMatch{Line: m.Line, Text: m.Text}
 		for _, l := range m.Before {
-			rm.Before = append(rm.Before, l.Text)
+			if l.Line > shown && l.Line < m.Line {
+				rm.Before = append(rm.Before, l.Text)
+			}
 		}
+		next := -1 // the next match's line in this file
+		if i+1 < len(r.Matches) && r.Matches[i+1].Path == m.Path {
+			next = r.Matches[i+1].Line
+		}
+		shown = m.Line
 		for _, l := range m.After {
+			if l.Line != shown+1 || (next >= 0 && l.Line >= next) {
+				break
+			}
 			rm.After = append(rm.After, l.Text)
+			shown = l.Line
 		}
 		f.Matches = append(f.Matches, rm)
 	}
@@ -150,7 +167,8 @@ func groupMatches(r search.Result) RGResult {
 }
 
 // renderRG renders matches as rg --heading -n does: each path once, then
-// line:text for a match and line-text for a context line.
+// line:text for a match and line-text for a context line, "--" between
+// blocks of lines that are not adjacent.
 func renderRG(out RGResult, brief string) string {
 	var b strings.Builder
 	for i, f := range out.Files {
@@ -159,14 +177,24 @@ func renderRG(out RGResult, brief string) string {
 		}
 		b.WriteString(f.Path)
 		b.WriteByte('\n')
+		last := 0 // the last line written of this file
+		context := false
 		for _, m := range f.Matches {
+			first := m.Line - len(m.Before)
+			if len(m.Before) > 0 || len(m.After) > 0 {
+				context = true
+			}
+			if context && last > 0 && first > last+1 {
+				b.WriteString("--\n")
+			}
 			for k, l := range m.Before {
-				fmt.Fprintf(&b, "%d-%s\n", m.Line-len(m.Before)+k, l)
+				fmt.Fprintf(&b, "%d-%s\n", first+k, l)
 			}
 			fmt.Fprintf(&b, "%d:%s\n", m.Line, m.Text)
 			for k, l := range m.After {
 				fmt.Fprintf(&b, "%d-%s\n", m.Line+1+k, l)
 			}
+			last = m.Line + len(m.After)
 		}
 	}
 	if out.Count == 0 || out.Truncated {

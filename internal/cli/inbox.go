@@ -47,22 +47,7 @@ func runInbox(ctx context.Context, e Env, args []string) error {
 }
 
 func runInboxLs(e Env, args []string) error {
-	fs, dir := newFlags("inbox ls", e)
-	out := outputFlags(fs, true)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := out.check(); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: hive inbox ls takes no arguments", ErrUsage)
-	}
-	l, err := layout(*dir)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdInboxLs})
+	out, resp, err := listCall(e, "inbox ls", args, proto.CmdInboxLs)
 	if err != nil {
 		return err
 	}

@@ -135,22 +135,7 @@ func todoArgs(fs *flagSet, subsystem, key string) error {
 }
 
 func runTodoLs(e Env, args []string) error {
-	fs, dir := newFlags("todo ls", e)
-	out := outputFlags(fs, true)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := out.check(); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: hive todo ls takes no arguments", ErrUsage)
-	}
-	l, err := layout(*dir)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdTodoLs})
+	out, resp, err := listCall(e, "todo ls", args, proto.CmdTodoLs)
 	if err != nil {
 		return err
 	}
@@ -192,4 +177,26 @@ func clipLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return string(r)
+}
+
+// listCall is the start of a listing command (todo ls, inbox ls): it
+// parses the output flags, takes no arguments, and sends cmd.
+func listCall(e Env, name string, args []string, cmd string) (*output, proto.Response, error) {
+	fs, dir := newFlags(name, e)
+	out := outputFlags(fs, true)
+	if err := parse(fs, args); err != nil {
+		return nil, proto.Response{}, err
+	}
+	if err := out.check(); err != nil {
+		return nil, proto.Response{}, err
+	}
+	if fs.NArg() > 0 {
+		return nil, proto.Response{}, fmt.Errorf("%w: hive %s takes no arguments", ErrUsage, name)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return nil, proto.Response{}, err
+	}
+	resp, err := client.Call(l, proto.Request{Cmd: cmd})
+	return out, resp, err
 }

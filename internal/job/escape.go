@@ -19,22 +19,19 @@ import (
 // process that outlived its parent and left the group is adopted, so the
 // top of any escaped tree is one); without one, when the job was stopped
 // or its group had leftovers (hadLeft).
-func (j *Job) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
-	m := j.m
-	since := j.pidStart.Load()
-	if m.o.Owner == "" || since == 0 {
+func (c *child) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
+	since := c.pidStart.Load()
+	if c.owner == "" || since == 0 {
 		return 0 // nothing to prove a process is this job's by
 	}
-	r := m.o.Reaper
+	r := c.reaper
 	need := false
 	if r == nil {
-		j.mu.Lock()
-		need = hadLeft || j.reason != ""
-		j.mu.Unlock()
+		need = hadLeft || c.stopped()
 	} else {
 		// The pass also reaps what the group cleanup killed.
 		for _, pid := range r.Reap() {
-			if v, ok := proc.Getenv(pid, EnvJobID); ok && v == j.info.ID {
+			if v, ok := proc.Getenv(pid, EnvJobID); ok && v == c.id {
 				need = true
 				break
 			}
@@ -47,7 +44,7 @@ func (j *Job) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
 	// Up to a few rounds: a process may have forked between a scan and
 	// its signal (what it forked carries the marks too).
 	for round := 0; round < 3; round++ {
-		found := escapees(j.info.ID, m.o.Owner, since, pgid)
+		found := escapees(c.id, c.owner, since, pgid)
 		if len(found) == 0 {
 			break
 		}
@@ -55,7 +52,7 @@ func (j *Job) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
 		grace = 0 // the rest of a tree that kept forking gets no more time
 	}
 	if n > 0 {
-		m.o.Logger.Info("terminated processes that left a job's group", "job", j.info.ID, "count", n)
+		c.logger.Info("terminated processes that left a job's group", "job", c.id, "count", n)
 	}
 	r.Reap() // what else was killed (Terminate reaped the escapees by their pidfds)
 	return n

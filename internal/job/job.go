@@ -195,14 +195,13 @@ type Job struct {
 	spec     Spec
 	detached bool
 	reason   State     // requested end state (killed, timed_out, interrupted); "" = none
-	stopAt   time.Time // when the job was first asked to stop
-	// stopGrace is the time between SIGINT and SIGKILL of that stop (the
-	// manager's Grace unless a shutdown gave another).
-	stopGrace time.Duration
-	forced    bool // a stop asked for SIGKILL
-	graceT    *time.Timer
-	timeoutT  *time.Timer
-	pgid      int
+	timeoutT *time.Timer
+	// child is the job's process while this daemon is its parent (no
+	// Holder); held is set once a Holder runs it (heldEnd then hears
+	// how it ended).
+	child   *child
+	held    bool
+	heldEnd chan HeldEnd
 	// reaped is set once the leader has been waited for: from then on its
 	// pid may name another process. pidStart is the leader's start time
 	// once read (see fillPidStart). Both are read by the record
@@ -310,10 +309,10 @@ func (j *Job) Detach() error {
 	}
 	if !j.detached {
 		j.detached = true
-		if j.info.PidStart == 0 && j.pidStart.Load() == 0 && j.pgid != 0 {
+		if j.info.PidStart == 0 && j.pidStart.Load() == 0 && j.info.Pid != 0 && !j.reaped.Load() {
 			// The start time counts only if the leader was still unreaped
 			// after the read, so the pid was still its own.
-			if st := procStartTime(j.pgid); st != 0 && !j.reaped.Load() {
+			if st := procStartTime(j.info.Pid); st != 0 && !j.reaped.Load() {
 				j.info.PidStart = st
 			}
 		}

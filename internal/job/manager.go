@@ -67,6 +67,10 @@ type Options struct {
 	// processes are looked for only when the job was stopped or left
 	// processes in its group.
 	Reaper *proc.Reaper
+	// Holder, if set, runs the jobs in a process that outlives the
+	// daemon (see Holder); its events come through HeldProgress,
+	// HeldEnded and HolderLost. At New the jobs it holds are adopted.
+	Holder Holder
 }
 
 // Environment variables set in every job.
@@ -103,6 +107,11 @@ type Manager struct {
 	recent  []*Job   // the jobs that ended last, oldest first (see keepWhole)
 	running int
 	closed  bool
+	// early keeps the ends a holder tells of while New adopts its jobs
+	// (nil after).
+	early map[string]HeldEnd
+	// released is closed by Release: held jobs' watchers stop waiting.
+	released chan struct{}
 }
 
 // maxEndedInMemory is how many ended jobs keep their Job in memory; older
@@ -140,7 +149,8 @@ func New(o Options) (*Manager, error) {
 		return nil, fmt.Errorf("create output dir %q: %w", o.Dir, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, names: map[string]string{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr}
+	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, names: map[string]string{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr,
+		early: map[string]HeldEnd{}, released: make(chan struct{})}
 	ids, err := o.Store.JobIDs(ctx)
 	if err != nil {
 		cancel()
@@ -171,6 +181,11 @@ func (m *Manager) recover(known map[string]bool) error {
 	left, err := m.o.Store.ListJobs(ctx, 0, string(Pending), string(Running))
 	if err != nil {
 		return fmt.Errorf("recover jobs: %w", err)
+	}
+	if m.o.Holder != nil {
+		if left, err = m.adoptHeld(left); err != nil {
+			return fmt.Errorf("recover jobs: %w", err)
+		}
 	}
 	// What the jobs left running is ended first, all at once, then the
 	// records say so.
@@ -275,6 +290,9 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		}
 	}
 	j := &Job{m: m, spec: spec, detached: !spec.Attached, done: make(chan struct{}), started: make(chan struct{})}
+	if m.o.Holder != nil {
+		j.heldEnd = make(chan HeldEnd, 1)
+	}
 	j.info = Info{
 		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,
 		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(), Quiet: spec.Quiet,

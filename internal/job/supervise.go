@@ -40,11 +40,15 @@ func (j *Job) begin() func() {
 		j.finishLocked(j.reason)
 		return nil
 	}
+	if m.o.Holder != nil {
+		return j.beginHeldLocked()
+	}
 	cmd, pipes, err := j.prepareLocked()
+	var c *child
 	if err == nil {
-		err = proc.Start(cmd) // the reaper (if any) leaves its status to watch
-		pipes.closeChildEnds()
-		if err != nil {
+		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, leftover: m.o.LeftoverGrace,
+			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped}
+		if err = c.start(); err != nil {
 			err = fmt.Errorf("start: %w", err)
 		}
 	}
@@ -54,8 +58,8 @@ func (j *Job) begin() func() {
 		j.finishLocked(Failed)
 		return nil
 	}
-	pid := cmd.Process.Pid
-	j.pgid = pid
+	j.child = c
+	pid := c.pid
 	j.info.Pid = pid
 	if j.detached {
 		// Its id is handed out once the record is stored: the record
@@ -69,91 +73,47 @@ func (j *Job) begin() func() {
 		// (see sweepEscapes) includes starting after its leader.
 		j.pidStart.Store(procStartTime(pid))
 	}
+	j.runningLocked()
+	return func() { j.watch(c) }
+}
+
+// runningLocked moves a started job to running.
+func (j *Job) runningLocked() {
 	j.info.State = Running
-	j.info.Started = time.Now()
-	if j.spec.Timeout > 0 {
-		j.timeoutT = time.AfterFunc(j.spec.Timeout, func() { j.stop(TimedOut, j.spec.KillOnTimeout) })
+	if j.info.Started.IsZero() {
+		j.info.Started = time.Now()
 	}
-	m.putLocked(j)
-	return func() { j.watch(cmd, pipes) }
+	if j.spec.Timeout > 0 {
+		j.timeoutT = time.AfterFunc(max(time.Until(j.info.Started.Add(j.spec.Timeout)), 0), func() { j.stop(TimedOut, j.spec.KillOnTimeout) })
+	}
+	j.m.putLocked(j)
 }
 
 // watch is the one goroutine that waits on the child: it pumps output,
 // waits, cleans up the group and records the end.
-func (j *Job) watch(cmd *exec.Cmd, pipes *jobPipes) {
-	m := j.m
-	pid := cmd.Process.Pid
+func (j *Job) watch(c *child) {
 	// The output files are created while the child already runs (its
 	// output waits in the pipes): file creation stays off the start path.
 	j.mu.Lock()
 	j.createStreamsLocked()
 	j.mu.Unlock()
 	j.markStarted()
-	pumped := make(chan struct{}, 2)
 	outW, errW := io.Writer(j.stdout), io.Writer(j.stderr)
 	if j.index != nil {
 		outW, errW = j.index.Writer(0), j.index.Writer(1)
 	}
-	go func() { pump(pipes.outR, outW); pumped <- struct{}{} }()
-	go func() { pump(pipes.errR, errW); pumped <- struct{}{} }()
-
-	waitErr := proc.Wait(cmd)
-	j.reaped.Store(true)
-	code, sig := exitStatus(cmd.ProcessState)
-	// The leader is reaped: from now on its pid may be reused, so stop()
-	// and the timers must not signal it. What is left of the group is
-	// cleaned up here (a pid that is still some group's id is never reused).
-	j.mu.Lock()
-	j.pgid = 0
-	// What is left of a stopped job's group gets what is left of the
-	// stop's grace (none after a forced stop), not a fresh one: kill ends
-	// the job within its grace period.
-	grace := m.o.LeftoverGrace
-	if !j.stopAt.IsZero() {
-		grace = min(grace, max(time.Until(j.stopAt.Add(j.stopGrace)), 0))
-		if j.forced {
-			grace = 0
-		}
-	}
-	j.mu.Unlock()
-	leftover := cleanupGroup(pid, grace)
-	leftover += j.sweepEscapes(pid, grace, leftover > 0)
-	// Every process of the group is gone, so all the job wrote is in the
-	// pipes or already read. Normally the readers reach EOF at once. If
-	// not, something that left the group holds a pipe open: after a short
-	// grace the readers take what the pipes hold and stop, so it cannot
-	// delay the job's end.
-	if len(pumped) < 2 { // usually both readers are done already: no timer
-		grace := time.NewTimer(drainQuiet)
-		for got := 0; got < 2; {
-			select {
-			case <-pumped:
-				got++
-			case <-grace.C:
-				for _, r := range []*os.File{pipes.outR, pipes.errR} {
-					if r.SetReadDeadline(time.Now()) != nil {
-						r.Close() // no deadlines on this platform's pipes
-					}
-				}
-				for ; got < 2; got++ {
-					<-pumped
-				}
-			}
-		}
-		grace.Stop()
-	}
-	pipes.closeAll()
+	e := c.run(outW, errW)
 
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.closeStreams()
-	if cmd.ProcessState != nil {
-		j.info.ExitCode = &code
-		j.info.Signal = sig
-	} else if waitErr != nil {
-		j.info.Error = waitErr.Error()
+	if e.exited {
+		j.info.ExitCode = &e.code
+		j.info.Signal = e.sig
+	} else if e.err != nil {
+		j.info.Error = e.err.Error()
 	}
-	j.info.Leftover = leftover
+	j.info.Leftover = e.leftover
 	end := Done
 	if j.reason != "" {
 		end = j.reason
@@ -207,16 +167,26 @@ func (j *Job) createStreamsLocked() {
 
 // prepareLocked creates the pipes and the command.
 func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
+	path, argv, env, err := j.commandLocked()
+	if err != nil {
+		return nil, nil, err
+	}
+	return newCmd(path, argv, j.spec.Dir, env, j.spec.Stdin, j.m.devNull)
+}
+
+// commandLocked is what the job runs: the program's path, its argv and
+// its environment (the policy shell's, with the job's marks), once its
+// working directory is checked.
+func (j *Job) commandLocked() (path string, argv, env []string, err error) {
 	m := j.m
-	var err error
-	argv := j.spec.Argv
+	argv = j.spec.Argv
 	if len(argv) == 0 {
 		if m.o.Shell == nil {
-			return nil, nil, m.shErr
+			return "", nil, nil, m.shErr
 		}
 		argv = append(append([]string(nil), m.o.Shell...), j.spec.Cmd)
 	}
-	env := j.spec.Env
+	env = j.spec.Env
 	if env == nil {
 		env = os.Environ()
 	}
@@ -226,17 +196,24 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 		// within another job (or a PTY shell) must not carry that one's.
 		env = withMarks(env, EnvJobID+"="+j.info.ID, EnvJobOwner+"="+m.o.Owner)
 	}
-	path, err := m.paths.lookPath(argv[0], env, j.spec.Dir)
-	if err != nil {
-		return nil, nil, err
+	if path, err = m.paths.lookPath(argv[0], env, j.spec.Dir); err != nil {
+		return "", nil, nil, err
 	}
 	if j.spec.Dir != "" {
 		if fi, err := os.Stat(j.spec.Dir); err != nil {
-			return nil, nil, fmt.Errorf("cwd %q: %w", j.spec.Dir, err)
+			return "", nil, nil, fmt.Errorf("cwd %q: %w", j.spec.Dir, err)
 		} else if !fi.IsDir() {
-			return nil, nil, fmt.Errorf("cwd %q: not a directory", j.spec.Dir)
+			return "", nil, nil, fmt.Errorf("cwd %q: not a directory", j.spec.Dir)
 		}
 	}
+	return path, argv, env, nil
+}
+
+// newCmd creates a job's pipes and its command: stdin from stdin (or
+// devNull when nil, or the null device when that is nil too), in a
+// process group of its own.
+func newCmd(path string, argv []string, dir string, env []string, stdin []byte, devNull *os.File) (*exec.Cmd, *jobPipes, error) {
+	var err error
 	p := &jobPipes{}
 	if p.outR, p.outW, err = os.Pipe(); err != nil {
 		return nil, nil, fmt.Errorf("stdout pipe: %w", err)
@@ -248,17 +225,17 @@ func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
-		Dir:         j.spec.Dir,
+		Dir:         dir,
 		Env:         env,
 		Stdout:      p.outW,
 		Stderr:      p.errW,
 		SysProcAttr: sysProcAttr(),
 		WaitDelay:   time.Second, // bounds the stdin copy if a grandchild holds stdin
 	}
-	if j.spec.Stdin != nil {
-		cmd.Stdin = bytes.NewReader(j.spec.Stdin)
-	} else if m.devNull != nil {
-		cmd.Stdin = m.devNull // one open file for all jobs, not an open per job
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	} else if devNull != nil {
+		cmd.Stdin = devNull // one open file for all jobs, not an open per job
 	}
 	return cmd, p, nil
 }
@@ -358,12 +335,11 @@ func (j *Job) finishLocked(s State) {
 		return
 	}
 	j.info.State = s
-	j.info.Ended = time.Now()
+	if j.info.Ended.IsZero() { // a holder tells when a held job ended
+		j.info.Ended = time.Now()
+	}
 	if j.timeoutT != nil {
 		j.timeoutT.Stop()
-	}
-	if j.graceT != nil {
-		j.graceT.Stop()
 	}
 	j.m.putLocked(j)
 	close(j.done)
@@ -414,30 +390,24 @@ func (j *Job) stopWithin(reason State, force bool, grace time.Duration, note str
 	if j.reason == "" {
 		j.reason = reason
 	}
-	if j.stopAt.IsZero() {
-		j.stopAt = time.Now()
-		j.stopGrace = grace
-	}
 	if note != "" && j.info.Error == "" {
 		j.info.Error = note
 	}
-	j.forced = j.forced || force
 	if j.info.State == Pending {
 		return j.snapshotLocked(), nil // supervise sees the reason before starting
 	}
-	if force {
-		signalGroup(j.pgid, sigKill)
-		return j.snapshotLocked(), nil
-	}
-	signalGroup(j.pgid, sigInt)
-	if j.graceT == nil {
-		j.graceT = time.AfterFunc(j.stopGrace, func() {
-			j.mu.Lock()
-			defer j.mu.Unlock()
-			if !j.info.State.Terminal() {
-				signalGroup(j.pgid, sigKill)
-			}
-		})
-	}
+	j.signalLocked(force, grace)
 	return j.snapshotLocked(), nil
+}
+
+// signalLocked stops the running job's process: see child.stop.
+func (j *Job) signalLocked(force bool, grace time.Duration) {
+	switch {
+	case j.child != nil:
+		j.child.stop(force, grace)
+	case j.held:
+		if err := j.m.o.Holder.Stop(j.info.ID, force, grace); err != nil {
+			j.m.o.Logger.Warn("could not stop a held job", "job", j.info.ID, "err", err)
+		}
+	}
 }

@@ -32,6 +32,9 @@ type Options struct {
 	// it are counted as dropped. If zero, DefaultFileCap is used; a negative
 	// value means no cap.
 	FileCap int64
+	// NoRing keeps no bytes in memory: reads come from the file only (a
+	// writer whose bytes are read by another process, from the file).
+	NoRing bool
 }
 
 // Stream is one output stream. It is safe for concurrent use: one writer and
@@ -53,6 +56,10 @@ type Stream struct {
 	changed  chan struct{} // made by Changed, closed (and dropped) by the next Write or Close
 	readFile *os.File      // lazily opened for reads older than the ring; closed by Release
 	released bool          // after Release: reads open the file for each read only
+	noRing   bool          // Options.NoRing: the ring stays empty
+	// follow: the file is written by another process (Follow); the
+	// counters come from Advance and from the file's size.
+	follow bool
 }
 
 // Create makes a stream whose file is path (created at the first write;
@@ -70,6 +77,7 @@ func Create(path string, opts *Options) (*Stream, error) {
 		if opts.FileCap != 0 {
 			s.fileCap = opts.FileCap
 		}
+		s.noRing = opts.NoRing
 	}
 	s.size = size
 	if path != "" {
@@ -83,6 +91,77 @@ func Create(path string, opts *Options) (*Stream, error) {
 	return s, nil
 }
 
+// Follow makes a stream whose file another process writes (a holder of
+// jobs, see internal/holder): it is read from the file, never written
+// here. Its counters are what Advance last said, and for the bytes in the
+// file also the file's size, read at each Read, so a read never lags the
+// file. It keeps nothing in memory. The file is left as it is.
+func Follow(path string, fileCap int64, at Stats) *Stream {
+	if fileCap == 0 {
+		fileCap = DefaultFileCap
+	}
+	s := &Stream{path: path, fileCap: fileCap, size: 1, noRing: true, follow: true}
+	s.advanceLocked(at)
+	return s
+}
+
+// Advance tells a following stream (Follow) the writer's counters; they
+// only grow. Closed ends the stream. It wakes the waiters of Changed when
+// something changed.
+func (s *Stream) Advance(at Stats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || !s.follow {
+		return
+	}
+	if s.advanceLocked(at) {
+		s.wakeLocked()
+	}
+}
+
+func (s *Stream) advanceLocked(at Stats) bool {
+	changed := false
+	if at.InFile > s.inFile {
+		s.inFile, changed = at.InFile, true
+	}
+	if at.Dropped > s.dropped {
+		s.dropped, changed = at.Dropped, true
+	}
+	if t := max(at.Total, s.inFile+s.dropped); t > s.total {
+		s.total, changed = t, true
+	}
+	if at.Closed && !s.closed {
+		s.closed, changed = true, true
+	}
+	return changed
+}
+
+// refreshLocked brings a following stream's count of file bytes up to
+// the file's size.
+func (s *Stream) refreshLocked() {
+	if !s.follow || s.closed || s.path == "" {
+		return
+	}
+	if s.readFile == nil {
+		f, err := paths.OpenFile(s.path, os.O_RDONLY)
+		if err != nil {
+			return // not created yet: nothing written
+		}
+		s.readFile = f
+	}
+	fi, err := s.readFile.Stat()
+	if err != nil {
+		return
+	}
+	n := fi.Size()
+	if s.fileCap >= 0 {
+		n = min(n, s.fileCap)
+	}
+	if n > s.inFile {
+		s.advanceLocked(Stats{InFile: n})
+	}
+}
+
 // Path is the stream file's path ("" for a memory-only stream).
 func (s *Stream) Path() string { return s.path }
 
@@ -94,7 +173,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.follow {
 		return 0, ErrClosed
 	}
 	n := int64(len(p))
@@ -125,7 +204,9 @@ func (s *Stream) Write(p []byte) (int, error) {
 	if s.path != "" {
 		s.dropped += n - toFile
 	}
-	s.appendRing(p)
+	if !s.noRing {
+		s.appendRing(p)
+	}
 	s.total += n
 	s.wakeLocked()
 	return len(p), nil
@@ -261,6 +342,9 @@ func (s *Stream) release(limit int64) {
 
 // ringStart is the offset of the oldest byte held in the ring.
 func (s *Stream) ringStart() int64 {
+	if s.noRing {
+		return s.total
+	}
 	if len(s.ring) < s.size {
 		return s.ringBase
 	}
@@ -270,6 +354,9 @@ func (s *Stream) ringStart() int64 {
 // copyRing copies ring bytes starting at offset off into buf.
 // The caller checks that [off, off+len(buf)) is held.
 func (s *Stream) copyRing(buf []byte, off int64) {
+	if len(buf) == 0 {
+		return
+	}
 	if len(s.ring) < s.size {
 		copy(buf, s.ring[off-s.ringBase:])
 		return
@@ -292,6 +379,7 @@ type Stats struct {
 func (s *Stream) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refreshLocked()
 	return Stats{Total: s.total, InFile: s.inFile, Dropped: s.dropped, Closed: s.closed}
 }
 
@@ -354,6 +442,7 @@ func (s *Stream) Read(off int64, max int) (Chunk, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refreshLocked()
 	c := Chunk{Offset: off}
 	if off >= s.total {
 		c.Offset, c.Next, c.EOF = s.total, s.total, s.closed
@@ -390,6 +479,7 @@ func (s *Stream) Read(off int64, max int) (Chunk, error) {
 func (s *Stream) KeptBelow(end int64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refreshLocked()
 	e := min(end, s.total)
 	if e <= s.inFile || e > s.ringStart() {
 		return e
@@ -427,6 +517,16 @@ func (s *Stream) Tail(n int) []byte {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.noRing {
+		// From the file: its last n bytes.
+		s.refreshLocked()
+		from := max(s.inFile-int64(n), 0)
+		buf := make([]byte, s.inFile-from)
+		if len(buf) == 0 || s.readFileAt(buf, from) != nil {
+			return nil
+		}
+		return buf
+	}
 	// From the ring only: a read further back would come from the file
 	// and stop where the ring begins, short of the end.
 	from := max64(s.total-int64(n), s.ringStart())

@@ -1,0 +1,163 @@
+package job
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// child is a job's process as its parent holds it: the pipes it writes,
+// the signals that stop it, the wait for its end and the clean-up of what
+// it leaves. The parent is the daemon (a Manager without a Holder) or the
+// holder of the jobs (see Held); the rest of a job's life (its record,
+// its loose end) is the Manager's either way.
+type child struct {
+	id, owner string // the job's marks (see withMarks); owner "" = none
+	reaper    *proc.Reaper
+	leftover  time.Duration // the grace of what is left after the leader (LeftoverGrace)
+	logger    *slog.Logger
+
+	cmd   *exec.Cmd
+	pipes *jobPipes
+	pid   int
+	// pidStart is the leader's start time once read, reaped set once it
+	// has been waited for (its pid may then name another process).
+	pidStart *atomic.Uint64
+	reaped   *atomic.Bool
+
+	mu        sync.Mutex
+	pgid      int       // 0 once the leader is reaped: nothing to signal
+	stopAt    time.Time // when it was first asked to stop
+	stopGrace time.Duration
+	forced    bool
+	graceT    *time.Timer
+}
+
+// start starts the process. The pipes' child ends are closed either way.
+func (c *child) start() error {
+	err := proc.Start(c.cmd) // the reaper (if any) leaves its status to the wait
+	c.pipes.closeChildEnds()
+	if err != nil {
+		c.pipes.closeAll()
+		return err
+	}
+	c.pid = c.cmd.Process.Pid
+	c.mu.Lock()
+	c.pgid = c.pid
+	c.mu.Unlock()
+	return nil
+}
+
+// stop signals the group: SIGINT, then SIGKILL once the grace of the
+// first stop is over; SIGKILL at once with force. Only the first stop
+// sets the grace: a later one cannot extend it.
+func (c *child) stop(force bool, grace time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopAt.IsZero() {
+		c.stopAt = time.Now()
+		c.stopGrace = grace
+	}
+	c.forced = c.forced || force
+	if force {
+		signalGroup(c.pgid, sigKill)
+		return
+	}
+	signalGroup(c.pgid, sigInt)
+	if c.graceT == nil {
+		c.graceT = time.AfterFunc(c.stopGrace, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			signalGroup(c.pgid, sigKill) // no-op once reaped
+		})
+	}
+}
+
+// stopped reports whether the child was asked to stop.
+func (c *child) stopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.stopAt.IsZero()
+}
+
+// childEnd is how a child ended.
+type childEnd struct {
+	exited   bool // the leader's status is known: code and sig
+	code     int
+	sig      *int
+	err      error // the wait's error, when the status is not known
+	leftover int   // processes left in its group and outside it, terminated
+}
+
+// run pumps the pipes into out and errw, waits for the leader, ends what
+// it left and returns once both pipes are drained. It is the one
+// goroutine that waits on the child.
+func (c *child) run(out, errw io.Writer) childEnd {
+	pipes := c.pipes
+	pumped := make(chan struct{}, 2)
+	go func() { pump(pipes.outR, out); pumped <- struct{}{} }()
+	go func() { pump(pipes.errR, errw); pumped <- struct{}{} }()
+
+	waitErr := proc.Wait(c.cmd)
+	c.reaped.Store(true)
+	var e childEnd
+	if c.cmd.ProcessState != nil {
+		e.exited = true
+		e.code, e.sig = exitStatus(c.cmd.ProcessState)
+	} else {
+		e.err = waitErr
+	}
+	// The leader is reaped: from now on its pid may be reused, so stop()
+	// and the timers must not signal it. What is left of the group is
+	// cleaned up here (a pid that is still some group's id is never reused).
+	c.mu.Lock()
+	c.pgid = 0
+	if c.graceT != nil {
+		c.graceT.Stop()
+	}
+	// What is left of a stopped job's group gets what is left of the
+	// stop's grace (none after a forced stop), not a fresh one: kill ends
+	// the job within its grace period.
+	grace := c.leftover
+	if !c.stopAt.IsZero() {
+		grace = min(grace, max(time.Until(c.stopAt.Add(c.stopGrace)), 0))
+		if c.forced {
+			grace = 0
+		}
+	}
+	c.mu.Unlock()
+	e.leftover = cleanupGroup(c.pid, grace)
+	e.leftover += c.sweepEscapes(c.pid, grace, e.leftover > 0)
+	// Every process of the group is gone, so all the job wrote is in the
+	// pipes or already read. Normally the readers reach EOF at once. If
+	// not, something that left the group holds a pipe open: after a short
+	// grace the readers take what the pipes hold and stop, so it cannot
+	// delay the job's end.
+	if len(pumped) < 2 { // usually both readers are done already: no timer
+		t := time.NewTimer(drainQuiet)
+		for got := 0; got < 2; {
+			select {
+			case <-pumped:
+				got++
+			case <-t.C:
+				for _, r := range []*os.File{pipes.outR, pipes.errR} {
+					if r.SetReadDeadline(time.Now()) != nil {
+						r.Close() // no deadlines on this platform's pipes
+					}
+				}
+				for ; got < 2; got++ {
+					<-pumped
+				}
+			}
+		}
+		t.Stop()
+	}
+	pipes.closeAll()
+	return e
+}

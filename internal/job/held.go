@@ -1,0 +1,527 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/store"
+)
+
+// A Holder runs jobs for a Manager in another process, which outlives the
+// daemon: see internal/holder and docs/architecture.md. The Manager keeps
+// records, loose ends and the streams' readers; the holder keeps the
+// processes, their pipes and the bytes (it writes the stream files), and
+// the ends that the daemon has not acknowledged.
+type Holder interface {
+	// Spawn starts a job's process.
+	Spawn(HeldSpec) (HeldStart, error)
+	// Stop signals a held job's group: SIGINT, SIGKILL after grace (the
+	// first stop's); SIGKILL at once with force.
+	Stop(id string, force bool, grace time.Duration) error
+	// Ack tells the holder that the job's end is recorded: it forgets it.
+	Ack(id string) error
+	// Held lists what the holder holds: running jobs, and ended ones not
+	// acknowledged.
+	Held() ([]HeldJob, error)
+}
+
+// HeldSpec is what a holder needs to run a job.
+type HeldSpec struct {
+	ID     string   `json:"id"`
+	Path   string   `json:"path"`
+	Argv   []string `json:"argv"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir,omitempty"`
+	Stdin  []byte   `json:"stdin,omitempty"`
+	Stdout string   `json:"stdout"`
+	Stderr string   `json:"stderr"`
+	Index  string   `json:"index,omitempty"`
+	// FileCap caps each stream file (0: the default, < 0: none).
+	FileCap int64 `json:"file_cap,omitempty"`
+	// Owner is the jobs' mark (HIVE_JOB_OWNER): what proves an escaped
+	// process to be the job's.
+	Owner         string        `json:"owner,omitempty"`
+	LeftoverGrace time.Duration `json:"leftover_grace,omitempty"`
+}
+
+// HeldStart is a started job's process.
+type HeldStart struct {
+	Pid      int       `json:"pid"`
+	PidStart uint64    `json:"pid_start,omitempty"`
+	Started  time.Time `json:"started"`
+}
+
+// HeldEnd is how a held job ended.
+type HeldEnd struct {
+	ID       string    `json:"id"`
+	Exited   bool      `json:"exited,omitempty"` // ExitCode and Signal are known
+	ExitCode int       `json:"exit_code"`
+	Signal   *int      `json:"signal,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Leftover int       `json:"leftover,omitempty"`
+	Stopped  bool      `json:"stopped,omitempty"` // it was asked to stop
+	Ended    time.Time `json:"ended"`
+	Stdout   Counts    `json:"stdout"`
+	Stderr   Counts    `json:"stderr"`
+}
+
+// HeldJob is a job a holder holds.
+type HeldJob struct {
+	ID string `json:"id"`
+	HeldStart
+	Stdout Counts   `json:"stdout"`
+	Stderr Counts   `json:"stderr"`
+	End    *HeldEnd `json:"end,omitempty"` // nil while it runs
+}
+
+// Counts are a stream's counters (output.Stats), as a holder tells them.
+type Counts struct {
+	Total   int64 `json:"total"`
+	InFile  int64 `json:"in_file"`
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+func countsOf(s output.Stats) Counts { return Counts{s.Total, s.InFile, s.Dropped} }
+
+func (c Counts) stats(closed bool) output.Stats {
+	return output.Stats{Total: c.Total, InFile: c.InFile, Dropped: c.Dropped, Closed: closed}
+}
+
+// ErrHolderLost is the error of a held job whose holder died.
+var ErrHolderLost = errors.New("the holder of the jobs died")
+
+// --- the holder's half ---
+
+// HeldProc is a job's process as a holder runs it.
+type HeldProc struct {
+	Spec           HeldSpec
+	Start          HeldStart
+	c              *child
+	stdout, stderr *output.Stream
+	index          *output.Interleave
+	pidStart       atomic.Uint64
+	reaped         atomic.Bool
+	wrote          func()
+}
+
+// RunHeld starts spec's process, its output pumped into the stream files
+// by Wait; wrote is called (from the pumping goroutines) after each write
+// to a stream. reaper, if set, is the holder's child subreaper.
+func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func()) (*HeldProc, error) {
+	if spec.ID == "" || spec.Path == "" || len(spec.Argv) == 0 || spec.Stdout == "" || spec.Stderr == "" {
+		return nil, errors.New("spawn: id, path, argv, stdout and stderr are required")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if spec.LeftoverGrace <= 0 {
+		spec.LeftoverGrace = 2 * time.Second
+	}
+	h := &HeldProc{Spec: spec}
+	so := &output.Options{FileCap: spec.FileCap, NoRing: true}
+	var err error
+	if h.stdout, err = output.Create(spec.Stdout, so); err != nil {
+		return nil, err
+	}
+	if h.stderr, err = output.Create(spec.Stderr, so); err != nil {
+		return nil, err
+	}
+	if spec.Index != "" {
+		if x, err := output.NewInterleave(spec.Index, h.stdout, h.stderr, 0); err == nil {
+			h.index = x
+		}
+	}
+	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, nil)
+	if err != nil {
+		return nil, err
+	}
+	h.c = &child{id: spec.ID, owner: spec.Owner, reaper: reaper, leftover: spec.LeftoverGrace, logger: logger,
+		cmd: cmd, pipes: pipes, pidStart: &h.pidStart, reaped: &h.reaped}
+	if err := h.c.start(); err != nil {
+		h.closeStreams()
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	st := procStartTime(h.c.pid)
+	h.pidStart.Store(st)
+	h.Start = HeldStart{Pid: h.c.pid, PidStart: st, Started: time.Now()}
+	h.wrote = wrote
+	return h, nil
+}
+
+// Stop signals the job: see Holder.Stop.
+func (h *HeldProc) Stop(force bool, grace time.Duration) { h.c.stop(force, grace) }
+
+// Counts are the streams' counters now.
+func (h *HeldProc) Counts() (stdout, stderr Counts) {
+	return countsOf(h.stdout.Stats()), countsOf(h.stderr.Stats())
+}
+
+// Wait pumps the output until the job has ended and everything it left
+// is gone, and returns its end. Call it once.
+func (h *HeldProc) Wait() HeldEnd {
+	var out, errw io.Writer = h.stdout, h.stderr
+	if h.index != nil {
+		out, errw = h.index.Writer(0), h.index.Writer(1)
+	}
+	if h.wrote != nil {
+		out, errw = notifyWriter{out, h.wrote}, notifyWriter{errw, h.wrote}
+	}
+	e := h.c.run(out, errw)
+	h.closeStreams()
+	end := HeldEnd{ID: h.Spec.ID, Exited: e.exited, ExitCode: e.code, Signal: e.sig, Leftover: e.leftover,
+		Stopped: h.c.stopped(), Ended: time.Now()}
+	if e.err != nil {
+		end.Error = e.err.Error()
+	}
+	for _, s := range []*output.Stream{h.stdout, h.stderr} {
+		if err := s.Err(); err != nil {
+			if end.Error != "" {
+				end.Error += "; "
+			}
+			end.Error += err.Error()
+		}
+	}
+	end.Stdout, end.Stderr = h.Counts()
+	return end
+}
+
+func (h *HeldProc) closeStreams() {
+	if h.index != nil {
+		h.index.Close()
+	}
+	h.stdout.Close()
+	h.stderr.Close()
+}
+
+// notifyWriter calls wrote after each write.
+type notifyWriter struct {
+	w     io.Writer
+	wrote func()
+}
+
+func (n notifyWriter) Write(p []byte) (int, error) {
+	k, err := n.w.Write(p)
+	n.wrote()
+	return k, err
+}
+
+// --- the manager's half ---
+
+// beginHeldLocked starts the job in the holder. Its streams follow the
+// files the holder writes.
+func (j *Job) beginHeldLocked() func() {
+	m := j.m
+	path, argv, env, err := j.commandLocked()
+	var st HeldStart
+	if err == nil {
+		j.stdout = output.Follow(j.info.StdoutPath, m.o.FileCap, output.Stats{})
+		j.stderr = output.Follow(j.info.StderrPath, m.o.FileCap, output.Stats{})
+		j.held = true
+		st, err = m.o.Holder.Spawn(HeldSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: j.spec.Dir,
+			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
+			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace})
+	}
+	if err != nil {
+		j.held = false
+		j.info.Error = err.Error()
+		if j.stdout != nil {
+			j.closeStreams()
+		}
+		j.finishLocked(Failed)
+		return nil
+	}
+	j.adoptLocked(st)
+	return j.watchHeld
+}
+
+// adoptLocked makes the job running in its holder, as st says.
+func (j *Job) adoptLocked(st HeldStart) {
+	j.held = true
+	j.info.Pid = st.Pid
+	j.info.PidStart = st.PidStart
+	j.pidStart.Store(st.PidStart)
+	j.info.Started = st.Started
+	j.runningLocked()
+	j.markStarted()
+}
+
+// watchHeld waits for the held job's end and records it; a manager that
+// lets its jobs go (Release) stops waiting, and the holder keeps the job.
+func (j *Job) watchHeld() {
+	select {
+	case e := <-j.heldEnd:
+		j.endHeld(e)
+	case <-j.m.released:
+	}
+}
+
+// endHeld records a held job's end, then tells the holder so.
+func (j *Job) endHeld(e HeldEnd) {
+	m := j.m
+	j.mu.Lock()
+	j.reaped.Store(true)
+	j.stdout.Advance(e.Stdout.stats(true))
+	j.stderr.Advance(e.Stderr.stats(true))
+	j.closeStreams()
+	if e.Exited {
+		code := e.ExitCode
+		j.info.ExitCode = &code
+		j.info.Signal = e.Signal
+	}
+	if e.Error != "" {
+		if j.info.Error != "" {
+			j.info.Error += "; "
+		}
+		j.info.Error += e.Error
+	}
+	j.info.Leftover = e.Leftover
+	if !e.Ended.IsZero() {
+		j.info.Ended = e.Ended
+	}
+	end := Done
+	switch {
+	case j.reason != "":
+		end = j.reason
+	case e.Error == ErrHolderLost.Error():
+		end = Interrupted
+	case e.Stopped:
+		end = Killed // stopped by a daemon before this one
+	}
+	j.finishLocked(end)
+	j.mu.Unlock()
+	if e.Error == ErrHolderLost.Error() {
+		return // nothing to acknowledge
+	}
+	if err := m.Sync(j); err != nil {
+		m.o.Logger.Warn("a held job's end is not recorded yet; the holder keeps it for the next daemon", "job", j.info.ID, "err", err)
+		return
+	}
+	if err := m.o.Holder.Ack(j.info.ID); err != nil {
+		m.o.Logger.Debug("ack of a held job's end", "job", j.info.ID, "err", err)
+	}
+}
+
+// HeldProgress tells the manager a held job's counters (from its holder).
+func (m *Manager) HeldProgress(id string, stdout, stderr Counts) {
+	m.mu.Lock()
+	j, ok := m.jobs[id]
+	m.mu.Unlock()
+	if !ok {
+		return
+	}
+	j.mu.Lock()
+	out, errs := j.stdout, j.stderr
+	j.mu.Unlock()
+	if out != nil && errs != nil {
+		out.Advance(stdout.stats(false))
+		errs.Advance(stderr.stats(false))
+	}
+}
+
+// HeldEnded tells the manager that a held job ended (from its holder). An
+// end of a job this manager does not hold is kept for the adoption at
+// New, or acknowledged when the store has the job's end already.
+func (m *Manager) HeldEnded(e HeldEnd) {
+	m.mu.Lock()
+	j, ok := m.jobs[e.ID]
+	if !ok && m.early != nil {
+		m.early[e.ID] = e
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	if !ok {
+		m.o.Holder.Ack(e.ID) // a job this daemon does not know: its end was recorded before
+		return
+	}
+	select {
+	case j.heldEnd <- e:
+	default: // told twice (a reconnect): the first one counts
+	}
+}
+
+// HolderLost tells the manager that its holder died: its jobs end as
+// interrupted, like those of a daemon that died, and what is left of
+// them, proven by their marks, is terminated.
+func (m *Manager) HolderLost() {
+	m.mu.Lock()
+	var held []*Job
+	for _, j := range m.jobs {
+		j.mu.Lock()
+		if j.held && !j.info.State.Terminal() {
+			held = append(held, j)
+		}
+		j.mu.Unlock()
+	}
+	m.mu.Unlock()
+	if len(held) == 0 {
+		return
+	}
+	var recs []Info
+	for _, j := range held {
+		recs = append(recs, j.Info())
+	}
+	n := terminateLeft(recs, m.o.Owner, m.o.LeftoverGrace)
+	m.o.Logger.Error("the holder of the jobs died: its jobs end as interrupted", "jobs", len(held), "processes_terminated", n)
+	for _, j := range held {
+		select {
+		case j.heldEnd <- HeldEnd{ID: j.info.ID, Error: ErrHolderLost.Error(), Ended: time.Now()}:
+		default:
+		}
+	}
+}
+
+// Release lets the manager's jobs go without stopping them: the holder
+// keeps running them, and the next daemon adopts them. Pending jobs are
+// cancelled (interrupted), and the manager is closed like Shutdown. Without
+// a Holder it is Shutdown.
+func (m *Manager) Release(note string) error {
+	if m.o.Holder == nil {
+		return errors.New("release: the jobs have no holder")
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	queue := m.queue
+	m.queue = nil
+	m.mu.Unlock()
+	for _, j := range queue {
+		j.mu.Lock()
+		j.reason = Interrupted
+		j.info.Error = "the daemon shut down before the job started"
+		if note != "" {
+			j.info.Error += ": " + note
+		}
+		j.finishLocked(Interrupted)
+		j.mu.Unlock()
+	}
+	close(m.released)
+	m.wg.Wait()
+	m.cancel()
+	m.records.close()
+	if m.devNull != nil {
+		m.devNull.Close()
+	}
+	m.paths.close()
+	return nil
+}
+
+// terminateLeft terminates what is left of the jobs ins, proven theirs by
+// their leaders' pids and start times or by their marks (see
+// findOrphans), and returns how many processes that was.
+func terminateLeft(ins []Info, owner string, grace time.Duration) int {
+	left := make([]store.Job, len(ins))
+	known := make(map[string]bool, len(ins))
+	for i, in := range ins {
+		left[i] = toRecord(in)
+		known[in.ID] = true
+	}
+	targets, _ := findOrphans(left, known, owner, proc.BootID())
+	return proc.Terminate(targets, grace)
+}
+
+// HeldSink hears a holder's events: see Manager.
+type HeldSink interface {
+	HeldProgress(id string, stdout, stderr Counts)
+	HeldEnded(HeldEnd)
+	HolderLost()
+}
+
+// adoptHeld adopts the running jobs of left (the records a daemon left
+// pending or running) that the holder still holds or holds the end of,
+// and returns the others. What the holder holds with no such record (an
+// attached job whose caller went with the daemon, a start never
+// recorded) is stopped, and ends the store has are acknowledged.
+func (m *Manager) adoptHeld(left []store.Job) ([]store.Job, error) {
+	h := m.o.Holder
+	if l, ok := h.(interface{ Listen(HeldSink) }); ok {
+		l.Listen(m)
+	}
+	hs, err := h.Held()
+	if err != nil {
+		return nil, fmt.Errorf("the holder of the jobs: %w", err)
+	}
+	held := make(map[string]HeldJob, len(hs))
+	for _, x := range hs {
+		held[x.ID] = x
+	}
+	rest := left[:0:0]
+	adopted := 0
+	for _, rec := range left {
+		x, ok := held[rec.ID]
+		if !ok || State(rec.State) != Running {
+			rest = append(rest, rec)
+			continue
+		}
+		delete(held, rec.ID)
+		m.adopt(rec, x)
+		adopted++
+	}
+	m.mu.Lock()
+	early := m.early
+	m.early = nil
+	m.mu.Unlock()
+	for id, x := range held {
+		if x.End != nil {
+			h.Ack(id) // recorded already (the ack was lost), or never recorded
+			continue
+		}
+		if err := h.Stop(id, true, 0); err != nil {
+			m.o.Logger.Warn("could not stop a held job that has no record", "job", id, "err", err)
+		}
+	}
+	for id := range early {
+		if _, ok := m.jobs[id]; !ok {
+			h.Ack(id)
+		}
+	}
+	if adopted > 0 {
+		m.o.Logger.Info("adopted the jobs the holder kept running", "jobs", adopted)
+	}
+	return rest, nil
+}
+
+// adopt makes the job of rec, which the holder holds as x, this
+// manager's.
+func (m *Manager) adopt(rec store.Job, x HeldJob) {
+	in := fromRecord(rec)
+	j := &Job{m: m, detached: true, done: make(chan struct{}), started: make(chan struct{}), heldEnd: make(chan HeldEnd, 1),
+		spec: Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd, Timeout: in.Timeout, Name: in.Name,
+			Source: in.Source, Quiet: in.Quiet}}
+	j.info = in
+	j.stdout = output.Follow(in.StdoutPath, m.o.FileCap, x.Stdout.stats(false))
+	j.stderr = output.Follow(in.StderrPath, m.o.FileCap, x.Stderr.stats(false))
+	m.mu.Lock()
+	m.jobs[in.ID] = j
+	if in.Name != "" {
+		m.names[in.Name] = in.ID
+	}
+	m.order = append(m.order, in.ID)
+	m.running++
+	m.wg.Add(1)
+	e, ended := m.early[in.ID]
+	m.mu.Unlock()
+	j.mu.Lock()
+	j.adoptLocked(x.HeldStart)
+	j.mu.Unlock()
+	if x.End != nil {
+		e, ended = *x.End, true
+	}
+	if ended {
+		j.heldEnd <- e
+	}
+	go func() {
+		defer m.wg.Done()
+		j.watchHeld()
+		m.slotFreed(j)
+	}()
+}

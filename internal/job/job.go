@@ -194,7 +194,7 @@ type Job struct {
 	info     Info
 	spec     Spec
 	detached bool
-	reason   State     // requested end state (killed, timed_out, interrupted); "" = none
+	reason   State // requested end state (killed, timed_out, interrupted); "" = none
 	timeoutT *time.Timer
 	// child is the job's process while this daemon is its parent (no
 	// Holder); held is set once a Holder runs it (heldEnd then hears

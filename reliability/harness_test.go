@@ -180,8 +180,11 @@ func (d *daemon) Log() string {
 	return string(b)
 }
 
-// Stop ends the daemon with SIGTERM (SIGKILL after 30 s) and waits.
+// Stop ends the daemon with SIGTERM (SIGKILL after 30 s) and waits; then
+// the holder of the jobs, if one is left (a daemon killed with -9 leaves
+// it running its jobs).
 func (d *daemon) Stop() {
+	defer d.stopHolder()
 	select {
 	case <-d.exited:
 		return
@@ -194,6 +197,32 @@ func (d *daemon) Stop() {
 		d.t.Errorf("daemon %d did not stop on SIGTERM within 30 s", d.Pid)
 		syscall.Kill(d.Pid, syscall.SIGKILL)
 		<-d.exited
+	}
+}
+
+// stopHolder ends the state dir's holder of the jobs, if it runs (by
+// the pid in its lock file, checked to be this dir's holder).
+func (d *daemon) stopHolder() {
+	b, err := os.ReadFile(filepath.Join(d.Dir, "holder.sock.lock"))
+	if err != nil {
+		return
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	isHolder := func() bool {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return pid > 0 && strings.Contains(string(cmdline), "holder\x00--state-dir\x00"+d.Dir)
+	}
+	if !isHolder() {
+		return
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(30 * time.Second); isHolder(); {
+		if time.Now().After(deadline) {
+			d.t.Errorf("holder %d did not stop on SIGTERM within 30 s", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

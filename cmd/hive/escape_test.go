@@ -30,7 +30,12 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil || v.EscapeTracking != proc.TrackSubreaper {
 		t.Errorf("hive version --json: %s (%v), want escape_tracking %q", out, err, proc.TrackSubreaper)
 	}
-	daemon := daemonPid(state)
+	// The jobs' parent, and so the subreaper that adopts their orphans,
+	// is the holder of the jobs.
+	daemon := holderPid(state)
+	if daemon == 0 {
+		t.Fatal("no holder of the jobs runs")
+	}
 	for _, via := range []string{"tool", "cli"} {
 		t.Run(via, func(t *testing.T) {
 			dir := t.TempDir()
@@ -50,9 +55,9 @@ wait`, sid, dbl)
 				}
 				starts[i] = ps.Start
 			}
-			// The double fork's parent is gone: the daemon adopted it.
+			// The double fork's parent is gone: the holder adopted it.
 			if ps, _ := proc.Read(pids[1]); ps.PPid != daemon {
-				t.Errorf("double-forked %d: parent %d, want the daemon %d", pids[1], ps.PPid, daemon)
+				t.Errorf("double-forked %d: parent %d, want the holder %d", pids[1], ps.PPid, daemon)
 			}
 			if via == "tool" {
 				s.mustCall("kill", map[string]any{"id": st.ID}, nil)

@@ -330,10 +330,13 @@ func TestBridgesShareDaemonAndJobsOutliveThem(t *testing.T) {
 	}
 }
 
-// kill -9 of the daemon: the next bridge restarts it; running jobs are
-// interrupted with their processes gone; finished records are intact.
+// kill -9 of a daemon that runs its jobs itself (--hold-jobs=false): the
+// next bridge restarts it; running jobs are interrupted with their
+// processes gone; finished records are intact. (With the holder they
+// keep running: TestJobsOutliveTheDaemon.)
 func TestDaemonCrashRecovery(t *testing.T) {
 	state := stateDir(t)
+	startDaemon(t, state, "--hold-jobs=false")
 	s := connect(t, state, t.TempDir())
 	var done taskStatus
 	s.mustCall("run", map[string]any{"cmd": "echo kept"}, &done)

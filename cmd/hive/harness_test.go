@@ -94,20 +94,38 @@ func processAlive(pid int) bool {
 }
 
 func stopDaemon(t *testing.T, dir string) {
-	pid := daemonPid(dir)
-	if pid == 0 || !processAlive(pid) {
-		return
-	}
-	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(20 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Errorf("daemon %d did not stop on SIGTERM", pid)
-			return
+	// The daemon stops its jobs and its holder; a holder left by a
+	// daemon that was killed stops its jobs on SIGTERM.
+	for _, pid := range []int{daemonPid(dir), holderPid(dir)} {
+		if pid == 0 || !processAlive(pid) {
+			continue
 		}
-		time.Sleep(20 * time.Millisecond)
+		syscall.Kill(pid, syscall.SIGTERM)
+		deadline := time.Now().Add(20 * time.Second)
+		for processAlive(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("process %d of the state dir did not stop on SIGTERM", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
+}
+
+// holderPid reads the pid the holder of the jobs wrote to its lock file.
+func holderPid(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "holder.sock.lock"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The file outlives its holder: only a live holder of this dir.
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if !strings.Contains(string(cmdline), "holder\x00--state-dir\x00"+dir) {
+		return 0
+	}
+	return pid
 }
 
 // events collects what the server pushes to a client.

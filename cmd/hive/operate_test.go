@@ -264,9 +264,25 @@ func TestVersionSkew(t *testing.T) {
 	if daemonPid(state) != pidB || !processAlive(pidB) {
 		t.Errorf("the busy daemon was replaced")
 	}
-	// hive restart replaces it on demand.
+	// hive restart replaces it on demand, onto another build, and the
+	// busy job keeps running: same id, same process.
+	var before, after []struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+		Pid   int    `json:"pid"`
+	}
+	s, _, _ = runBin(t, a, state, "ps", "--json", "--filter", "name=busy")
+	json.Unmarshal([]byte(s), &before)
 	if out, errs, err := runBin(t, a, state, "restart", "--grace", "1s"); err != nil || !strings.Contains(out, "runs hive skew-A") {
 		t.Errorf("restart by A: %v %q %q", err, out, errs)
+	}
+	s, _, _ = runBin(t, a, state, "ps", "--json", "--filter", "name=busy")
+	json.Unmarshal([]byte(s), &after)
+	if len(before) != 1 || len(after) != 1 || after[0] != before[0] || after[0].State != "running" || !processAlive(after[0].Pid) {
+		t.Errorf("the busy job across hive restart onto another build: before %+v, after %+v", before, after)
+	}
+	if out, errs, err := runBin(t, a, state, "kill", "busy"); err != nil {
+		t.Errorf("kill busy: %v %q %q", err, out, errs)
 	}
 	// The same build says nothing.
 	if _, errs, err := runBin(t, a, state, "run", "--", "true"); err != nil || errs != "" {

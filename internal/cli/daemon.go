@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -38,6 +39,7 @@ type daemonOpts struct {
 	grace, retain, handleTTL               *time.Duration
 	fileCap, handleCap, logMax             *int64
 	dir, config                            *string
+	holdJobs                               *bool
 	fs                                     *flagSet
 	sources                                map[string]config.Source
 	configFile                             string   // the file read, "" if none
@@ -70,6 +72,7 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.name = fs.String("name", "", "the agent's name, as get_agent_meta tells it (default: the state dir's base name)")
 	o.remindMax = fs.Int("remind-max", envInt("HIVE_REMIND_MAX_PENDING", inbox.DefaultRemindMax), "pending reminders at most (env HIVE_REMIND_MAX_PENDING)")
 	o.maxLine = fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
+	o.holdJobs = fs.Bool("hold-jobs", runtime.GOOS == "linux", "run jobs in the holder of the jobs (hive holder), so that they keep running when the daemon ends (a crash, hive restart, a new build): the next daemon adopts them")
 	o.logMax = fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
 	return o
 }
@@ -214,6 +217,10 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	if exe, _ := os.Executable(); build.Temporary(exe) {
 		log.Info("running from a temporary build (go run): the daemon keeps running after the go command deletes it; a changed build replaces it when idle", "exe", exe)
 	}
+	var holder []string
+	if *o.holdJobs {
+		holder = []string{e.Exe, "holder", "--state-dir", l.Dir}
+	}
 	supervisor := os.Getenv(envSupervisor)
 	os.Unsetenv(envSupervisor)
 	return daemon.Run(ctx, daemon.Config{
@@ -224,7 +231,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HandleTTL: *o.handleTTL, HandleCap: *o.handleCap, Retain: retainArg(*o.retain), MaxLine: *o.maxLine,
 		Name: *o.name, RemindMax: *o.remindMax, Subreaper: true,
 		Build: b, Args: append([]string{"daemon", "--state-dir", l.Dir}, args...), Settings: o.settings(),
-		Supervisor: supervisor,
+		Supervisor: supervisor, Holder: holder,
 	})
 }
 

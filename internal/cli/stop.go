@@ -17,7 +17,7 @@ import (
 
 func init() {
 	register(command{name: "stop", usage: "stop [--grace D] [--json]   stop the daemon: running jobs get SIGINT, SIGKILL after D, and end as interrupted", run: runStop})
-	register(command{name: "restart", usage: "restart [--grace D] [--json]   stop the daemon and start this build with the daemon's flags (and hive.toml, read anew)", run: runRestart})
+	register(command{name: "restart", usage: "restart [--grace D] [--json]   replace the daemon by this build with the daemon's flags (and hive.toml, read anew); running jobs keep running", run: runRestart})
 }
 
 // stopWait bounds the wait for a daemon to finish stopping: the jobs'
@@ -115,7 +115,7 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 	case len(old.Args) == 0:
 		return fmt.Errorf("the daemon (pid %d) is an older build that cannot be restarted: stop it (kill %d), then any hive command starts this build", old.PID, old.PID)
 	default:
-		if oldPID, err = client.Stop(l, *grace, false, stopWait(*grace, old)); err != nil {
+		if oldPID, err = client.StopKeepingJobs(l, *grace, stopWait(*grace, old)); err != nil {
 			return err
 		}
 		if err := client.Start(l, e.Exe, old.Args, old.Cwd, 10*time.Second); err != nil {

@@ -39,6 +39,9 @@ func runVersion(ctx context.Context, e Env, args []string) error {
 			if resp.Activity != nil {
 				out["daemon_activity"] = resp.Activity
 			}
+			if resp.Holder != nil {
+				out["holder"] = resp.Holder
+			}
 			if resp.EscapeTracking != "" {
 				out["escape_tracking"] = resp.EscapeTracking
 			}

@@ -24,12 +24,23 @@ var ErrBusy = errors.New("the daemon is busy")
 // ErrBusy, naming what it is busy with. It waits up to wait for the end.
 // It returns the daemon's pid. No daemon is ErrNoDaemon.
 func Stop(l paths.Layout, grace time.Duration, ifIdle bool, wait time.Duration) (int, error) {
+	return stop(l, proto.Request{Cmd: proto.CmdStop, GraceSecs: grace.Seconds(), IfIdle: ifIdle}, wait)
+}
+
+// StopKeepingJobs is Stop that leaves the running jobs to the holder of
+// the jobs, for the next daemon to adopt (a daemon without a holder stops
+// them, as Stop).
+func StopKeepingJobs(l paths.Layout, grace time.Duration, wait time.Duration) (int, error) {
+	return stop(l, proto.Request{Cmd: proto.CmdStop, GraceSecs: grace.Seconds(), KeepJobs: true}, wait)
+}
+
+func stop(l paths.Layout, req proto.Request, wait time.Duration) (int, error) {
 	nc, err := Dial(l)
 	if err != nil {
 		return 0, err
 	}
 	defer nc.Close()
-	b, _ := json.Marshal(proto.Request{Cmd: proto.CmdStop, GraceSecs: grace.Seconds(), IfIdle: ifIdle})
+	b, _ := json.Marshal(req)
 	nc.SetDeadline(time.Now().Add(ResponseTimeout))
 	if _, err := nc.Write(append(b, '\n')); err != nil {
 		return 0, fmt.Errorf("send stop request: %w", err)

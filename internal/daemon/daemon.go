@@ -27,6 +27,7 @@ import (
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/tools"
@@ -103,6 +104,20 @@ type Config struct {
 	// every child is started through proc.Start, as `hive daemon`'s are;
 	// if the kernel refuses, the daemon runs without and says so.
 	Subreaper bool
+	// Holder is the argv that starts the holder of the jobs (`hive
+	// holder`), the process that keeps them running when the daemon ends
+	// (see internal/holder); nil runs them as the daemon's children, and
+	// they end with it.
+	Holder []string
+}
+
+// jobHolder is the daemon's connection to the holder of its jobs
+// (holder.Client).
+type jobHolder interface {
+	job.Holder
+	Info() holder.Hello
+	Close() error
+	Quit() error
 }
 
 type daemon struct {
@@ -113,6 +128,7 @@ type daemon struct {
 	inbox  *inbox.Inbox
 	jobs   *job.Manager
 	reaper *proc.Reaper // nil without Config.Subreaper
+	holder jobHolder    // nil without Config.Holder
 	deps   *tools.Deps
 	// peerLogged is when an http connection of another user was last
 	// refused and logged (unix nanoseconds).
@@ -152,6 +168,7 @@ type daemon struct {
 type stopRequest struct {
 	grace time.Duration
 	note  string
+	keep  bool // leave the jobs to the holder (hive restart)
 }
 
 // lockWait bounds how long a lock held with no daemon answering is
@@ -384,7 +401,18 @@ func (d *daemon) open() error {
 			d.log.Info("cgroup v2 subtree writable: jobs could each get a cgroup (not used yet, see docs/architecture.md)", "cgroup", dir)
 		}
 	}
-	d.jobs, err = job.New(job.Options{
+	var holder job.Holder
+	if d.cfg.Holder != nil {
+		h, err := openHolder(l, d.cfg.Holder, d.cfg.Build.String(), d.log)
+		if err != nil {
+			d.reaper.Close()
+			d.inbox.Close()
+			st.Close()
+			return err
+		}
+		d.holder, holder = h, h
+	}
+	d.jobs, err = job.New(job.Options{Holder: holder,
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
 		// A detached job's loose end is written with its record, in
@@ -401,6 +429,9 @@ func (d *daemon) open() error {
 		},
 	})
 	if err != nil {
+		if d.holder != nil {
+			d.holder.Close()
+		}
 		d.reaper.Close()
 		d.inbox.Close()
 		st.Close()
@@ -449,7 +480,19 @@ func (d *daemon) close() {
 	for _, c := range closers {
 		c()
 	}
-	d.jobs.Shutdown(ctx, g, note)
+	switch {
+	case d.holder != nil && r != nil && r.keep:
+		// hive restart: the holder keeps the jobs for the next daemon.
+		d.jobs.Release(note)
+		d.holder.Close()
+	case d.holder != nil:
+		d.jobs.Shutdown(ctx, g, note)
+		if err := d.holder.Quit(); err != nil {
+			d.log.Warn("the holder of the jobs did not quit", "err", err)
+		}
+	default:
+		d.jobs.Shutdown(ctx, g, note)
+	}
 	d.reaper.Close() // after every job and session has ended
 	d.inbox.Close()
 }
@@ -457,6 +500,11 @@ func (d *daemon) close() {
 // escapeTracking says how processes that leave a job's group are found
 // (proc.Track*).
 func (d *daemon) escapeTracking() string {
+	if d.holder != nil {
+		if t := d.holder.Info().Tracking; t != "" {
+			return t
+		}
+	}
 	switch {
 	case d.reaper != nil:
 		return proc.TrackSubreaper
@@ -703,3 +751,6 @@ var pid = os.Getpid()
 
 // errLockHeld is a daemon lock another process holds.
 var errLockHeld = errors.New("held by another daemon")
+
+// holderProto is the newest protocol this daemon speaks with its holder.
+const holderProto = holder.Proto

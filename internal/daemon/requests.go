@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,10 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 				b.Sum = d.sum()
 			}
 			resp.Build = &b
+		}
+		if d.holder != nil {
+			h := d.holder.Info()
+			resp.Holder = &proto.HolderInfo{Pid: h.Pid, Build: h.Build, Proto: min(h.Proto, holderProto)}
 		}
 		resp.Exe, _ = os.Executable()
 		resp.Cwd, _ = os.Getwd()
@@ -368,8 +373,10 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			if index != nil {
 				return index.Snapshot()
 			}
-			a, b := out.Stats(), errs.Stats() // no index: no order known
-			return output.Snapshot{Ends: [2]int64{a.Total, b.Total}, Full: true, Closed: a.Closed && b.Closed}
+			// No index here: a held job's holder writes the index file
+			// (none, or a missing file: no order known). The ends first.
+			a, b := out.Stats(), errs.Stats()
+			return output.LiveFileSnapshot(in.IndexPath(), [2]int64{a.Total, b.Total}, a.Closed && b.Closed)
 		}
 	} else { // an ended job of an earlier daemon, or one that failed to start
 		var files output.Files
@@ -457,7 +464,18 @@ func (d *daemon) stats() *proto.Stats {
 	if u, ok := proc.ReadUsage(os.Getpid()); ok {
 		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS
 	}
-	for _, c := range proc.Children(os.Getpid()) {
+	// The holder of the jobs is no job: its children (the jobs) count
+	// in its place, wherever it runs.
+	holder := 0
+	if d.holder != nil {
+		holder = d.holder.Info().Pid
+	}
+	children := proc.Children(os.Getpid())
+	if holder > 0 {
+		children = slices.DeleteFunc(children, func(c proc.Stat) bool { return c.Pid == holder })
+		children = append(children, proc.Children(holder)...)
+	}
+	for _, c := range children {
 		st.Children++
 		if !c.Alive() {
 			st.Zombies++

@@ -32,7 +32,7 @@ func (d *daemon) serveStop(c net.Conn, req proto.Request) (kept bool) {
 	}
 	d.stopMu.Lock()
 	if d.stopReq == nil {
-		d.stopReq = &stopRequest{grace: time.Duration(g * float64(time.Second)), note: stopNote}
+		d.stopReq = &stopRequest{grace: time.Duration(g * float64(time.Second)), note: stopNote, keep: req.KeepJobs}
 	}
 	d.stopMu.Unlock()
 	if err := writeResp(c, proto.Response{OK: true, PID: os.Getpid()}); err != nil {

@@ -134,6 +134,7 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func
 	}
 	if spec.Index != "" {
 		if x, err := output.NewInterleave(spec.Index, h.stdout, h.stderr, 0); err == nil {
+			x.FlushEachMark() // the daemon reads it as it grows
 			h.index = x
 		}
 	}
@@ -222,6 +223,7 @@ func (j *Job) beginHeldLocked() func() {
 	if err == nil {
 		j.stdout = output.Follow(j.info.StdoutPath, m.o.FileCap, output.Stats{})
 		j.stderr = output.Follow(j.info.StderrPath, m.o.FileCap, output.Stats{})
+		j.follow.Store(&[2]*output.Stream{j.stdout, j.stderr})
 		j.held = true
 		st, err = m.o.Holder.Spawn(HeldSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: j.spec.Dir,
 			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
@@ -315,12 +317,9 @@ func (m *Manager) HeldProgress(id string, stdout, stderr Counts) {
 	if !ok {
 		return
 	}
-	j.mu.Lock()
-	out, errs := j.stdout, j.stderr
-	j.mu.Unlock()
-	if out != nil && errs != nil {
-		out.Advance(stdout.stats(false))
-		errs.Advance(stderr.stats(false))
+	if f := j.follow.Load(); f != nil { // never j.mu: see Job.follow
+		f[0].Advance(stdout.stats(false))
+		f[1].Advance(stderr.stats(false))
 	}
 }
 
@@ -351,15 +350,19 @@ func (m *Manager) HeldEnded(e HeldEnd) {
 // them, proven by their marks, is terminated.
 func (m *Manager) HolderLost() {
 	m.mu.Lock()
-	var held []*Job
+	all := make([]*Job, 0, len(m.jobs))
 	for _, j := range m.jobs {
+		all = append(all, j)
+	}
+	m.mu.Unlock()
+	var held []*Job
+	for _, j := range all {
 		j.mu.Lock()
 		if j.held && !j.info.State.Terminal() {
 			held = append(held, j)
 		}
 		j.mu.Unlock()
 	}
-	m.mu.Unlock()
 	if len(held) == 0 {
 		return
 	}
@@ -500,6 +503,7 @@ func (m *Manager) adopt(rec store.Job, x HeldJob) {
 	j.info = in
 	j.stdout = output.Follow(in.StdoutPath, m.o.FileCap, x.Stdout.stats(false))
 	j.stderr = output.Follow(in.StderrPath, m.o.FileCap, x.Stderr.stats(false))
+	j.follow.Store(&[2]*output.Stream{j.stdout, j.stderr})
 	m.mu.Lock()
 	m.jobs[in.ID] = j
 	if in.Name != "" {

@@ -202,6 +202,10 @@ type Job struct {
 	child   *child
 	held    bool
 	heldEnd chan HeldEnd
+	// follow are a held job's streams, for its holder's events: read
+	// without j.mu, which a call to the holder may hold while the
+	// holder's events wait to be read.
+	follow atomic.Pointer[[2]*output.Stream]
 	// reaped is set once the leader has been waited for: from then on its
 	// pid may name another process. pidStart is the leader's start time
 	// once read (see fillPidStart). Both are read by the record

@@ -47,6 +47,7 @@ type Interleave struct {
 	flushT time.Time // when marks were last written to the file
 	full   bool
 	werr   error
+	eager  bool // every mark goes to the file at once (FlushEachMark)
 }
 
 // MarkSize is the size of one mark in an index file, three little-endian
@@ -80,6 +81,15 @@ func NewInterleave(path string, stdout, stderr *Stream, maxMarks int64) (*Interl
 		return nil, fmt.Errorf("remove old index file %q: %w", path, err)
 	}
 	return &Interleave{path: path, streams: [2]*Stream{stdout, stderr}, max: maxMarks, last: -1}, nil
+}
+
+// FlushEachMark writes every mark to the file before the chunk it marks
+// reaches its stream: for an index another process reads while it is
+// written (see LiveFileSnapshot).
+func (x *Interleave) FlushEachMark() {
+	x.mu.Lock()
+	x.eager = true
+	x.mu.Unlock()
 }
 
 // Path is the index file's path.
@@ -131,7 +141,7 @@ func (x *Interleave) markLocked(s int, cut bool, t time.Time) {
 	// In batches, and at least every MarkEvery: a daemon that dies loses
 	// the marks of a second at most (a reader then shows what they would
 	// have ordered stream by stream).
-	if len(x.buf) >= markBatch*MarkSize || t.Sub(x.flushT) >= MarkEvery {
+	if x.eager || len(x.buf) >= markBatch*MarkSize || t.Sub(x.flushT) >= MarkEvery {
 		x.flushLocked()
 		x.flushT = t
 	}

@@ -150,6 +150,37 @@ func FileSnapshot(idxPath string, ends [2]int64) Snapshot {
 	return snap
 }
 
+// LiveFileSnapshot is the snapshot of the index file of a job whose
+// streams another process writes (Interleave.FlushEachMark), with the
+// streams' ends read before it is called: every byte before those ends
+// was marked before it was written, so the file covers it; marks past
+// the ends (of bytes not written yet at that moment) are left out.
+func LiveFileSnapshot(idxPath string, ends [2]int64, closed bool) Snapshot {
+	snap := FileSnapshot(idxPath, ends)
+	snap.Closed = closed
+	if closed || snap.Marks == 0 {
+		return snap
+	}
+	f, err := paths.OpenFile(idxPath, os.O_RDONLY)
+	if err != nil {
+		return Snapshot{Ends: ends, Full: true}
+	}
+	defer f.Close()
+	const tail = 16
+	from := max(snap.Marks-tail, 0)
+	ms, err := ReadMarks(f, from, int(snap.Marks-from))
+	if err != nil {
+		return Snapshot{Ends: ends, Full: true}
+	}
+	n := len(ms)
+	for n > 0 && (ms[n-1].Off[0] > ends[0] || ms[n-1].Off[1] > ends[1]) {
+		n--
+	}
+	snap.Marks = from + int64(n)
+	snap.Full = n > 0 && ms[n-1].Cut
+	return snap
+}
+
 // markBatchRead is how many marks a Merger reads at once.
 const markBatchRead = 1024
 

@@ -119,6 +119,10 @@ type Request struct {
 	// apart.
 	WantSum bool `json:"want_sum,omitempty"`
 	IfIdle  bool `json:"if_idle,omitempty"`
+	// stop: KeepJobs leaves the running jobs to the holder of the jobs
+	// (hive restart): the next daemon adopts them. A daemon without a
+	// holder stops them.
+	KeepJobs bool `json:"keep_jobs,omitempty"`
 
 	// todo, clear_todo
 	Subsystem string `json:"subsystem,omitempty"`
@@ -143,6 +147,9 @@ type Response struct {
 	// version: how the daemon finds the processes that leave a job's
 	// group, "subreaper+marks", "marks" or "group" (docs/architecture.md).
 	EscapeTracking string `json:"escape_tracking,omitempty"`
+	// version: the process that holds the jobs so they outlive the
+	// daemon, if any (docs/architecture.md).
+	Holder *HolderInfo `json:"holder,omitempty"`
 	// version: the daemon's build, how it was started (its arguments,
 	// working directory and executable, for a restart with the same
 	// flags), its settings and where each came from, and what it is busy
@@ -355,4 +362,12 @@ func (a Activity) String() string {
 		return "idle"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// HolderInfo is the holder of a daemon's jobs, as `version` tells it.
+type HolderInfo struct {
+	Pid   int    `json:"pid"`
+	Build string `json:"build,omitempty"`
+	// Proto is the protocol version the two speak.
+	Proto int `json:"proto"`
 }

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hivetools/hive/internal/build"
+	"github.com/hivetools/hive/internal/proc"
+)
+
+func init() {
+	register(command{name: "holder", usage: "holder   the holder of the jobs, started by the daemon (hive daemon --hold-jobs): it keeps the jobs running while no daemon does", run: runHolder})
+}
+
+func runHolder(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("holder", e)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: hive holder takes no arguments, got %q", ErrUsage, fs.Args())
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	if err := l.Check(); err != nil {
+		return err
+	}
+	// No terminal, no daemon: hangups and a closed log pipe are no
+	// reason to drop the jobs. SIGTERM stops them, then the holder.
+	// Caught, not ignored: an ignored signal would stay ignored in every
+	// job (exec keeps SIG_IGN), and SIGINT is how a job is stopped.
+	sink := make(chan os.Signal, 1)
+	signal.Notify(sink, syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	go func() {
+		for range sink {
+		}
+	}()
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
+	defer stop()
+	log, closeLog := newAsyncLog(e.Stderr, nil)
+	defer closeLog()
+	log = log.With("holder", true)
+	tracking := proc.TrackMarks
+	if !proc.Supported {
+		tracking = proc.TrackGroup
+	}
+	r, err := proc.NewReaper()
+	if err != nil {
+		log.Warn("the holder runs without a child subreaper: processes that leave a job's group are found by their marks only", "err", err)
+	} else {
+		tracking = proc.TrackSubreaper
+		defer r.Close()
+	}
+	b := build.Read(Version).WithFile(build.SelfExe())
+	return serveHolder(ctx, l, r, tracking, b.String(), log)
+}

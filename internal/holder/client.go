@@ -1,0 +1,390 @@
+//go:build unix
+
+package holder
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// ClientOptions configures Open.
+type ClientOptions struct {
+	// Socket is the holder's socket (<state>/holder.sock). Required.
+	Socket string
+	// Command is the argv that starts a holder when none answers; nil
+	// starts none (Open then fails).
+	Command []string
+	// Log receives a started holder's output (the daemon's log file).
+	Log string
+	// Build is the daemon's build, said in its hello.
+	Build  string
+	Logger *slog.Logger
+	// Timeout bounds one request. If zero, 30 s.
+	Timeout time.Duration
+}
+
+// Client is a daemon's connection to its holder (job.Holder). When the
+// holder dies, the sink hears HolderLost, and the next Spawn starts a new
+// holder.
+type Client struct {
+	o   ClientOptions
+	log *slog.Logger
+
+	mu      sync.Mutex
+	conn    net.Conn
+	w       *bufio.Writer
+	hello   Hello // the holder's
+	seq     uint64
+	pending map[uint64]chan Message
+	sink    job.HeldSink
+	early   []Message // events before Listen
+	dead    bool      // the connection is gone: the next call dials anew
+	closed  bool
+	quiting bool       // a quit was asked: its end is no loss
+	dialMu  sync.Mutex // one reconnect at a time
+}
+
+// Open connects to the holder of o.Socket, starting one with o.Command if
+// none answers. A holder of an incompatible protocol gives an error
+// wrapping ErrIncompatible: it is left as it is, its jobs running.
+func Open(o ClientOptions) (*Client, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan Message{}}
+	if err := c.connect(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Info is the holder's hello.
+func (c *Client) Info() Hello {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hello
+}
+
+// connect dials the holder (starting one if none answers) and says hello.
+func (c *Client) connect() error {
+	_, err := c.dial()
+	if err != nil && c.o.Command != nil && !errors.Is(err, ErrIncompatible) && !errors.Is(err, errRefused) {
+		if err = c.start(); err == nil {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, err = c.dial()
+				if err == nil || errors.Is(err, ErrIncompatible) || errors.Is(err, errRefused) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	return err
+}
+
+// errRefused is a holder that answered, but not to this daemon.
+var errRefused = errors.New("the holder refused the connection")
+
+// dial connects and exchanges hellos; on success the connection is c's.
+func (c *Client) dial() (net.Conn, error) {
+	conn, err := net.DialTimeout("unix", c.o.Socket, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPeer(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %v", errRefused, err)
+	}
+	r := bufio.NewReaderSize(conn, 64<<10)
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	line, err := readLine(r)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("the holder's hello: %w", err)
+	}
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil || m.Hello == nil {
+		conn.Close()
+		return nil, fmt.Errorf("%w: its first line is no hello: %q", errRefused, line)
+	}
+	if m.Error != "" {
+		conn.Close()
+		return nil, fmt.Errorf("%w: %s", errRefused, m.Error)
+	}
+	me := Hello{Proto: Proto, Min: MinProto, Build: c.o.Build, Pid: os.Getpid()}
+	if _, err := compatible(me, *m.Hello); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	w := bufio.NewWriter(conn)
+	b, _ := json.Marshal(Request{Op: OpHello, Hello: &me})
+	w.Write(append(b, '\n'))
+	if err := w.Flush(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	conn.SetDeadline(time.Time{})
+	c.mu.Lock()
+	c.conn, c.w, c.hello, c.dead = conn, w, *m.Hello, false
+	c.mu.Unlock()
+	go c.read(conn, r)
+	return conn, nil
+}
+
+// start starts a holder, detached: its own session, not this process's
+// to wait for beyond its start (proc.Start registers it with the
+// daemon's reaper, and a goroutine reaps it should it end while the
+// daemon runs).
+func (c *Client) start() error {
+	var out *os.File
+	if c.o.Log != "" {
+		if f, err := paths.OpenFile(c.o.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY); err == nil {
+			out = f
+			defer f.Close()
+		}
+	}
+	cmd := exec.Command(c.o.Command[0], c.o.Command[1:]...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = holderEnv(os.Environ())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = "/"
+	if err := proc.Start(cmd); err != nil {
+		return fmt.Errorf("start the holder of the jobs: %w", err)
+	}
+	c.log.Info("started the holder of the jobs", "pid", cmd.Process.Pid)
+	go proc.Wait(cmd)
+	return nil
+}
+
+// holderEnv is env without hive's marks: a holder started by a daemon
+// that a job started must not be taken for that job's.
+func holderEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if len(kv) > 5 && kv[:5] == "HIVE_" && (hasPrefix(kv, job.EnvJobID+"=") || hasPrefix(kv, job.EnvJobOwner+"=") || hasPrefix(kv, "HIVE_PTY_ID=")) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+// read delivers the holder's lines until the connection ends.
+func (c *Client) read(conn net.Conn, r *bufio.Reader) {
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			break
+		}
+		var m Message
+		if err := json.Unmarshal(line, &m); err != nil {
+			c.log.Warn("a bad line from the holder", "err", err)
+			continue
+		}
+		if m.Ev != "" {
+			c.event(m)
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[m.Re]
+		delete(c.pending, m.Re)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	}
+	conn.Close()
+	c.mu.Lock()
+	if c.conn != conn {
+		c.mu.Unlock()
+		return
+	}
+	c.dead = true
+	closed := c.closed || c.quiting
+	for seq, ch := range c.pending {
+		ch <- Message{Re: seq, Error: job.ErrHolderLost.Error()}
+		delete(c.pending, seq)
+	}
+	sink := c.sink
+	c.mu.Unlock()
+	if !closed {
+		c.log.Error("the connection to the holder of the jobs ended", "pid", c.hello.Pid)
+		if sink != nil {
+			sink.HolderLost()
+		}
+	}
+}
+
+func (c *Client) event(m Message) {
+	c.mu.Lock()
+	sink := c.sink
+	if sink == nil {
+		c.early = append(c.early, m)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	deliver(sink, m)
+}
+
+func deliver(sink job.HeldSink, m Message) {
+	switch m.Ev {
+	case EvProgress:
+		if m.Stdout != nil && m.Stderr != nil {
+			sink.HeldProgress(m.ID, *m.Stdout, *m.Stderr)
+		}
+	case EvEnd:
+		if m.End != nil {
+			sink.HeldEnded(*m.End)
+		}
+	}
+}
+
+// Listen sets who hears the holder's events (job.Manager); events that
+// came before are delivered now.
+func (c *Client) Listen(sink job.HeldSink) {
+	c.mu.Lock()
+	c.sink = sink
+	early := c.early
+	c.early = nil
+	c.mu.Unlock()
+	for _, m := range early {
+		deliver(sink, m)
+	}
+}
+
+// call sends a request and waits for its answer.
+func (c *Client) call(req Request) (Message, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return Message{}, errors.New("the holder's client is closed")
+	}
+	if c.dead {
+		c.mu.Unlock()
+		if req.Op != OpSpawn {
+			return Message{}, job.ErrHolderLost
+		}
+		// The holder died: a new one for new jobs.
+		c.dialMu.Lock()
+		c.mu.Lock()
+		dead := c.dead
+		c.mu.Unlock()
+		var err error
+		if dead {
+			err = c.connect()
+		}
+		c.dialMu.Unlock()
+		if err != nil {
+			return Message{}, err
+		}
+		c.mu.Lock()
+	}
+	c.seq++
+	req.Seq = c.seq
+	ch := make(chan Message, 1)
+	c.pending[req.Seq] = ch
+	b, err := json.Marshal(req)
+	if err == nil {
+		c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
+		c.w.Write(append(b, '\n'))
+		err = c.w.Flush()
+	}
+	if err != nil {
+		delete(c.pending, req.Seq)
+		c.mu.Unlock()
+		return Message{}, fmt.Errorf("to the holder: %w", err)
+	}
+	c.mu.Unlock()
+	t := time.NewTimer(c.o.Timeout)
+	defer t.Stop()
+	select {
+	case m := <-ch:
+		if m.Error != "" {
+			if m.Error == job.ErrHolderLost.Error() {
+				return m, job.ErrHolderLost
+			}
+			return m, errors.New(m.Error)
+		}
+		return m, nil
+	case <-t.C:
+		c.mu.Lock()
+		delete(c.pending, req.Seq)
+		c.mu.Unlock()
+		return Message{}, fmt.Errorf("the holder did not answer %s within %v", req.Op, c.o.Timeout)
+	}
+}
+
+// Spawn implements job.Holder.
+func (c *Client) Spawn(spec job.HeldSpec) (job.HeldStart, error) {
+	m, err := c.call(Request{Op: OpSpawn, Spawn: &spec})
+	if err != nil {
+		return job.HeldStart{}, err
+	}
+	if m.Start == nil {
+		return job.HeldStart{}, errors.New("the holder's answer to spawn has no process")
+	}
+	return *m.Start, nil
+}
+
+// Stop implements job.Holder.
+func (c *Client) Stop(id string, force bool, grace time.Duration) error {
+	_, err := c.call(Request{Op: OpStop, ID: id, Force: force, Grace: &grace})
+	return err
+}
+
+// Ack implements job.Holder.
+func (c *Client) Ack(id string) error {
+	_, err := c.call(Request{Op: OpAck, ID: id})
+	return err
+}
+
+// Held implements job.Holder.
+func (c *Client) Held() ([]job.HeldJob, error) {
+	m, err := c.call(Request{Op: OpHeld})
+	return m.Held, err
+}
+
+// Quit asks the holder to exit if it holds no job (an error says how many
+// it holds), and closes the client.
+func (c *Client) Quit() error {
+	c.mu.Lock()
+	c.quiting = true
+	c.mu.Unlock()
+	_, err := c.call(Request{Op: OpQuit})
+	c.Close()
+	return err
+}
+
+// Close closes the connection; the holder keeps its jobs.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.conn != nil {
+		return c.conn.Close()
+	}
+	return nil
+}

@@ -1,0 +1,473 @@
+//go:build unix
+
+package holder
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// ServerOptions configures Serve.
+type ServerOptions struct {
+	// Socket is the path to listen on (<state>/holder.sock). Required.
+	Socket string
+	// Reaper, if set, is the holder's child subreaper (see proc.Reaper).
+	Reaper *proc.Reaper
+	// Tracking is said in the hello (proc.Track*).
+	Tracking string
+	Build    string
+	Logger   *slog.Logger
+	// FirstWait is how long a holder with no job waits for a daemon to
+	// connect before it exits. If zero, 10 s.
+	FirstWait time.Duration
+	// ProgressEvery bounds how often a job's counters are sent while it
+	// prints. If zero, 20 ms.
+	ProgressEvery time.Duration
+	// Ready, if set, is called once the socket listens.
+	Ready func()
+}
+
+// server is the holder.
+type server struct {
+	o   ServerOptions
+	log *slog.Logger
+
+	mu    sync.Mutex
+	jobs  map[string]*held
+	conn  *serverConn // the daemon now, or nil
+	dirty map[string]bool
+	poke  chan struct{}
+	idle  chan struct{} // signalled when nothing is held and no daemon is connected
+	quit  chan struct{} // closed by a quit request
+	stop  bool          // SIGTERM: every job is being stopped
+}
+
+// held is one job the holder holds.
+type held struct {
+	p   *job.HeldProc
+	end *job.HeldEnd // once it ended, until acked
+}
+
+// serverConn is a daemon's connection.
+type serverConn struct {
+	c  net.Conn
+	mu sync.Mutex // serialises writes
+	w  *bufio.Writer
+}
+
+func (sc *serverConn) send(m Message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	sc.w.Write(b)
+	sc.w.WriteByte('\n')
+	return sc.w.Flush()
+}
+
+// Serve runs the holder until it holds no job and no daemon is connected
+// (after the first one, or FirstWait), or ctx is done: then every job is
+// stopped (SIGINT, SIGKILL after 10 s) and Serve returns once they have
+// ended.
+func Serve(ctx context.Context, o ServerOptions) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.FirstWait <= 0 {
+		o.FirstWait = 10 * time.Second
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 20 * time.Millisecond
+	}
+	unlock, err := lock(o.Socket + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ln, err := listen(o.Socket)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	s := &server{o: o, log: o.Logger, jobs: map[string]*held{}, dirty: map[string]bool{},
+		poke: make(chan struct{}, 1), idle: make(chan struct{}, 1), quit: make(chan struct{})}
+	if o.Ready != nil {
+		o.Ready()
+	}
+	go s.flusher(ctx)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.serve(c)
+		}
+	}()
+	first := time.NewTimer(o.FirstWait)
+	defer first.Stop()
+	connected := false
+	for {
+		select {
+		case <-ctx.Done():
+			return s.shutdown()
+		case <-s.quit:
+			return nil
+		case <-first.C:
+			if !connected && s.isIdle() {
+				s.log.Info("no daemon connected: the holder exits")
+				return nil
+			}
+		case <-s.idle:
+			connected = true
+			if s.isIdle() {
+				s.log.Info("no job held and no daemon connected: the holder exits")
+				return nil
+			}
+		}
+	}
+}
+
+// isIdle: nothing held, no daemon connected.
+func (s *server) isIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.jobs) == 0 && s.conn == nil
+}
+
+func (s *server) signalIdle() {
+	select {
+	case s.idle <- struct{}{}:
+	default:
+	}
+}
+
+// shutdown stops every job and waits for their ends.
+func (s *server) shutdown() error {
+	s.mu.Lock()
+	s.stop = true
+	var ps []*job.HeldProc
+	for _, h := range s.jobs {
+		if h.end == nil {
+			ps = append(ps, h.p)
+		}
+	}
+	s.mu.Unlock()
+	if len(ps) > 0 {
+		s.log.Info("the holder was told to stop: its jobs are stopped", "jobs", len(ps))
+	}
+	for _, p := range ps {
+		p.Stop(false, 10*time.Second)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		n := 0
+		for _, h := range s.jobs {
+			if h.end == nil {
+				n++
+			}
+		}
+		s.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// serve serves one daemon's connection.
+func (s *server) serve(c net.Conn) {
+	defer c.Close()
+	if err := checkPeer(c); err != nil {
+		s.log.Warn("refused a connection", "err", err)
+		return
+	}
+	sc := &serverConn{c: c, w: bufio.NewWriterSize(c, 64<<10)}
+	me := Hello{Proto: Proto, Min: MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking}
+	s.mu.Lock()
+	busy := s.conn != nil
+	s.mu.Unlock()
+	if busy {
+		sc.send(Message{Hello: &me, Error: "the holder serves another daemon"})
+		return
+	}
+	if sc.send(Message{Hello: &me}) != nil {
+		return
+	}
+	r := bufio.NewReaderSize(c, 64<<10)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := readLine(r)
+	if err != nil {
+		return
+	}
+	var req Request
+	if err := json.Unmarshal(line, &req); err != nil || req.Op != OpHello || req.Hello == nil {
+		sc.send(Message{Error: "the first line must be the daemon's hello"})
+		return
+	}
+	if _, err := compatible(me, *req.Hello); err != nil {
+		sc.send(Message{Error: err.Error()})
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	s.mu.Lock()
+	if s.conn != nil {
+		s.mu.Unlock()
+		sc.send(Message{Error: "the holder serves another daemon"})
+		return
+	}
+	s.conn = sc
+	s.mu.Unlock()
+	s.log.Info("a daemon connected", "pid", req.Hello.Pid, "build", req.Hello.Build)
+	defer func() {
+		s.mu.Lock()
+		if s.conn == sc {
+			s.conn = nil
+		}
+		s.mu.Unlock()
+		s.log.Info("the daemon went", "pid", req.Hello.Pid)
+		s.signalIdle()
+	}()
+	for {
+		line, err := readLine(r)
+		if err != nil {
+			return
+		}
+		var req Request
+		if err := json.Unmarshal(line, &req); err != nil {
+			sc.send(Message{Error: "bad request: " + err.Error()})
+			continue
+		}
+		if req.Op == OpSpawn {
+			go s.spawn(sc, req) // a fork may take a while: never in the way of others
+			continue
+		}
+		if s.handle(sc, req) {
+			return
+		}
+	}
+}
+
+// handle answers one request but a spawn; true: the holder quits.
+func (s *server) handle(sc *serverConn, req Request) (quit bool) {
+	reply := Message{Re: req.Seq}
+	switch req.Op {
+	case OpStop:
+		s.mu.Lock()
+		h, ok := s.jobs[req.ID]
+		s.mu.Unlock()
+		if !ok {
+			reply.Error = fmt.Sprintf("job %q: not held", req.ID)
+		} else if h.end == nil {
+			g := 10 * time.Second
+			if req.Grace != nil {
+				g = *req.Grace
+			}
+			h.p.Stop(req.Force, g)
+		}
+	case OpAck:
+		s.mu.Lock()
+		if h, ok := s.jobs[req.ID]; ok && h.end != nil {
+			delete(s.jobs, req.ID)
+		}
+		s.mu.Unlock()
+	case OpHeld:
+		reply.Held = s.list()
+	case OpQuit:
+		s.mu.Lock()
+		n, stopping := len(s.jobs), s.stop
+		if n == 0 && !stopping {
+			s.stop = true // no spawn from now on
+		}
+		s.mu.Unlock()
+		if n > 0 || stopping {
+			reply.Error = fmt.Sprintf("the holder holds %d job(s)", n)
+		} else {
+			sc.send(reply)
+			s.log.Info("told to quit with no job held")
+			close(s.quit)
+			return true
+		}
+	default:
+		reply.Error = fmt.Sprintf("op %q: unknown", req.Op)
+	}
+	sc.send(reply)
+	return false
+}
+
+// list is what the holder holds, in start order.
+func (s *server) list() []job.HeldJob {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]job.HeldJob, 0, len(s.jobs))
+	for id, h := range s.jobs {
+		x := job.HeldJob{ID: id, HeldStart: h.p.Start}
+		x.Stdout, x.Stderr = h.p.Counts()
+		if h.end != nil {
+			e := *h.end
+			x.End = &e
+			x.Stdout, x.Stderr = e.Stdout, e.Stderr
+		}
+		out = append(out, x)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
+	return out
+}
+
+// spawn starts a job and answers with its process.
+func (s *server) spawn(sc *serverConn, req Request) {
+	reply := Message{Re: req.Seq}
+	spec := req.Spawn
+	s.mu.Lock()
+	_, dup := s.jobs[specID(spec)]
+	stopping := s.stop
+	s.mu.Unlock()
+	switch {
+	case spec == nil:
+		reply.Error = "spawn: no spec"
+	case dup:
+		reply.Error = fmt.Sprintf("spawn: job %q is held already", spec.ID)
+	case stopping:
+		reply.Error = "spawn: the holder is stopping"
+	}
+	if reply.Error != "" {
+		sc.send(reply)
+		return
+	}
+	id := spec.ID
+	p, err := job.RunHeld(*spec, s.o.Reaper, s.log, func() { s.wrote(id) })
+	if err != nil {
+		reply.Error = err.Error()
+		sc.send(reply)
+		return
+	}
+	h := &held{p: p}
+	s.mu.Lock()
+	s.jobs[id] = h
+	s.mu.Unlock()
+	st := p.Start
+	reply.Start = &st
+	sc.send(reply) // before any event of the job: Wait starts the pumping
+	go func() {
+		end := p.Wait()
+		s.mu.Lock()
+		h.end = &end
+		delete(s.dirty, id)
+		conn := s.conn
+		s.mu.Unlock()
+		if conn != nil {
+			conn.send(Message{Ev: EvEnd, ID: id, End: &end})
+		}
+	}()
+}
+
+func specID(spec *job.HeldSpec) string {
+	if spec == nil {
+		return ""
+	}
+	return spec.ID
+}
+
+// wrote marks a job's counters to be sent.
+func (s *server) wrote(id string) {
+	s.mu.Lock()
+	if s.dirty[id] {
+		s.mu.Unlock()
+		return
+	}
+	s.dirty[id] = true
+	s.mu.Unlock()
+	select {
+	case s.poke <- struct{}{}:
+	default:
+	}
+}
+
+// flusher sends the counters of jobs that printed, at most every
+// ProgressEvery.
+func (s *server) flusher(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.poke:
+		}
+		time.Sleep(s.o.ProgressEvery)
+		s.mu.Lock()
+		conn := s.conn
+		var msgs []Message
+		for id := range s.dirty {
+			if h, ok := s.jobs[id]; ok && h.end == nil {
+				o, e := h.p.Counts()
+				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &e})
+			}
+		}
+		clear(s.dirty)
+		s.mu.Unlock()
+		if conn == nil {
+			continue // a daemon that connects asks for the counters (held)
+		}
+		for _, m := range msgs {
+			if conn.send(m) != nil {
+				break
+			}
+		}
+	}
+}
+
+// readLine reads one line, at most maxLine bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > maxLine {
+			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
+		}
+		if err == nil {
+			return buf[:len(buf)-1], nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+// listen listens on path, mode 0600, replacing a stale socket.
+func listen(path string) (net.Listener, error) {
+	if len(path) > 103 {
+		return nil, fmt.Errorf("socket path %q is %d bytes, unix sockets allow 103: use a shorter --state-dir", path, len(path))
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
+		return nil, fmt.Errorf("%q exists and is not a socket: refusing to replace it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %q: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	return ln, nil
+}

@@ -197,3 +197,33 @@ func TestStop(t *testing.T) {
 		t.Error("stop of a job not held: no error")
 	}
 }
+
+// A new daemon's hello takes over from the last one's connection (the
+// daemon's lock lets one run: the last one is gone or going), which
+// hears that its holder connection ended.
+func TestNewDaemonTakesOver(t *testing.T) {
+	sock, _ := serve(t)
+	a, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sa := newSink()
+	a.Listen(sa)
+	b, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatalf("a second daemon's connection: %v", err)
+	}
+	defer b.Close()
+	select {
+	case <-sa.lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first connection was not ended")
+	}
+	if _, err := b.Held(); err != nil {
+		t.Errorf("held on the new connection: %v", err)
+	}
+	if _, err := a.Held(); !errors.Is(err, job.ErrHolderLost) {
+		t.Errorf("held on the old connection: %v", err)
+	}
+}

@@ -103,10 +103,6 @@ func TestHeldJobAdoptedByTheNextManager(t *testing.T) {
 	if int64(len(b)) != end.StdoutBytes {
 		t.Errorf("recorded %d bytes, the file has %d", end.StdoutBytes, len(b))
 	}
-	rec, err := st.GetJob(context.Background(), end.ID)
-	if err != nil || rec.State != string(job.Killed) {
-		t.Errorf("record: %+v %v", rec, err)
-	}
 	// The end was acknowledged: the holder holds nothing.
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		held, err := c2.Held()
@@ -117,6 +113,11 @@ func TestHeldJobAdoptedByTheNextManager(t *testing.T) {
 			t.Fatalf("the holder still holds %+v (%v)", held, err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+	// The end is acked once recorded.
+	rec, err := st.GetJob(context.Background(), end.ID)
+	if err != nil || rec.State != string(job.Killed) {
+		t.Errorf("record: %+v %v", rec, err)
 	}
 	if err := m2.Close(context.Background()); err != nil {
 		t.Fatal(err)

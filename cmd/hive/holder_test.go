@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -254,6 +255,9 @@ func TestHolderKilled(t *testing.T) {
 		ids = append(ids, st.ID)
 		pids = append(pids, waitPidFile(t, pidFile))
 	}
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", nil, &sh)
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo up-$((1+1))\n", "wait_for": "up-2"})
 	// A process of the same user that is no job's: left alone.
 	other := newSleeper(t)
 	h := holderPid(state)
@@ -283,6 +287,19 @@ func TestHolderKilled(t *testing.T) {
 	}
 	if !processAlive(other) {
 		t.Error("a process that is no job's was signalled")
+	}
+	// The PTY session ends too, its shell gone; its output stays readable.
+	waitGone(t, sh.Pid, "the shell of a session whose holder died")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var out ptyOut
+		text, _ := s.call("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
+		if strings.Contains(text, "interrupted") && strings.Contains(out.Data, "up-2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session after its holder's kill -9: %q %+v", text, out)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	var le looseEnds
 	s.mustCall("get_loose_ends", nil, &le)
@@ -412,5 +429,89 @@ func TestVersionNamesTheHolder(t *testing.T) {
 	}
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != holderPid(state) || v.Holder.Proto != 1 || v.Holder.Build == "" || v.Tracking != "subreaper+marks" {
 		t.Errorf("version --json: %v %s", err, out)
+	}
+}
+
+// A PTY session running vim outlives a kill -9 of the daemon: the next
+// daemon adopts it (same id and pid), its screen is intact (replayed
+// from the output the holder kept), reads go on at the next offset, and
+// it takes input: vim writes the file and exits.
+func TestPTYOutlivesTheDaemon(t *testing.T) {
+	if _, err := exec.LookPath("vim"); err != nil {
+		t.Skip("no vim here (.ci/run installs it)")
+	}
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	file := filepath.Join(t.TempDir(), "note.txt")
+	var info ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cmd": "vim -u NONE -i NONE -N " + file, "cols": 80, "rows": 24}, &info)
+	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "ihello from vim\x1b", "wait_for": "hello from vim"})
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", nil, &sh)
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo before-$((1+1))\n", "wait_for": "before-2"})
+	before := s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+	if !strings.Contains(before.Screen, "hello from vim") {
+		t.Fatalf("vim's screen before: %q", before.Screen)
+	}
+	killDaemon9(t, state)
+	s.cs.Wait()
+
+	s2 := connect(t, state, t.TempDir())
+	after := s2.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+	if after.Screen != before.Screen || !after.Running {
+		t.Errorf("vim's screen after the daemon's kill -9:\n%s\nwant:\n%s", after.Screen, before.Screen)
+	}
+	var list struct {
+		Sessions []ptyInfo `json:"sessions"`
+	}
+	s2.mustCall("terminal_pty_list", nil, &list)
+	found := 0
+	for _, x := range list.Sessions {
+		if (x.SessionID == info.SessionID && x.Pid == info.Pid) || (x.SessionID == sh.SessionID && x.Pid == sh.Pid) {
+			found++
+		}
+	}
+	if len(list.Sessions) != 2 || found != 2 {
+		t.Errorf("sessions after: %+v, want %+v and %+v", list.Sessions, info, sh)
+	}
+	// An adopted shell answers as before: readiness (the shell blocked
+	// reading its terminal) is seen at once, and its output comes.
+	t0 := time.Now()
+	var typed struct {
+		ptyOut
+		Note string `json:"note"`
+	}
+	text := s2.mustCall("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "x"}, &typed)
+	if strings.Contains(text, "still busy") || time.Since(t0) > 5*time.Second {
+		logb, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
+		t.Errorf("a keystroke to the adopted shell: %q after %v; daemon.log ends:\n%s", text, time.Since(t0), tail(string(logb), 1500))
+	}
+	if out := s2.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\x15echo after-$((2+2))\n", "wait_for": "after-4"}); !out.Matched {
+		t.Errorf("the adopted shell: %+v", out)
+	}
+	// Reads go on where they were.
+	more := s2.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "since_offset": before.NextOffset})
+	if more.Offset != before.NextOffset {
+		t.Errorf("read from %d after the restart: %+v", before.NextOffset, more)
+	}
+	// It takes input: vim saves and exits.
+	s2.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": ":wq\r", "wait_ms": 0})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var out ptyOut
+		s2.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID}, &out)
+		if !out.Running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("vim did not exit on :wq")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "hello from vim\n" {
+		t.Errorf("the file vim wrote: %q %v", b, err)
+	}
+	s2.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+	if processAlive(info.Pid) {
+		t.Errorf("vim %d left running after close", info.Pid)
 	}
 }

@@ -270,6 +270,9 @@ func TestPTYSendDefaultWaitsForInput(t *testing.T) {
 // file with a note saying what happened, send and close say it ended.
 func TestPTYEndedSession(t *testing.T) {
 	state := stateDir(t)
+	// A daemon that holds its sessions itself: they end with it. (With
+	// the holder they outlive it: TestPTYOutlivesTheDaemon.)
+	startDaemon(t, state, "--hold-jobs=false")
 	s := connect(t, state, t.TempDir())
 	var closed, crashed ptyInfo
 	s.mustCall("terminal_pty_open", map[string]any{"name": "gone"}, &closed)

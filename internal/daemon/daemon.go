@@ -115,6 +115,7 @@ type Config struct {
 // (holder.Client).
 type jobHolder interface {
 	job.Holder
+	pty.Holder
 	Info() holder.Hello
 	Close() error
 	Quit() error
@@ -439,13 +440,23 @@ func (d *daemon) open() error {
 	}
 	// Sessions are marked and recorded like jobs; those a dead daemon
 	// left end now, before any is opened.
-	ptys := pty.NewManager(pty.Options{Dir: l.PTY(), Owner: l.Dir, Store: st, Logger: d.log})
+	po := pty.Options{Dir: l.PTY(), Owner: l.Dir, Store: st, Logger: d.log}
+	if d.holder != nil {
+		po.Holder = d.holder
+	}
+	ptys := pty.NewManager(po)
 	if n, err := ptys.Recover(context.Background()); err != nil {
 		d.log.Error("could not record the pty sessions interrupted by the last daemon's end", "err", err)
 	} else if n > 0 {
 		d.log.Info("pty sessions interrupted by the last daemon's end", "count", n)
 	}
-	d.extra = append(d.extra, func() { ptys.Close() })
+	d.extra = append(d.extra, func() {
+		if d.keepJobs() {
+			ptys.Release() // the holder keeps them for the next daemon
+		} else {
+			ptys.Close()
+		}
+	})
 	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log, Version: d.cfg.Version,
 		PTY: ptys, Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})}
 	return nil
@@ -481,7 +492,7 @@ func (d *daemon) close() {
 		c()
 	}
 	switch {
-	case d.holder != nil && r != nil && r.keep:
+	case d.keepJobs():
 		// hive restart: the holder keeps the jobs for the next daemon.
 		d.jobs.Release(note)
 		d.holder.Close()
@@ -754,3 +765,11 @@ var errLockHeld = errors.New("held by another daemon")
 
 // holderProto is the newest protocol this daemon speaks with its holder.
 const holderProto = holder.Proto
+
+// keepJobs tells whether the daemon's end leaves its jobs and sessions to
+// the holder (hive restart).
+func (d *daemon) keepJobs() bool {
+	d.stopMu.Lock()
+	defer d.stopMu.Unlock()
+	return d.holder != nil && d.stopReq != nil && d.stopReq.keep
+}

@@ -11,13 +11,16 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/pty"
 )
 
 // ClientOptions configures Open.
@@ -43,18 +46,20 @@ type Client struct {
 	o   ClientOptions
 	log *slog.Logger
 
-	mu      sync.Mutex
-	conn    net.Conn
-	w       *bufio.Writer
-	hello   Hello // the holder's
-	seq     uint64
-	pending map[uint64]chan Message
-	sink    job.HeldSink
-	early   []Message // events before Listen
-	dead    bool      // the connection is gone: the next call dials anew
-	closed  bool
-	quiting bool       // a quit was asked: its end is no loss
-	dialMu  sync.Mutex // one reconnect at a time
+	mu       sync.Mutex
+	conn     net.Conn
+	w        *bufio.Writer
+	hello    Hello // the holder's
+	seq      uint64
+	pending  map[uint64]chan Message
+	sink     job.HeldSink
+	early    []Message // events before Listen
+	ptySink  pty.PTYSink
+	ptyEarly []Message // events of sessions before ListenPTY
+	dead     bool      // the connection is gone: the next call dials anew
+	closed   bool
+	quiting  bool       // a quit was asked: its end is no loss
+	dialMu   sync.Mutex // one reconnect at a time
 }
 
 // Open connects to the holder of o.Socket, starting one with o.Command if
@@ -224,17 +229,32 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 		ch <- Message{Re: seq, Error: job.ErrHolderLost.Error()}
 		delete(c.pending, seq)
 	}
-	sink := c.sink
+	sink, ptySink := c.sink, c.ptySink
 	c.mu.Unlock()
 	if !closed {
 		c.log.Error("the connection to the holder of the jobs ended", "pid", c.hello.Pid)
 		if sink != nil {
 			sink.HolderLost()
 		}
+		if ptySink != nil {
+			ptySink.PTYHolderLost()
+		}
 	}
 }
 
 func (c *Client) event(m Message) {
+	if isPTY(m.ID) {
+		c.mu.Lock()
+		sink := c.ptySink
+		if sink == nil {
+			c.ptyEarly = append(c.ptyEarly, m)
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		deliverPTY(sink, m)
+		return
+	}
 	c.mu.Lock()
 	sink := c.sink
 	if sink == nil {
@@ -387,4 +407,111 @@ func (c *Client) Close() error {
 		return c.conn.Close()
 	}
 	return nil
+}
+
+// isPTY tells a PTY session's id from a job's.
+func isPTY(id string) bool { return strings.HasPrefix(id, "pty_") }
+
+func deliverPTY(sink pty.PTYSink, m Message) {
+	switch m.Ev {
+	case EvProgress:
+		if m.Stdout != nil {
+			sink.PTYProgress(m.ID, output.Stats{Total: m.Stdout.Total, InFile: m.Stdout.InFile, Dropped: m.Stdout.Dropped})
+		}
+	case EvEnd:
+		if m.End != nil {
+			sink.PTYExited(m.ID, m.End.ExitCode)
+		}
+	}
+}
+
+// ListenPTY sets who hears the holder's events about PTY sessions
+// (pty.Manager); events that came before are delivered now.
+func (c *Client) ListenPTY(sink pty.PTYSink) {
+	c.mu.Lock()
+	c.ptySink = sink
+	early := c.ptyEarly
+	c.ptyEarly = nil
+	c.mu.Unlock()
+	for _, m := range early {
+		deliverPTY(sink, m)
+	}
+}
+
+// SpawnPTY implements pty.Holder.
+func (c *Client) SpawnPTY(spec pty.HeldSpec) (pty.HeldSession, error) {
+	m, err := c.call(Request{Op: OpPTYSpawn, PTY: &spec})
+	if err != nil {
+		return pty.HeldSession{}, err
+	}
+	if len(m.Sessions) != 1 {
+		return pty.HeldSession{}, errors.New("the holder's answer to pty_spawn has no session")
+	}
+	return m.Sessions[0], nil
+}
+
+// ClosePTY implements pty.Holder.
+func (c *Client) ClosePTY(id string) (output.Stats, error) {
+	m, err := c.call(Request{Op: OpPTYClose, ID: id})
+	if err != nil {
+		return output.Stats{}, err
+	}
+	if m.Stdout == nil {
+		return output.Stats{}, errors.New("the holder's answer to pty_close has no count")
+	}
+	return output.Stats{Total: m.Stdout.Total, InFile: m.Stdout.InFile, Dropped: m.Stdout.Dropped}, nil
+}
+
+// AckPTY implements pty.Holder.
+func (c *Client) AckPTY(id string) error { return c.Ack(id) }
+
+// HeldPTYs implements pty.Holder.
+func (c *Client) HeldPTYs() ([]pty.HeldSession, error) {
+	m, err := c.call(Request{Op: OpHeld})
+	return m.Sessions, err
+}
+
+// MasterPTY implements pty.Holder: a connection of its own carries the
+// descriptor.
+func (c *Client) MasterPTY(id string) (*os.File, error) {
+	conn, err := net.DialTimeout("unix", c.o.Socket, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	uc := conn.(*net.UnixConn)
+	if err := checkPeer(conn); err != nil {
+		return nil, fmt.Errorf("%w: %v", errRefused, err)
+	}
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// The hello, read byte by byte: nothing past it may be taken from
+	// the socket but by the message that carries the descriptor.
+	var one [1]byte
+	for {
+		if _, err := conn.Read(one[:]); err != nil {
+			return nil, fmt.Errorf("the holder's hello: %w", err)
+		}
+		if one[0] == '\n' {
+			break
+		}
+	}
+	b, _ := json.Marshal(Request{Op: OpFD, ID: id})
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		return nil, err
+	}
+	oob := make([]byte, syscall.CmsgSpace(4))
+	n, oobn, _, _, err := uc.ReadMsgUnix(one[:], oob)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: the master from the holder: %w", id, err)
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || n != 1 || len(msgs) != 1 {
+		return nil, fmt.Errorf("session %s: the holder sent no master (not held)", id)
+	}
+	fds, err := syscall.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return nil, fmt.Errorf("session %s: the holder sent no master", id)
+	}
+	syscall.CloseOnExec(fds[0])
+	return os.NewFile(uintptr(fds[0]), "/dev/ptmx"), nil
 }

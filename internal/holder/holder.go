@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/pty"
 )
 
 // The protocol versions this build speaks: Proto is its newest, MinProto
@@ -48,6 +49,12 @@ const (
 	OpAck   = "ack"
 	OpHeld  = "held"
 	OpQuit  = "quit" // exit if no job is held
+	// PTY sessions: start one; close its master once it exited; and, as
+	// the first line of a connection of its own, ask for a duplicate of
+	// its master (one byte with the descriptor, then the holder hangs up).
+	OpPTYSpawn = "pty_spawn"
+	OpPTYClose = "pty_close"
+	OpFD       = "fd"
 )
 
 // Request is a line from the daemon.
@@ -56,6 +63,7 @@ type Request struct {
 	Op    string         `json:"op"`
 	Hello *Hello         `json:"hello,omitempty"`
 	Spawn *job.HeldSpec  `json:"spawn,omitempty"`
+	PTY   *pty.HeldSpec  `json:"pty,omitempty"`
 	ID    string         `json:"id,omitempty"`
 	Force bool           `json:"force,omitempty"`
 	Grace *time.Duration `json:"grace,omitempty"`
@@ -75,6 +83,8 @@ type Message struct {
 	Error string         `json:"error,omitempty"`
 	Start *job.HeldStart `json:"start,omitempty"`
 	Held  []job.HeldJob  `json:"held,omitempty"`
+	// Sessions: held's PTY sessions, and pty_spawn's session.
+	Sessions []pty.HeldSession `json:"sessions,omitempty"`
 
 	Ev     string       `json:"ev,omitempty"`
 	ID     string       `json:"id,omitempty"`

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/pty"
 )
 
 // ServerOptions configures Serve.
@@ -57,8 +59,9 @@ type server struct {
 
 // held is one job the holder holds.
 type held struct {
-	p   *job.HeldProc
-	end *job.HeldEnd // once it ended, until acked
+	p   *job.HeldProc // a job, or
+	t   *pty.HeldPTY  // a PTY session
+	end *job.HeldEnd  // once it ended, until acked
 }
 
 // serverConn is a daemon's connection.
@@ -163,12 +166,22 @@ func (s *server) shutdown() error {
 	s.mu.Lock()
 	s.stop = true
 	var ps []*job.HeldProc
+	var ts []*pty.HeldPTY
 	for _, h := range s.jobs {
-		if h.end == nil {
+		switch {
+		case h.end != nil:
+		case h.p != nil:
 			ps = append(ps, h.p)
+		case h.t != nil:
+			ts = append(ts, h.t)
 		}
 	}
 	s.mu.Unlock()
+	for _, t := range ts {
+		// As a terminal's hangup: SIGHUP to its session's group.
+		syscall.Kill(-t.Pid, syscall.SIGHUP)
+		syscall.Kill(-t.Pid, syscall.SIGCONT)
+	}
 	if len(ps) > 0 {
 		s.log.Info("the holder was told to stop: its jobs are stopped", "jobs", len(ps))
 	}
@@ -189,6 +202,9 @@ func (s *server) shutdown() error {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	for _, t := range ts {
+		t.Close()
 	}
 	return nil
 }
@@ -212,6 +228,10 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	var req Request
+	if err := json.Unmarshal(line, &req); err == nil && req.Op == OpFD {
+		s.sendFD(c, req.ID)
+		return
+	}
 	if err := json.Unmarshal(line, &req); err != nil || req.Op != OpHello || req.Hello == nil {
 		sc.send(Message{Error: "the first line must be the daemon's hello"})
 		return
@@ -253,8 +273,15 @@ func (s *server) serve(c net.Conn) {
 			sc.send(Message{Error: "bad request: " + err.Error()})
 			continue
 		}
-		if req.Op == OpSpawn {
+		switch req.Op {
+		case OpSpawn:
 			go s.spawn(sc, req) // a fork may take a while: never in the way of others
+			continue
+		case OpPTYSpawn:
+			go s.spawnPTY(sc, req)
+			continue
+		case OpPTYClose:
+			go s.closePTY(sc, req) // waits for the last output
 			continue
 		}
 		if s.handle(sc, req) {
@@ -271,7 +298,7 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		s.mu.Unlock()
-		if !ok {
+		if !ok || h.p == nil {
 			reply.Error = fmt.Sprintf("job %q: not held", req.ID)
 		} else if h.end == nil {
 			g := 10 * time.Second
@@ -282,12 +309,16 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		}
 	case OpAck:
 		s.mu.Lock()
-		if h, ok := s.jobs[req.ID]; ok && h.end != nil {
+		h, ok := s.jobs[req.ID]
+		if ok && h.end != nil {
 			delete(s.jobs, req.ID)
 		}
 		s.mu.Unlock()
+		if ok && h.end != nil && h.t != nil {
+			h.t.Close()
+		}
 	case OpHeld:
-		reply.Held = s.list()
+		reply.Held, reply.Sessions = s.list()
 	case OpQuit:
 		s.mu.Lock()
 		n, stopping := len(s.jobs), s.stop
@@ -311,11 +342,20 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 }
 
 // list is what the holder holds, in start order.
-func (s *server) list() []job.HeldJob {
+func (s *server) list() ([]job.HeldJob, []pty.HeldSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]job.HeldJob, 0, len(s.jobs))
+	var ss []pty.HeldSession
 	for id, h := range s.jobs {
+		if h.t != nil {
+			x := pty.HeldSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
+			if h.end != nil {
+				x.Exited, x.ExitCode = true, h.end.ExitCode
+			}
+			ss = append(ss, x)
+			continue
+		}
 		x := job.HeldJob{ID: id, HeldStart: h.p.Start}
 		x.Stdout, x.Stderr = h.p.Counts()
 		if h.end != nil {
@@ -326,7 +366,95 @@ func (s *server) list() []job.HeldJob {
 		out = append(out, x)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })
-	return out
+	sort.Slice(ss, func(a, b int) bool { return ss[a].ID < ss[b].ID })
+	return out, ss
+}
+
+// spawnPTY starts a session's process and answers with it.
+func (s *server) spawnPTY(sc *serverConn, req Request) {
+	reply := Message{Re: req.Seq}
+	spec := req.PTY
+	s.mu.Lock()
+	dup := spec != nil && s.jobs[spec.ID] != nil
+	stopping := s.stop
+	s.mu.Unlock()
+	switch {
+	case spec == nil:
+		reply.Error = "pty_spawn: no spec"
+	case dup:
+		reply.Error = fmt.Sprintf("pty_spawn: session %q is held already", spec.ID)
+	case stopping:
+		reply.Error = "pty_spawn: the holder is stopping"
+	}
+	if reply.Error != "" {
+		sc.send(reply)
+		return
+	}
+	id := spec.ID
+	t, err := pty.StartHeld(*spec, func() { s.wrote(id) })
+	if err != nil {
+		reply.Error = err.Error()
+		sc.send(reply)
+		return
+	}
+	h := &held{t: t}
+	s.mu.Lock()
+	s.jobs[id] = h
+	s.mu.Unlock()
+	reply.Sessions = []pty.HeldSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
+	sc.send(reply)
+	go func() {
+		code := t.Wait()
+		end := job.HeldEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()}
+		s.mu.Lock()
+		h.end = &end
+		conn := s.conn
+		s.mu.Unlock()
+		if conn != nil {
+			conn.send(Message{Ev: EvEnd, ID: id, End: &end})
+		}
+	}()
+}
+
+// closePTY closes a session's master once its output is in: the answer
+// has the output's count.
+func (s *server) closePTY(sc *serverConn, req Request) {
+	reply := Message{Re: req.Seq}
+	s.mu.Lock()
+	h, ok := s.jobs[req.ID]
+	s.mu.Unlock()
+	if !ok || h.t == nil {
+		reply.Error = fmt.Sprintf("pty_close: session %q: not held", req.ID)
+	} else {
+		c := countsOf(h.t.Close())
+		reply.Stdout = &c
+	}
+	sc.send(reply)
+}
+
+func countsOf(st output.Stats) job.Counts {
+	return job.Counts{Total: st.Total, InFile: st.InFile, Dropped: st.Dropped}
+}
+
+// sendFD answers a connection's fd request: one byte carrying a
+// duplicate of the session's master, then the connection ends.
+func (s *server) sendFD(c net.Conn, id string) {
+	s.mu.Lock()
+	h, ok := s.jobs[id]
+	s.mu.Unlock()
+	uc, isUnix := c.(*net.UnixConn)
+	if !ok || h.t == nil || !isUnix {
+		c.Write([]byte("\n"))
+		return
+	}
+	rc, err := h.t.Master().SyscallConn()
+	if err != nil {
+		c.Write([]byte("\n"))
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		uc.WriteMsgUnix([]byte{1}, syscall.UnixRights(int(fd)), nil)
+	})
 }
 
 // spawn starts a job and answers with its process.
@@ -412,7 +540,13 @@ func (s *server) flusher(ctx context.Context) {
 		conn := s.conn
 		var msgs []Message
 		for id := range s.dirty {
-			if h, ok := s.jobs[id]; ok && h.end == nil {
+			h, ok := s.jobs[id]
+			switch {
+			case !ok:
+			case h.t != nil:
+				o := countsOf(h.t.Stats())
+				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &job.Counts{}})
+			case h.end == nil:
 				o, e := h.p.Counts()
 				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &e})
 			}

@@ -157,8 +157,8 @@ func (s *Stream) refreshLocked() {
 	if s.fileCap >= 0 {
 		n = min(n, s.fileCap)
 	}
-	if n > s.inFile {
-		s.advanceLocked(Stats{InFile: n})
+	if n > s.inFile && s.advanceLocked(Stats{InFile: n}) {
+		s.wakeLocked() // its waiters would miss the Advance that says the same later
 	}
 }
 

@@ -132,6 +132,9 @@ type Options struct {
 	// Logger hears of record writes that failed where no caller waits
 	// (exit, close) and of Recover's work. If nil, nothing is logged.
 	Logger *slog.Logger
+	// Holder, if set, runs the sessions' processes so that they outlive
+	// the daemon (see Holder); Recover adopts the ones it holds. Needs Dir.
+	Holder Holder
 }
 
 // OpenOptions describes a new session.
@@ -219,6 +222,11 @@ type Manager struct {
 	pending  int                 // sessions being opened
 	closed   bool
 	opening  sync.WaitGroup // Opens in progress
+	// early keeps the exits a holder tells of before Recover adopts
+	// (nil after); released is closed by Release.
+	early       map[string]int
+	released    chan struct{}
+	releaseOnce sync.Once
 }
 
 // NewManager returns a Manager. It starts nothing until Open; with a
@@ -230,7 +238,11 @@ func NewManager(o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: o, sessions: map[string]*Session{}, reserved: map[string]bool{}}
+	m := &Manager{opts: o, sessions: map[string]*Session{}, reserved: map[string]bool{}, early: map[string]int{}, released: make(chan struct{})}
+	if l, ok := o.Holder.(interface{ ListenPTY(PTYSink) }); ok {
+		l.ListenPTY(m) // before any session: none of its events is missed
+	}
+	return m
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)

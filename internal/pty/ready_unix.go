@@ -71,7 +71,7 @@ var lookAtGroup = probeGroup
 // stream: in the terminal (the master side has bytes to read) or in the
 // reader's hands.
 func (s *Session) outputPending() bool {
-	if s.reading.Load() {
+	if s.reading.Load() || s.heldPending() {
 		return true
 	}
 	n := 0
@@ -93,6 +93,7 @@ var promptRE = regexp.MustCompile(`(?:[$#%>:?)\]❯»]|\.\.\.) ?$`)
 func (s *Session) promptAtCursor() bool {
 	s.emuMu.Lock()
 	defer s.emuMu.Unlock()
+	s.feedLocked()
 	pos := s.emu.CursorPosition()
 	w := s.emu.Width()
 	var b strings.Builder

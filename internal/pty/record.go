@@ -126,6 +126,9 @@ func (m *Manager) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover pty sessions: %w", err)
 	}
+	if m.opts.Holder != nil {
+		left = m.adoptHeld(left)
+	}
 	if len(left) == 0 {
 		return 0, nil
 	}

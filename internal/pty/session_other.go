@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"runtime"
 	"time"
+
+	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/store"
 )
 
 // Session is one process on a pseudo-terminal. On this platform none can
@@ -70,3 +73,14 @@ func (s *Session) Resize(int, int) error { return ErrUnsupported }
 func (s *Session) Close() error { return nil }
 
 func (s *Session) end(string) error { return nil }
+
+// adoptHeld: no holder of sessions on this platform.
+func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY { return recs }
+
+// Release is Close here: no holder keeps sessions on this platform.
+func (m *Manager) Release() error { return m.Close() }
+
+// PTYProgress, PTYExited and PTYHolderLost: no holder here (PTYSink).
+func (m *Manager) PTYProgress(id string, at output.Stats) {}
+func (m *Manager) PTYExited(id string, code int)          {}
+func (m *Manager) PTYHolderLost()                         {}

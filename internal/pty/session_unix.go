@@ -93,6 +93,9 @@ type Session struct {
 	repliesDone chan struct{} // closed when the reply pump has ended
 	closing     chan struct{} // closed when Close starts
 	closeOnce   sync.Once
+	// held is set when a Holder runs the session's process (the
+	// daemon then has no cmd: see held_unix.go).
+	held *heldState
 }
 
 func start(m *Manager, id string, o OpenOptions) (*Session, error) {
@@ -127,6 +130,9 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 			return nil, fmt.Errorf("open pty session: %w", err)
 		}
 		path = filepath.Join(m.opts.Dir, id+".pty")
+	}
+	if m.opts.Holder != nil && path != "" {
+		return startHeld(m, id, o, cmd, cmdText, cwd, path)
 	}
 	stream, err := output.Create(path, &output.Options{RingSize: m.opts.RingSize, FileCap: m.opts.FileCap})
 	if err != nil {
@@ -262,7 +268,11 @@ func startPTY(cmd *exec.Cmd, cols, rows int) (*os.File, string, error) {
 func (s *Session) wait() {
 	defer close(s.waitDone)
 	proc.Wait(s.cmd)
-	code := exitCode(s.cmd.ProcessState)
+	s.exitedWith(exitCode(s.cmd.ProcessState))
+}
+
+// exitedWith records that the process exited with code, then tells.
+func (s *Session) exitedWith(code int) {
 	// The exit is recorded before anyone is told of it (state, Exited):
 	// what a client reads is never contradicted after a crash.
 	s.mu.Lock()
@@ -361,8 +371,8 @@ func (s *Session) pumpReplies() {
 	buf := make([]byte, 1024)
 	for {
 		n, err := s.emu.Read(buf)
-		if n > 0 {
-			s.writeInput(buf[:n], replyTimeout)
+		if p := s.heldReplies(buf[:n]); len(p) > 0 {
+			s.writeInput(p, replyTimeout)
 		}
 		if err != nil {
 			return
@@ -587,6 +597,7 @@ func (s *Session) lineStartAt(off int64) bool { return lineStartAt(s.stream.Read
 func (s *Session) Screen() Screen {
 	s.emuMu.Lock()
 	defer s.emuMu.Unlock()
+	s.feedLocked() // a held session's output in its file, not yet followed
 	w, h := s.emu.Width(), s.emu.Height()
 	lines := make([]string, h)
 	var b strings.Builder
@@ -685,14 +696,27 @@ func (s *Session) close(state string) {
 	killSession(s.pid, reaped)
 	<-s.exited
 
-	t := time.NewTimer(drainGrace)
-	select {
-	case <-s.readerDone:
-	case <-t.C:
+	if s.held != nil {
+		// The holder takes the last output and closes its master; the
+		// follower feeds the screen to the end.
+		if st, err := s.m.opts.Holder.ClosePTY(s.id); err == nil {
+			st.Closed = true
+			s.stream.Advance(st)
+		} else {
+			s.stream.Advance(output.Stats{Closed: true})
+		}
+		<-s.readerDone
+		s.master.Close()
+	} else {
+		t := time.NewTimer(drainGrace)
+		select {
+		case <-s.readerDone:
+		case <-t.C:
+		}
+		t.Stop()
+		s.master.Close() // ends the reader if a process outside the session holds the terminal
+		<-s.readerDone
 	}
-	t.Stop()
-	s.master.Close() // ends the reader if a process outside the session holds the terminal
-	<-s.readerDone
 
 	if s.replies != nil {
 		s.replies.CloseWithError(io.EOF)
@@ -707,6 +731,9 @@ func (s *Session) close(state string) {
 	<-s.waitDone
 	s.record(false)
 	s.m.remove(s)
+	if s.held != nil {
+		s.m.opts.Holder.AckPTY(s.id)
+	}
 }
 
 // awaitHangup waits up to closeGrace for the process to exit after the
@@ -730,7 +757,11 @@ func (s *Session) awaitHangup() bool {
 		case <-grace.C:
 			return false
 		case <-again.C:
-			s.cmd.Process.Signal(syscall.SIGHUP)
+			if s.cmd != nil {
+				s.cmd.Process.Signal(syscall.SIGHUP)
+			} else {
+				syscall.Kill(s.pid, syscall.SIGHUP) // held: the holder reaps it, and tells (exited) at once
+			}
 			d *= 2
 			again.Reset(d)
 		}

@@ -258,8 +258,13 @@ func TestHolderKilled(t *testing.T) {
 	var sh ptyInfo
 	s.mustCall("terminal_pty_open", nil, &sh)
 	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo up-$((1+1))\n", "wait_for": "up-2"})
-	// A process of the same user that is no job's: left alone.
+	// A process of the same user that is no job's: left alone. And one
+	// marked as a process of a job that ended normally (its job let it
+	// go): left alone as at a daemon's start.
 	other := newSleeper(t)
+	var ended taskStatus
+	s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 10}, &ended)
+	marked := newSleeper(t, "HIVE_JOB_ID="+ended.ID, "HIVE_JOB_OWNER="+state)
 	h := holderPid(state)
 	if h == 0 {
 		t.Fatal("no holder runs")
@@ -285,8 +290,8 @@ func TestHolderKilled(t *testing.T) {
 	for i := range ids {
 		waitGone(t, pids[i], "a process of a job whose holder died")
 	}
-	if !processAlive(other) {
-		t.Error("a process that is no job's was signalled")
+	if !processAlive(other) || !processAlive(marked) {
+		t.Errorf("a process that is no running job's was signalled: unmarked alive %v, marked by an ended job alive %v", processAlive(other), processAlive(marked))
 	}
 	// The PTY session ends too, its shell gone; its output stays readable.
 	waitGone(t, sh.Pid, "the shell of a session whose holder died")
@@ -377,10 +382,10 @@ func waitHeldEnds(t *testing.T, state string, ids []string) {
 }
 
 // newSleeper starts a process of the test's own, ended at cleanup.
-func newSleeper(t *testing.T) int {
+func newSleeper(t *testing.T, env ...string) int {
 	t.Helper()
-	c := hiveCmd("", "version") // any process: replaced below
-	c.Path, c.Args = "/bin/sleep", []string{"sleep", "3600"}
+	c := exec.Command("/bin/sleep", "3600")
+	c.Env = append(os.Environ(), env...)
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

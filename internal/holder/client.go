@@ -60,6 +60,15 @@ type Client struct {
 	closed   bool
 	quiting  bool       // a quit was asked: its end is no loss
 	dialMu   sync.Mutex // one reconnect at a time
+
+	// Events go to the sinks in order from a queue of their own, so the
+	// reader never waits for a sink (which may wait for a lock whose
+	// holder waits for an answer only the reader can deliver).
+	qmu     sync.Mutex
+	qcond   *sync.Cond
+	queue   []func()
+	qclosed bool
+	qdone   chan struct{}
 }
 
 // Open connects to the holder of o.Socket, starting one with o.Command if
@@ -72,10 +81,12 @@ func Open(o ClientOptions) (*Client, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan Message{}}
+	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan Message{}, qdone: make(chan struct{})}
+	c.qcond = sync.NewCond(&c.qmu)
 	if err := c.connect(); err != nil {
 		return nil, err
 	}
+	go c.dispatch()
 	return c, nil
 }
 
@@ -226,23 +237,104 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 	c.dead = true
 	closed := c.closed || c.quiting
 	for seq, ch := range c.pending {
-		ch <- Message{Re: seq, Error: job.ErrHolderLost.Error()}
+		ch <- Message{Re: seq, Error: errConnLost.Error()}
 		delete(c.pending, seq)
 	}
+	pid := c.hello.Pid
+	c.mu.Unlock()
+	if closed {
+		return
+	}
+	c.log.Warn("the connection to the holder of the jobs ended: reconnecting", "pid", pid)
+	c.enqueue(func() { c.afterLoss(pid) })
+}
+
+// errConnLost fails the calls in flight when the connection ends.
+var errConnLost = errors.New("the connection to the holder of the jobs ended")
+
+// afterLoss runs (on the event queue) once the connection ended: the
+// same holder, if it still answers, gets a new connection and the sinks
+// are told to catch up with what it holds (events may have been lost);
+// a holder that is gone makes its jobs and sessions lost.
+func (c *Client) afterLoss(pid int) {
+	c.dialMu.Lock()
+	var err error
+	for i := 0; ; i++ {
+		c.mu.Lock()
+		dead, closed := c.dead, c.closed
+		c.mu.Unlock()
+		if closed {
+			c.dialMu.Unlock()
+			return
+		}
+		if !dead { // a spawn reconnected meanwhile
+			break
+		}
+		if _, err = c.dial(); err == nil || i >= 20 || errors.Is(err, ErrIncompatible) || isGone(err) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.dialMu.Unlock()
+	c.mu.Lock()
+	same := err == nil && !c.dead && c.hello.Pid == pid
 	sink, ptySink := c.sink, c.ptySink
 	c.mu.Unlock()
-	if !closed {
-		c.log.Error("the connection to the holder of the jobs ended", "pid", c.hello.Pid)
-		if sink != nil {
-			sink.HolderLost()
+	if same {
+		c.log.Info("reconnected to the holder of the jobs", "pid", pid)
+		if r, ok := sink.(interface{ HeldResync() }); ok {
+			r.HeldResync()
 		}
-		if ptySink != nil {
-			ptySink.PTYHolderLost()
+		if r, ok := ptySink.(interface{ PTYResync() }); ok {
+			r.PTYResync()
 		}
+		return
+	}
+	c.log.Error("the holder of the jobs is gone", "pid", pid, "err", err)
+	if sink != nil {
+		sink.HolderLost()
+	}
+	if ptySink != nil {
+		ptySink.PTYHolderLost()
 	}
 }
 
-func (c *Client) event(m Message) {
+// isGone tells a dial error that means no process listens any more.
+func isGone(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}
+
+// enqueue adds f to the event queue.
+func (c *Client) enqueue(f func()) {
+	c.qmu.Lock()
+	c.queue = append(c.queue, f)
+	c.qmu.Unlock()
+	c.qcond.Signal()
+}
+
+// dispatch runs the event queue until Close.
+func (c *Client) dispatch() {
+	defer close(c.qdone)
+	for {
+		c.qmu.Lock()
+		for len(c.queue) == 0 && !c.qclosed {
+			c.qcond.Wait()
+		}
+		if len(c.queue) == 0 {
+			c.qmu.Unlock()
+			return
+		}
+		f := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		c.qmu.Unlock()
+		f()
+	}
+}
+
+func (c *Client) event(m Message) { c.enqueue(func() { c.deliver(m) }) }
+
+func (c *Client) deliver(m Message) {
 	if isPTY(m.ID) {
 		c.mu.Lock()
 		sink := c.ptySink
@@ -340,8 +432,8 @@ func (c *Client) call(req Request) (Message, error) {
 	select {
 	case m := <-ch:
 		if m.Error != "" {
-			if m.Error == job.ErrHolderLost.Error() {
-				return m, job.ErrHolderLost
+			if m.Error == errConnLost.Error() {
+				return m, errConnLost
 			}
 			return m, errors.New(m.Error)
 		}
@@ -398,15 +490,22 @@ func (c *Client) Quit() error {
 // Close closes the connection; the holder keeps its jobs.
 func (c *Client) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
+	var err error
 	if c.conn != nil {
-		return c.conn.Close()
+		err = c.conn.Close()
 	}
-	return nil
+	c.mu.Unlock()
+	c.qmu.Lock()
+	c.qclosed = true
+	c.qmu.Unlock()
+	c.qcond.Broadcast()
+	<-c.qdone // what was queued is delivered
+	return err
 }
 
 // isPTY tells a PTY session's id from a job's.

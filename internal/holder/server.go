@@ -47,14 +47,16 @@ type server struct {
 	o   ServerOptions
 	log *slog.Logger
 
-	mu    sync.Mutex
-	jobs  map[string]*held
-	conn  *serverConn // the daemon now, or nil
-	dirty map[string]bool
-	poke  chan struct{}
-	idle  chan struct{} // signalled when nothing is held and no daemon is connected
-	quit  chan struct{} // closed by a quit request
-	stop  bool          // SIGTERM: every job is being stopped
+	mu   sync.Mutex
+	jobs map[string]*held
+	// reserved: ids of spawns in flight.
+	reserved map[string]bool
+	conn     *serverConn // the daemon now, or nil
+	dirty    map[string]bool
+	poke     chan struct{}
+	idle     chan struct{} // signalled when nothing is held and no daemon is connected
+	quit     chan struct{} // closed by a quit request
+	stop     bool          // SIGTERM: every job is being stopped
 }
 
 // held is one job the holder holds.
@@ -81,7 +83,14 @@ func (sc *serverConn) send(m Message) error {
 	sc.c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	sc.w.Write(b)
 	sc.w.WriteByte('\n')
-	return sc.w.Flush()
+	if err := sc.w.Flush(); err != nil {
+		// A writer's error sticks: this connection can say nothing more.
+		// Closed, it is the daemon's to replace (it reconnects and asks
+		// what is held).
+		sc.c.Close()
+		return err
+	}
+	return nil
 }
 
 // Serve runs the holder until it holds no job and no daemon is connected
@@ -108,7 +117,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 		return err
 	}
 	defer ln.Close()
-	s := &server{o: o, log: o.Logger, jobs: map[string]*held{}, dirty: map[string]bool{},
+	s := &server{o: o, log: o.Logger, jobs: map[string]*held{}, reserved: map[string]bool{}, dirty: map[string]bool{},
 		poke: make(chan struct{}, 1), idle: make(chan struct{}, 1), quit: make(chan struct{})}
 	if o.Ready != nil {
 		o.Ready()
@@ -151,7 +160,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 func (s *server) isIdle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.jobs) == 0 && s.conn == nil
+	return len(s.jobs) == 0 && len(s.reserved) == 0 && s.conn == nil
 }
 
 func (s *server) signalIdle() {
@@ -297,10 +306,11 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 	case OpStop:
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
+		ended := ok && h.end != nil
 		s.mu.Unlock()
 		if !ok || h.p == nil {
 			reply.Error = fmt.Sprintf("job %q: not held", req.ID)
-		} else if h.end == nil {
+		} else if !ended {
 			g := 10 * time.Second
 			if req.Grace != nil {
 				g = *req.Grace
@@ -374,25 +384,19 @@ func (s *server) list() ([]job.HeldJob, []pty.HeldSession) {
 func (s *server) spawnPTY(sc *serverConn, req Request) {
 	reply := Message{Re: req.Seq}
 	spec := req.PTY
-	s.mu.Lock()
-	dup := spec != nil && s.jobs[spec.ID] != nil
-	stopping := s.stop
-	s.mu.Unlock()
-	switch {
-	case spec == nil:
-		reply.Error = "pty_spawn: no spec"
-	case dup:
-		reply.Error = fmt.Sprintf("pty_spawn: session %q is held already", spec.ID)
-	case stopping:
-		reply.Error = "pty_spawn: the holder is stopping"
+	var sid string
+	if spec != nil {
+		sid = spec.ID
 	}
-	if reply.Error != "" {
+	id, err := s.reserve(sid, spec == nil)
+	if err != nil {
+		reply.Error = "pty_spawn: " + err.Error()
 		sc.send(reply)
 		return
 	}
-	id := spec.ID
 	t, err := pty.StartHeld(*spec, func() { s.wrote(id) })
 	if err != nil {
+		s.unreserve(id)
 		reply.Error = err.Error()
 		sc.send(reply)
 		return
@@ -400,6 +404,7 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 	h := &held{t: t}
 	s.mu.Lock()
 	s.jobs[id] = h
+	delete(s.reserved, id)
 	s.mu.Unlock()
 	reply.Sessions = []pty.HeldSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
 	sc.send(reply)
@@ -461,25 +466,15 @@ func (s *server) sendFD(c net.Conn, id string) {
 func (s *server) spawn(sc *serverConn, req Request) {
 	reply := Message{Re: req.Seq}
 	spec := req.Spawn
-	s.mu.Lock()
-	_, dup := s.jobs[specID(spec)]
-	stopping := s.stop
-	s.mu.Unlock()
-	switch {
-	case spec == nil:
-		reply.Error = "spawn: no spec"
-	case dup:
-		reply.Error = fmt.Sprintf("spawn: job %q is held already", spec.ID)
-	case stopping:
-		reply.Error = "spawn: the holder is stopping"
-	}
-	if reply.Error != "" {
+	id, err := s.reserve(specID(spec), spec == nil)
+	if err != nil {
+		reply.Error = "spawn: " + err.Error()
 		sc.send(reply)
 		return
 	}
-	id := spec.ID
 	p, err := job.RunHeld(*spec, s.o.Reaper, s.log, func() { s.wrote(id) })
 	if err != nil {
+		s.unreserve(id)
 		reply.Error = err.Error()
 		sc.send(reply)
 		return
@@ -487,6 +482,7 @@ func (s *server) spawn(sc *serverConn, req Request) {
 	h := &held{p: p}
 	s.mu.Lock()
 	s.jobs[id] = h
+	delete(s.reserved, id)
 	s.mu.Unlock()
 	st := p.Start
 	reply.Start = &st
@@ -502,6 +498,30 @@ func (s *server) spawn(sc *serverConn, req Request) {
 			conn.send(Message{Ev: EvEnd, ID: id, End: &end})
 		}
 	}()
+}
+
+// reserve takes id for a spawn in flight: one spawn an id, and a holder
+// with a spawn in flight is not idle.
+func (s *server) reserve(id string, noSpec bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case noSpec || id == "":
+		return "", errors.New("no spec")
+	case s.jobs[id] != nil || s.reserved[id]:
+		return "", fmt.Errorf("%q is held already", id)
+	case s.stop:
+		return "", errors.New("the holder is stopping")
+	}
+	s.reserved[id] = true
+	return id, nil
+}
+
+func (s *server) unreserve(id string) {
+	s.mu.Lock()
+	delete(s.reserved, id)
+	s.mu.Unlock()
+	s.signalIdle()
 }
 
 func specID(spec *job.HeldSpec) string {

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -273,6 +274,8 @@ func (j *Job) endHeld(e HeldEnd) {
 	m := j.m
 	j.mu.Lock()
 	j.reaped.Store(true)
+	j.stdout.Stats() // what the file holds now (a lost holder tells nothing)
+	j.stderr.Stats()
 	j.stdout.Advance(e.Stdout.stats(true))
 	j.stderr.Advance(e.Stderr.stats(true))
 	j.closeStreams()
@@ -310,7 +313,7 @@ func (j *Job) endHeld(e HeldEnd) {
 		return
 	}
 	if err := m.o.Holder.Ack(j.info.ID); err != nil {
-		m.o.Logger.Debug("ack of a held job's end", "job", j.info.ID, "err", err)
+		m.o.Logger.Warn("the holder did not take the ack of a job's end; the next daemon acks it", "job", j.info.ID, "err", err)
 	}
 }
 
@@ -341,7 +344,9 @@ func (m *Manager) HeldEnded(e HeldEnd) {
 	}
 	m.mu.Unlock()
 	if !ok {
-		m.o.Holder.Ack(e.ID) // a job this daemon does not know: its end was recorded before
+		// A job this daemon does not know: its end was recorded before.
+		// Not here: this may run where the holder's answers are read.
+		go m.o.Holder.Ack(e.ID)
 		return
 	}
 	select {
@@ -375,7 +380,7 @@ func (m *Manager) HolderLost() {
 	for _, j := range held {
 		recs = append(recs, j.Info())
 	}
-	n := terminateLeft(recs, m.o.Owner, m.o.LeftoverGrace)
+	n := m.terminateLeft(recs)
 	m.o.Logger.Error("the holder of the jobs died: its jobs end as interrupted", "jobs", len(held), "processes_terminated", n)
 	for _, j := range held {
 		select {
@@ -425,16 +430,46 @@ func (m *Manager) Release(note string) error {
 
 // terminateLeft terminates what is left of the jobs ins, proven theirs by
 // their leaders' pids and start times or by their marks (see
-// findOrphans), and returns how many processes that was.
-func terminateLeft(ins []Info, owner string, grace time.Duration) int {
+// findOrphans), and returns how many processes that was. A process
+// marked with another job's id that the store knows is left alone, as
+// at a daemon's start: its job ended and let it go.
+func (m *Manager) terminateLeft(ins []Info) int {
 	left := make([]store.Job, len(ins))
-	known := make(map[string]bool, len(ins))
+	known := map[string]bool{}
+	if ids, err := m.o.Store.JobIDs(context.Background()); err == nil {
+		for _, id := range ids {
+			known[id] = true
+		}
+	}
+	m.mu.Lock()
+	for id := range m.jobs {
+		known[id] = true
+	}
+	m.mu.Unlock()
 	for i, in := range ins {
 		left[i] = toRecord(in)
 		known[in.ID] = true
 	}
-	targets, _ := findOrphans(left, known, owner, proc.BootID())
-	return proc.Terminate(targets, grace)
+	targets, _ := findOrphans(left, known, m.o.Owner, proc.BootID())
+	return proc.Terminate(targets, m.o.LeftoverGrace)
+}
+
+// HeldResync catches up with the holder after its connection was
+// replaced (events may have been lost meanwhile): the ends it holds are
+// told again (each counts once), and counters come from the files.
+func (m *Manager) HeldResync() {
+	hs, err := m.o.Holder.Held()
+	if err != nil {
+		m.o.Logger.Warn("could not list what the holder holds after a reconnect", "err", err)
+		return
+	}
+	for _, x := range hs {
+		if x.End != nil {
+			m.HeldEnded(*x.End)
+		} else {
+			m.HeldProgress(x.ID, x.Stdout, x.Stderr)
+		}
+	}
 }
 
 // HeldSink hears a holder's events: see Manager.
@@ -526,7 +561,10 @@ func (m *Manager) adopt(rec store.Job, x HeldJob) {
 		e, ended = *x.End, true
 	}
 	if ended {
-		j.heldEnd <- e
+		select { // the end may come as an event too: once is enough
+		case j.heldEnd <- e:
+		default:
+		}
 	}
 	go func() {
 		defer m.wg.Done()

@@ -4,6 +4,7 @@ package job_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,6 +134,72 @@ func itoa(n int) string {
 		n /= 10
 		if n == 0 {
 			return string(b[i:])
+		}
+	}
+}
+
+// Starts, stops and output events of held jobs at once never wait on
+// each other: a call to the holder made under a job's lock gets its answer
+// while the events of other jobs wait for the manager's lock.
+func TestHeldCallsAndEventsDoNotDeadlock(t *testing.T) {
+	dir := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "holder.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		served <- holder.Serve(ctx, holder.ServerOptions{Socket: sock, FirstWait: time.Minute, ProgressEvery: time.Millisecond, Ready: func() { close(ready) }})
+	}()
+	<-ready
+	defer func() { cancel(); <-served }()
+	st, err := store.Open(filepath.Join(dir, "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := holder.Open(holder.ClientOptions{Socket: sock, Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c, Owner: dir, Grace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	// Printers keep the events coming.
+	for range 4 {
+		if _, err := m.Start(job.Spec{Cmd: "while :; do echo x; done"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			name := "n" + itoa(w%2) // two workers a name: starts and kills of one name race
+			for time.Now().Before(deadline) {
+				t0 := time.Now()
+				if j, err := m.Start(job.Spec{Cmd: "sleep 5", Name: name}); err == nil {
+					m.Kill(j.ID(), false)
+				}
+				m.Kill(name, false)
+				if d := time.Since(t0); d > 10*time.Second {
+					errs <- fmt.Errorf("a start and a kill took %v", d)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

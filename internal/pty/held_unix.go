@@ -324,6 +324,22 @@ func (m *Manager) PTYHolderLost() {
 	}
 }
 
+// PTYResync catches up with the holder after its connection was replaced
+// (events may have been lost): exits and output counts are told again.
+func (m *Manager) PTYResync() {
+	list, err := m.opts.Holder.HeldPTYs()
+	if err != nil {
+		m.opts.Logger.Warn("could not list the sessions the holder holds after a reconnect", "err", err)
+		return
+	}
+	for _, x := range list {
+		m.PTYProgress(x.ID, x.Output)
+		if x.Exited {
+			m.PTYExited(x.ID, x.ExitCode)
+		}
+	}
+}
+
 func (m *Manager) session(id string) *Session {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -9,6 +9,10 @@
 #                  iteration writes 2 GiB, the run needs 4 GiB free)
 #   CAP_COUNT      -count of BenchmarkCapture1G        (default 1)
 #   PTY_BENCHTIME  -benchtime of the PTY benchmarks    (default 50x)
+#   HELD_BENCHTIME -benchtime of BenchmarkHeld1000Sleeps (default 1x; each
+#                  iteration runs 2 × 1000 sleep jobs, ~10-40 s)
+#   HIVE_BENCH_DAEMON_ARGS  flags added to every benchmark daemon (not the
+#                  two of BenchmarkHeld1000Sleeps), e.g. --hold-jobs=false
 #   OUT            where the raw `go test` output goes (default: a temp file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +24,7 @@ cap_count=${CAP_COUNT:-1}
 out=${OUT:-$(mktemp -t hive-bench.XXXXXX)}
 
 echo "# $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# daemon flags: ${HIVE_BENCH_DAEMON_ARGS:-(defaults)}"
 go vet ./bench/
 go test -run '^$' -bench '^Benchmark(Run|Exec)RoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
 	-timeout 30m ./bench/ | tee "$out"
@@ -28,6 +33,8 @@ go test -run '^$' -bench '^BenchmarkAnswerBytes$' -benchtime=2x ./bench/ | tee -
 go test -run '^$' -bench '^BenchmarkPTY(REPLRoundTrip|Close)$' -benchtime="${PTY_BENCHTIME:-50x}" ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
 	-timeout 60m ./bench/ | tee -a "$out"
+go test -run '^$' -bench '^BenchmarkHeld1000Sleeps$' -benchtime="${HELD_BENCHTIME:-1x}" \
+	-timeout 30m ./bench/ | tee -a "$out"
 
 # Key numbers: one line per benchmark run, metrics by unit.
 echo
@@ -56,6 +63,12 @@ awk '
 	} else if ($1 ~ /Capture1G/) {
 		printf "Capture1G     hive %.0f MB/s  bash %.0f MB/s  throughput-ratio %.2f (target >= 0.8)  daemon peak RSS %.1f MiB (target < 100)  daemon CPU %.2f s/GiB\n",
 			m["hive-MB/s"], m["bash-MB/s"], m["throughput-ratio"], m["daemon-peak-rss-MiB"], m["daemon-cpu-s/GiB"]
+		if ("holder-peak-rss-MiB" in m)
+			printf "              holder peak RSS %.1f MiB  holder CPU %.2f s/GiB\n", m["holder-peak-rss-MiB"], m["holder-cpu-s/GiB"]
+	} else if ($1 ~ /Held1000Sleeps/) {
+		printf "Held1000      1000 sleep jobs: daemon only %.1f MiB (idle %.1f)  daemon+holder %.1f MiB (idle %.1f; daemon %.1f + holder %.1f)  extra %.1f MiB (target <= 64)\n",
+			m["rss-daemon-only-MiB"], m["idle-daemon-only-MiB"], m["rss-daemon+holder-MiB"], m["idle-daemon+holder-MiB"],
+			m["rss-held-daemon-MiB"], m["rss-holder-MiB"], m["extra-MiB"]
 	}
 }
 /SKIP|skip/ { print }

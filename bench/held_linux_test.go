@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -34,7 +37,8 @@ const heldJobs = 1000
 // that the daemon exited cleanly, the holder is gone and no sleep is left.
 //
 // Metrics (MiB, means over the iterations):
-//   - idle-daemon-only-MiB, idle-daemon+holder-MiB: before the jobs;
+//   - idle-daemon-only-MiB, idle-daemon+holder-MiB: before the jobs, and
+//     the holder's part idle-holder-MiB;
 //   - rss-daemon-only-MiB: the daemon running its 1000 jobs itself;
 //   - rss-daemon+holder-MiB: daemon and holder, 1000 jobs held, and the
 //     two parts rss-held-daemon-MiB and rss-holder-MiB;
@@ -43,7 +47,7 @@ const heldJobs = 1000
 // One iteration takes about 20-40 s: use -benchtime=1x. The built-in ns/op
 // is the whole iteration; ignore it.
 func BenchmarkHeld1000Sleeps(b *testing.B) {
-	var idleOnly, idleHeld, only, heldDaemon, holder int64 // KiB, summed
+	var idleOnly, idleHeld, idleHolder, only, heldDaemon, holder int64 // KiB, summed
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sides := []bool{false, true} // held?
@@ -58,6 +62,7 @@ func BenchmarkHeld1000Sleeps(b *testing.B) {
 			r := measureSleeps(b, args, held)
 			if held {
 				idleHeld += r.idleDaemon + r.idleHolder
+				idleHolder += r.idleHolder
 				heldDaemon += r.daemon
 				holder += r.holder
 			} else {
@@ -70,6 +75,7 @@ func BenchmarkHeld1000Sleeps(b *testing.B) {
 	mib := func(kib int64) float64 { return float64(kib) / 1024 / float64(b.N) }
 	b.ReportMetric(mib(idleOnly), "idle-daemon-only-MiB")
 	b.ReportMetric(mib(idleHeld), "idle-daemon+holder-MiB")
+	b.ReportMetric(mib(idleHolder), "idle-holder-MiB")
 	b.ReportMetric(mib(only), "rss-daemon-only-MiB")
 	b.ReportMetric(mib(heldDaemon+holder), "rss-daemon+holder-MiB")
 	b.ReportMetric(mib(heldDaemon), "rss-held-daemon-MiB")
@@ -239,4 +245,117 @@ func procStart(pid int) (uint64, error) {
 		return 0, fmt.Errorf("process %d has exited (state %s)", pid, f[0])
 	}
 	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// BenchmarkHeldRoundTrip puts what the holder of the jobs adds to a round
+// trip in one run: two daemons side by side, one with its holder (the
+// default) and one with --hold-jobs=false, each with a raw client (JSON-RPC
+// lines through a `hive mcp` bridge, no client library). Each iteration
+// calls `run` {"cmd":"true","wait_seconds":5} on both (checked: done, exit
+// 0), spawns `bash -c true`, calls terminal_exec {"cmd":"true"} on both
+// (checked: exit 0, direct) and spawns `true`; which daemon goes first
+// alternates.
+//
+// Metrics: held-run-ns/op, own-run-ns/op, bash-ns/op and
+// held-run-ratio, own-run-ratio (each / bash; target <= 1.5);
+// held-exec-ns/op, own-exec-ns/op, spawn-ns/op and held-exec-ratio,
+// own-exec-ratio (each / spawn; target <= 1.5); run-held/own and
+// exec-held/own: what the holder costs as a factor. The built-in ns/op is
+// the whole iteration; ignore it.
+func BenchmarkHeldRoundTrip(b *testing.B) {
+	held := startDaemonArgs(b, nil, nil)
+	if held.holderPID == 0 {
+		b.Fatal("hive daemon (defaults): no holder of the jobs in hive version --json")
+	}
+	own := startDaemonArgs(b, nil, []string{"--hold-jobs=false"})
+	if own.holderPID != 0 {
+		b.Fatalf("hive daemon --hold-jobs=false: holder pid %d, want none", own.holderPID)
+	}
+	sessions := [2]*rawSession{connectRaw(b, held), connectRaw(b, own)}
+	const runParams = `{"name":"run","arguments":{"cmd":"true","wait_seconds":5}}`
+	const execParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
+	call := func(s *rawSession, params string) (structured json.RawMessage) {
+		out, err := s.call("tools/call", params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			IsError           bool            `json:"isError"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil || r.IsError {
+			b.Fatalf("tools/call %s: %s", params, out)
+		}
+		return r.StructuredContent
+	}
+	checkRun := func(structured json.RawMessage) {
+		var st taskStatus
+		if err := json.Unmarshal(structured, &st); err != nil {
+			b.Fatalf("run: %s: %v", structured, err)
+		}
+		if err := wantDone(st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	checkExec := func(structured json.RawMessage) {
+		var env struct {
+			ExitCode  *int   `json:"exit_code"`
+			ShellKind string `json:"shell_kind"`
+		}
+		if err := json.Unmarshal(structured, &env); err != nil || env.ExitCode == nil || *env.ExitCode != 0 || env.ShellKind != "direct" {
+			b.Fatalf("terminal_exec: %s", structured)
+		}
+	}
+	spawn := func(argv ...string) time.Duration {
+		t0 := time.Now()
+		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+			b.Fatalf("%s: %v", strings.Join(argv, " "), err)
+		}
+		return time.Since(t0)
+	}
+	// Warm up every path once.
+	for _, s := range sessions {
+		checkRun(call(s, runParams))
+		checkExec(call(s, execParams))
+	}
+	spawn("bash", "-c", "true")
+	spawn("true")
+
+	var runD, execD [2]time.Duration // [held, own]
+	var bashD, spawnD time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		order := [2]int{0, 1}
+		if i%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		for _, k := range order {
+			t0 := time.Now()
+			st := call(sessions[k], runParams)
+			runD[k] += time.Since(t0)
+			checkRun(st)
+		}
+		bashD += spawn("bash", "-c", "true")
+		for _, k := range order {
+			t0 := time.Now()
+			st := call(sessions[k], execParams)
+			execD[k] += time.Since(t0)
+			checkExec(st)
+		}
+		spawnD += spawn("true")
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(per(runD[0]), "held-run-ns/op")
+	b.ReportMetric(per(runD[1]), "own-run-ns/op")
+	b.ReportMetric(per(bashD), "bash-ns/op")
+	b.ReportMetric(per(runD[0])/per(bashD), "held-run-ratio")
+	b.ReportMetric(per(runD[1])/per(bashD), "own-run-ratio")
+	b.ReportMetric(per(execD[0]), "held-exec-ns/op")
+	b.ReportMetric(per(execD[1]), "own-exec-ns/op")
+	b.ReportMetric(per(spawnD), "spawn-ns/op")
+	b.ReportMetric(per(execD[0])/per(spawnD), "held-exec-ratio")
+	b.ReportMetric(per(execD[1])/per(spawnD), "own-exec-ratio")
+	b.ReportMetric(per(runD[0])/per(runD[1]), "run-held/own")
+	b.ReportMetric(per(execD[0])/per(execD[1]), "exec-held/own")
 }

@@ -260,8 +260,10 @@ func procStart(pid int) (uint64, error) {
 // held-run-ratio, own-run-ratio (each / bash; target <= 1.5);
 // held-exec-ns/op, own-exec-ns/op, spawn-ns/op and held-exec-ratio,
 // own-exec-ratio (each / spawn; target <= 1.5); run-held/own and
-// exec-held/own: what the holder costs as a factor. The built-in ns/op is
-// the whole iteration; ignore it.
+// exec-held/own: what the holder costs as a factor; held-daemon-cpu-us/op,
+// holder-cpu-us/op and own-daemon-cpu-us/op: the CPU time (user+sys) each
+// process spent per iteration (one run and one terminal_exec on each
+// daemon). The built-in ns/op is the whole iteration; ignore it.
 func BenchmarkHeldRoundTrip(b *testing.B) {
 	held := startDaemonArgs(b, nil, nil)
 	if held.holderPID == 0 {
@@ -321,8 +323,16 @@ func BenchmarkHeldRoundTrip(b *testing.B) {
 	spawn("bash", "-c", "true")
 	spawn("true")
 
+	cpu := func(pid int) time.Duration {
+		t, err := procCPU(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
 	var runD, execD [2]time.Duration // [held, own]
 	var bashD, spawnD time.Duration
+	cpu0 := [3]time.Duration{cpu(held.pid), cpu(held.holderPID), cpu(own.pid)}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		order := [2]int{0, 1}
@@ -345,7 +355,11 @@ func BenchmarkHeldRoundTrip(b *testing.B) {
 		spawnD += spawn("true")
 	}
 	b.StopTimer()
+	cpu1 := [3]time.Duration{cpu(held.pid), cpu(held.holderPID), cpu(own.pid)}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(per(cpu1[0]-cpu0[0])/1e3, "held-daemon-cpu-us/op")
+	b.ReportMetric(per(cpu1[1]-cpu0[1])/1e3, "holder-cpu-us/op")
+	b.ReportMetric(per(cpu1[2]-cpu0[2])/1e3, "own-daemon-cpu-us/op")
 	b.ReportMetric(per(runD[0]), "held-run-ns/op")
 	b.ReportMetric(per(runD[1]), "own-run-ns/op")
 	b.ReportMetric(per(bashD), "bash-ns/op")

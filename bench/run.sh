@@ -73,6 +73,8 @@ awk '
 			m["held-run-ns/op"]/1e6, m["own-run-ns/op"]/1e6, m["bash-ns/op"]/1e6, m["held-run-ratio"], m["own-run-ratio"], m["run-held/own"]
 		printf "              exec: holder %.2f ms  own %.2f ms  spawn %.2f ms  ratios %.2f / %.2f (target <= 1.5)  holder/own %.2f\n",
 			m["held-exec-ns/op"]/1e6, m["own-exec-ns/op"]/1e6, m["spawn-ns/op"]/1e6, m["held-exec-ratio"], m["own-exec-ratio"], m["exec-held/own"]
+		printf "              CPU per run+exec: daemon %.0f + holder %.0f us  own daemon %.0f us\n",
+			m["held-daemon-cpu-us/op"], m["holder-cpu-us/op"], m["own-daemon-cpu-us/op"]
 	} else if ($1 ~ /Held1000Sleeps/) {
 		printf "Held1000      1000 sleep jobs: daemon only %.1f MiB (idle %.1f)  daemon+holder %.1f MiB (idle %.1f, holder %.1f; daemon %.1f + holder %.1f)  extra %.1f MiB (target <= 64)\n",
 			m["rss-daemon-only-MiB"], m["idle-daemon-only-MiB"], m["rss-daemon+holder-MiB"], m["idle-daemon+holder-MiB"], m["idle-holder-MiB"],

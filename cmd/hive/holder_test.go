@@ -333,11 +333,6 @@ func waitHeldEnds(t *testing.T, state string, ids []string) {
 		}
 		line, _ := r.ReadBytes('\n')
 		if json.Unmarshal(line, &hello); hello.Hello == nil || hello.Error != "" {
-			c.Close()
-			if strings.Contains(hello.Error, "serves another daemon") && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond) // the last connection is not gone yet
-				continue
-			}
 			t.Fatalf("the holder's hello: %s", line)
 		}
 		fmt.Fprintf(c, `{"op":"hello","hello":{"proto":1,"min":1,"build":"test"}}`+"\n"+`{"seq":1,"op":"held"}`+"\n")
@@ -374,4 +369,48 @@ func newSleeper(t *testing.T) int {
 	}
 	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	return c.Process.Pid
+}
+
+// A holder of an incompatible protocol is reported, with both ranges,
+// and left alone: the daemon does not start over it.
+func TestDaemonReportsIncompatibleHolder(t *testing.T) {
+	state := stateDir(t)
+	ln, err := net.Listen("unix", filepath.Join(state, "holder.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(`{"hello":{"proto":9,"min":7,"build":"future","pid":4242}}` + "\n"))
+			c.Close()
+		}
+	}()
+	out, err := hiveCmd(state, "daemon").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "incompatible protocol") || !strings.Contains(string(out), "7..9") {
+		t.Errorf("a daemon over a holder of protocols 7..9: %v %s", err, out)
+	}
+}
+
+// hive version --json names the holder of the jobs and how escapes are
+// tracked (by the holder).
+func TestVersionNamesTheHolder(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	out, err := hive(t, state, "version", "--json")
+	var v struct {
+		Holder *struct {
+			Pid   int    `json:"pid"`
+			Proto int    `json:"proto"`
+			Build string `json:"build"`
+		} `json:"holder"`
+		Tracking string `json:"escape_tracking"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != holderPid(state) || v.Holder.Proto != 1 || v.Holder.Build == "" || v.Tracking != "subreaper+marks" {
+		t.Errorf("version --json: %v %s", err, out)
+	}
 }

@@ -255,9 +255,39 @@ func TestVersionSkew(t *testing.T) {
 	if json.Unmarshal([]byte(s), &v); v.DaemonVersion != "skew-B" || !v.Same {
 		t.Errorf("after the replacement: %s", s)
 	}
-	// A's run finds B busy (its job runs): warned once, left alone.
+	// A's run finds B busy with nothing but a running job: the holder
+	// keeps the job, so B is replaced by A, and the job runs on.
 	out, errs, err = runBin(t, a, state, "run", "--", "true")
-	if err != nil || strings.Count(errs, "another build") != 1 || !strings.Contains(errs, "busy (1 job(s) running or pending)") ||
+	if err != nil || strings.Count(errs, "another build") != 1 || !strings.Contains(errs, "the jobs keep running") {
+		t.Errorf("run of A with B's daemon running a job: %v %q %q", err, out, errs)
+	}
+	waitGone(t, pidB, "B's daemon, replaced with its job running")
+	s, _, _ = runBin(t, a, state, "ps", "--json", "--filter", "name=busy")
+	if !strings.Contains(s, `"running"`) {
+		t.Errorf("the busy job after the replacement: %s", s)
+	}
+	// B's bridge replaces A the same way and holds a session: busy with
+	// it, B is warned about and left alone by A's run.
+	bridge := exec.Command(b, "mcp")
+	bridge.Env = append(os.Environ(), "HIVE_STATE_DIR="+state)
+	keepOpen, _ := bridge.StdinPipe()
+	if err := bridge.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { keepOpen.Close(); bridge.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		s, _, _ = runBin(t, b, state, "version", "--json")
+		if strings.Contains(s, `"mcp_sessions":1`) && strings.Contains(s, `"same_build":true`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B's bridge has no session on B's daemon: %s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pidB = daemonPid(state)
+	out, errs, err = runBin(t, a, state, "run", "--", "true")
+	if err != nil || strings.Count(errs, "another build") != 1 || !strings.Contains(errs, "1 MCP session(s)") ||
 		!strings.Contains(errs, "hive restart replaces it now") {
 		t.Errorf("run of A with B's busy daemon: %v %q %q", err, out, errs)
 	}

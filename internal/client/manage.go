@@ -137,11 +137,18 @@ func checkBuild(l paths.Layout, exe string, wait time.Duration, resp proto.Respo
 		say("%s; it predates hive stop: stop it (kill %d) to run this build", what, resp.PID)
 		return
 	}
-	if !resp.Activity.Idle() {
+	// Running jobs are no reason to wait when a holder keeps them: the
+	// new daemon adopts them.
+	keep, rest := false, *resp.Activity
+	if resp.Holder != nil {
+		rest.Jobs = 0
+		keep = !resp.Activity.Idle() && rest.Idle()
+	}
+	if !resp.Activity.Idle() && !keep {
 		say("%s; it is busy (%s), so it keeps running until idle: hive restart replaces it now", what, resp.Activity)
 		return
 	}
-	if _, err := Stop(l, 0, true, 30*time.Second); err != nil {
+	if _, err := stop(l, proto.Request{Cmd: proto.CmdStop, IfIdle: true, KeepJobs: keep}, 30*time.Second); err != nil {
 		if errors.Is(err, ErrBusy) {
 			say("%s; it became busy (%v), so it keeps running: hive restart replaces it now", what, err)
 		} else {
@@ -151,6 +158,10 @@ func checkBuild(l paths.Layout, exe string, wait time.Duration, resp proto.Respo
 	}
 	if err := Start(l, exe, resp.Args, resp.Cwd, wait); err != nil {
 		say("%s; stopped it, but this build's daemon did not start: %v", what, err)
+		return
+	}
+	if keep {
+		say("%s: it was idle but for its running jobs, so it was replaced by this build; the jobs keep running (the holder of the jobs keeps them)", what)
 		return
 	}
 	say("%s: it was idle, so it was replaced by this build", what)

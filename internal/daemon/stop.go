@@ -25,7 +25,11 @@ func (d *daemon) serveStop(c net.Conn, req proto.Request) (kept bool) {
 		return false
 	}
 	if req.IfIdle {
-		if a := d.activity(); !a.Idle() {
+		a := d.activity()
+		if req.KeepJobs && d.holder != nil {
+			a.Jobs = d.jobs.Pending() // running jobs stay with the holder: no reason to wait
+		}
+		if !a.Idle() {
 			writeResp(c, proto.Response{Error: "the daemon is busy: " + a.String(), Activity: &a})
 			return false
 		}

@@ -202,13 +202,6 @@ func (s *server) serve(c net.Conn) {
 	}
 	sc := &serverConn{c: c, w: bufio.NewWriterSize(c, 64<<10)}
 	me := Hello{Proto: Proto, Min: MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking}
-	s.mu.Lock()
-	busy := s.conn != nil
-	s.mu.Unlock()
-	if busy {
-		sc.send(Message{Hello: &me, Error: "the holder serves another daemon"})
-		return
-	}
 	if sc.send(Message{Hello: &me}) != nil {
 		return
 	}
@@ -228,14 +221,18 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
+	// One daemon at a time, and the daemon's lock lets only one run: a
+	// new daemon's hello means the last one is gone, or going (a
+	// connection the holder has not seen end yet). It takes over; what
+	// the last one was told again comes with held.
 	s.mu.Lock()
-	if s.conn != nil {
-		s.mu.Unlock()
-		sc.send(Message{Error: "the holder serves another daemon"})
-		return
-	}
+	old := s.conn
 	s.conn = sc
 	s.mu.Unlock()
+	if old != nil {
+		s.log.Info("a new daemon takes over from the last one's connection")
+		old.c.Close()
+	}
 	s.log.Info("a daemon connected", "pid", req.Hello.Pid, "build", req.Hello.Build)
 	defer func() {
 		s.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -219,13 +220,17 @@ func (n notifyWriter) Write(p []byte) (int, error) {
 func (j *Job) beginHeldLocked() func() {
 	m := j.m
 	path, argv, env, err := j.commandLocked()
+	dir := j.spec.Dir
+	if dir == "" {
+		dir, _ = os.Getwd() // the daemon's, as for a job it runs itself (the holder's is /)
+	}
 	var st HeldStart
 	if err == nil {
 		j.stdout = output.Follow(j.info.StdoutPath, m.o.FileCap, output.Stats{})
 		j.stderr = output.Follow(j.info.StderrPath, m.o.FileCap, output.Stats{})
 		j.follow.Store(&[2]*output.Stream{j.stdout, j.stderr})
 		j.held = true
-		st, err = m.o.Holder.Spawn(HeldSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: j.spec.Dir,
+		st, err = m.o.Holder.Spawn(HeldSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: dir,
 			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
 			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace})
 	}

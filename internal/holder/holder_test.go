@@ -1,0 +1,229 @@
+//go:build unix
+
+package holder
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/job"
+)
+
+// sink records a client's events.
+type sink struct {
+	mu    sync.Mutex
+	ends  chan job.HeldEnd
+	lost  chan struct{}
+	bytes map[string]int64
+}
+
+func newSink() *sink {
+	return &sink{ends: make(chan job.HeldEnd, 16), lost: make(chan struct{}, 1), bytes: map[string]int64{}}
+}
+
+func (s *sink) HeldProgress(id string, out, errs job.Counts) {
+	s.mu.Lock()
+	s.bytes[id] = out.Total
+	s.mu.Unlock()
+}
+func (s *sink) HeldEnded(e job.HeldEnd) { s.ends <- e }
+func (s *sink) HolderLost()             { s.lost <- struct{}{} }
+
+// serve runs a holder in this process on a socket in a temp dir.
+func serve(t *testing.T) (sock string, stop func()) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock = filepath.Join(dir, "holder.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, ServerOptions{Socket: sock, FirstWait: time.Minute, Ready: func() { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	stop = func() {
+		cancel()
+		<-done
+		os.RemoveAll(dir)
+	}
+	t.Cleanup(stop)
+	return sock, stop
+}
+
+func spec(dir, id string, argv ...string) job.HeldSpec {
+	return job.HeldSpec{ID: id, Path: argv[0], Argv: argv, Env: []string{"PATH=/usr/bin:/bin"},
+		Stdout: filepath.Join(dir, id+".out"), Stderr: filepath.Join(dir, id+".err"), Index: filepath.Join(dir, id+".idx")}
+}
+
+// An end is told, and held until acknowledged: a client that comes
+// after one that went without acking it is told it again; once acked,
+// it is gone.
+func TestEndHeldUntilAcked(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	c.Listen(s)
+	st, err := c.Spawn(spec(dir, "j1", "/bin/sh", "-c", "echo hello; exit 3"))
+	if err != nil || st.Pid <= 0 {
+		t.Fatalf("spawn: %+v %v", st, err)
+	}
+	e := <-s.ends
+	if e.ID != "j1" || !e.Exited || e.ExitCode != 3 || e.Stdout.Total != 6 || e.Stdout.InFile != 6 {
+		t.Fatalf("end: %+v", e)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "j1.out")); string(b) != "hello\n" {
+		t.Errorf("the stream file: %q", b)
+	}
+	if _, err := c.Spawn(spec(dir, "j1", "/bin/true")); err == nil || !strings.Contains(err.Error(), "held already") {
+		t.Errorf("a second spawn of a held id: %v", err)
+	}
+	c.Close() // no ack: the end stays
+	c2 := openRetry(t, sock)
+	held, err := c2.Held()
+	if err != nil || len(held) != 1 || held[0].End == nil || held[0].End.ExitCode != 3 {
+		t.Fatalf("held after a client went without its ack: %+v %v", held, err)
+	}
+	if err := c2.Ack("j1"); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := c2.Held(); err != nil || len(held) != 0 {
+		t.Errorf("held after the ack: %+v %v", held, err)
+	}
+	c2.Close()
+}
+
+// openRetry opens a client once the holder has seen the last one go.
+func openRetry(t *testing.T, sock string) *Client {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c, err := Open(ClientOptions{Socket: sock})
+		if err == nil {
+			return c
+		}
+		if !errors.Is(err, errRefused) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A holder whose versions do not overlap the daemon's is reported with
+// both ranges, and nothing is asked of it past the hellos.
+func TestIncompatibleHolder(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "holder.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.Write([]byte(`{"hello":{"proto":9,"min":7,"build":"future","pid":4242}}` + "\n"))
+		b, _ := bufio.NewReader(c).ReadString('\n') // whatever comes (nothing: the client hangs up)
+		got <- b
+	}()
+	_, err = Open(ClientOptions{Socket: sock, Command: []string{"/bin/false"}})
+	if !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "7..9") || !strings.Contains(err.Error(), "1..1") {
+		t.Fatalf("open of a holder of protocols 7..9: %v", err)
+	}
+	if b := <-got; b != "" {
+		t.Errorf("the daemon sent %q to an incompatible holder", b)
+	}
+}
+
+// A stop with force kills at once; a stop with a grace sends SIGINT,
+// then SIGKILL after it; the end says it was stopped.
+func TestStop(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := newSink()
+	c.Listen(s)
+	// Ignores SIGINT: only the SIGKILL after the grace ends it.
+	if _, err := c.Spawn(spec(dir, "stubborn", "/bin/sh", "-c", "trap '' INT; echo up; while :; do sleep 0.05; done")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if b, _ := os.ReadFile(filepath.Join(dir, "stubborn.out")); string(b) == "up\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t0 := time.Now()
+	if err := c.Stop("stubborn", false, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	e := <-s.ends
+	if !e.Stopped || e.Signal == nil || *e.Signal != 9 || time.Since(t0) < 300*time.Millisecond {
+		t.Errorf("end of a stop with grace that ignores SIGINT: %+v after %v", e, time.Since(t0))
+	}
+	if err := c.Stop("nosuch", true, 0); err == nil {
+		t.Error("stop of a job not held: no error")
+	}
+}
+
+// A new daemon's hello takes over from the last one's connection (the
+// daemon's lock lets one run: the last one is gone or going), which
+// hears that its holder connection ended.
+func TestNewDaemonTakesOver(t *testing.T) {
+	sock, _ := serve(t)
+	a, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	sa := newSink()
+	a.Listen(sa)
+	b, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatalf("a second daemon's connection: %v", err)
+	}
+	defer b.Close()
+	select {
+	case <-sa.lost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first connection was not ended")
+	}
+	if _, err := b.Held(); err != nil {
+		t.Errorf("held on the new connection: %v", err)
+	}
+	if _, err := a.Held(); !errors.Is(err, job.ErrHolderLost) {
+		t.Errorf("held on the old connection: %v", err)
+	}
+}

@@ -1,0 +1,138 @@
+//go:build unix
+
+package job_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/holder"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/store"
+)
+
+// A manager that lets its jobs go (Release) leaves them to the holder; the
+// next manager adopts them: same id, pid and start; the output goes on
+// from where it was; a stop and the end work as for its own jobs.
+func TestHeldJobAdoptedByTheNextManager(t *testing.T) {
+	dir := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "holder.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		served <- holder.Serve(ctx, holder.ServerOptions{Socket: sock, FirstWait: time.Minute, Ready: func() { close(ready) }})
+	}()
+	<-ready
+	defer func() { cancel(); <-served }()
+	st, err := store.Open(filepath.Join(dir, "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	open := func() (*job.Manager, *holder.Client) {
+		c, err := holder.Open(holder.ClientOptions{Socket: sock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c, Owner: dir, Grace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, c
+	}
+	m1, c1 := open()
+	j, err := m1.Start(job.Spec{Cmd: "i=0; while :; do i=$((i+1)); echo $i; sleep 0.01; done", Name: "counter"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := j.Info()
+	waitBytes := func(j *job.Job, n int64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); j.Stdout().Stats().Total < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s printed %d bytes, want %d", j.ID(), j.Stdout().Stats().Total, n)
+			}
+			select {
+			case <-j.Stdout().Changed():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	waitBytes(j, 20)
+	if err := m1.Release(""); err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+
+	m2, c2 := open()
+	defer c2.Close()
+	j2, err := m2.Get("counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := j2.Info()
+	if in.ID != before.ID || in.State != job.Running || in.Pid != before.Pid || !in.Started.Equal(before.Started) || in.PidStart != before.PidStart {
+		t.Fatalf("adopted: %+v, was %+v", in, before)
+	}
+	seen := j2.Stdout().Stats().Total
+	waitBytes(j2, seen+20)
+	if _, err := m2.Kill("counter", false); err != nil {
+		t.Fatal(err)
+	}
+	end, ok := j2.Wait(context.Background())
+	if !ok || end.State != job.Killed || end.Signal == nil {
+		t.Fatalf("after kill: %+v", end)
+	}
+	b, _ := os.ReadFile(end.StdoutPath)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	for i, l := range lines {
+		if l != itoa(i+1) {
+			t.Fatalf("line %d of the output across the managers: %q", i+1, l)
+		}
+	}
+	if int64(len(b)) != end.StdoutBytes {
+		t.Errorf("recorded %d bytes, the file has %d", end.StdoutBytes, len(b))
+	}
+	// The end was acknowledged: the holder holds nothing.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		held, err := c2.Held()
+		if err == nil && len(held) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder still holds %+v (%v)", held, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The end is acked once recorded.
+	rec, err := st.GetJob(context.Background(), end.ID)
+	if err != nil || rec.State != string(job.Killed) {
+		t.Errorf("record: %+v %v", rec, err)
+	}
+	if err := m2.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}

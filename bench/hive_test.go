@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,13 +83,31 @@ type daemon struct {
 	dir string // state dir
 	cmd *exec.Cmd
 	pid int
+	// holderPID is the holder of the jobs (`hive holder`, reported by
+	// `hive version --json` as holder.pid), 0 when the daemon runs its
+	// jobs itself (--hold-jobs=false, or not Linux).
+	holderPID int
 }
 
-// startDaemon starts `hive daemon` in a fresh temp state dir and waits until
-// `hive version` sees it. Cleanup stops it (SIGTERM, wait for exit) and
-// removes the state dir. A prefix runs the daemon through a command that
-// execs it (as `nohup` would), so the pid stays the daemon's.
+// daemonArgsEnv names the environment variable whose fields (split at
+// spaces) startDaemon adds to every `hive daemon` command line, e.g.
+// HIVE_BENCH_DAEMON_ARGS=--hold-jobs=false to measure the daemon running its
+// jobs itself.
+const daemonArgsEnv = "HIVE_BENCH_DAEMON_ARGS"
+
+// startDaemon starts `hive daemon` in a fresh temp state dir, with the
+// arguments of HIVE_BENCH_DAEMON_ARGS, and waits until `hive version` sees
+// it. Cleanup stops it (SIGTERM, wait for exit) and removes the state dir.
+// A prefix runs the daemon through a command that execs it (as `nohup`
+// would), so the pid stays the daemon's.
 func startDaemon(b *testing.B, prefix ...string) *daemon {
+	b.Helper()
+	return startDaemonArgs(b, prefix, strings.Fields(os.Getenv(daemonArgsEnv)))
+}
+
+// startDaemonArgs is startDaemon with the daemon's own arguments given
+// (HIVE_BENCH_DAEMON_ARGS is not read).
+func startDaemonArgs(b *testing.B, prefix, args []string) *daemon {
 	b.Helper()
 	bin := hiveBinary(b)
 	// A short path: the socket path must fit in sun_path (108 bytes).
@@ -101,7 +120,7 @@ func startDaemon(b *testing.B, prefix ...string) *daemon {
 	if err != nil {
 		b.Fatal(err)
 	}
-	argv := append(prefix, bin, "daemon", "--state-dir", dir)
+	argv := append(append(slices.Clone(prefix), bin, "daemon", "--state-dir", dir), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -114,13 +133,16 @@ func startDaemon(b *testing.B, prefix ...string) *daemon {
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pid, err := d.versionPID()
-		if err == nil && pid == cmd.Process.Pid {
-			d.pid = pid
+		v, err := d.version()
+		if err == nil && v.DaemonPID == cmd.Process.Pid {
+			d.pid = v.DaemonPID
+			if v.Holder != nil {
+				d.holderPID = v.Holder.Pid
+			}
 			return d
 		}
 		if err == nil {
-			b.Fatalf("hive version reports daemon pid %d, want %d (another daemon on %s?)", pid, cmd.Process.Pid, dir)
+			b.Fatalf("hive version reports daemon pid %d, want %d (another daemon on %s?)", v.DaemonPID, cmd.Process.Pid, dir)
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "bench-daemon.log"))
@@ -130,22 +152,28 @@ func startDaemon(b *testing.B, prefix ...string) *daemon {
 	}
 }
 
-// versionPID runs `hive version --json` and returns the daemon's pid.
-func (d *daemon) versionPID() (int, error) {
+// versionInfo is the part of `hive version --json` the benchmarks read.
+type versionInfo struct {
+	DaemonPID int `json:"daemon_pid"`
+	Holder    *struct {
+		Pid int `json:"pid"`
+	} `json:"holder"`
+}
+
+// version runs `hive version --json`; no daemon answering is an error.
+func (d *daemon) version() (versionInfo, error) {
+	var v versionInfo
 	out, err := exec.Command(d.bin, "version", "--json", "--state-dir", d.dir).Output()
 	if err != nil {
-		return 0, fmt.Errorf("hive version: %w", err)
-	}
-	var v struct {
-		DaemonPID int `json:"daemon_pid"`
+		return v, fmt.Errorf("hive version: %w", err)
 	}
 	if err := json.Unmarshal(out, &v); err != nil {
-		return 0, fmt.Errorf("hive version --json %q: %w", out, err)
+		return v, fmt.Errorf("hive version --json %q: %w", out, err)
 	}
 	if v.DaemonPID == 0 {
-		return 0, errors.New("no daemon answers yet")
+		return v, errors.New("no daemon answers yet")
 	}
-	return v.DaemonPID, nil
+	return v, nil
 }
 
 // stop sends SIGTERM and waits for the daemon to exit (SIGKILL after 20 s).

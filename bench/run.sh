@@ -4,11 +4,16 @@
 #
 #   RT_BENCHTIME   -benchtime of BenchmarkRunRoundTrip and
 #                  BenchmarkExecRoundTrip              (default 3s)
-#   RT_COUNT       -count of both                      (default 3)
+#   RT_COUNT       -count of both, and of
+#                  BenchmarkHeldRoundTrip (same -benchtime) (default 3)
 #   CAP_BENCHTIME  -benchtime of BenchmarkCapture1G    (default 2x; each
 #                  iteration writes 2 GiB, the run needs 4 GiB free)
 #   CAP_COUNT      -count of BenchmarkCapture1G        (default 1)
 #   PTY_BENCHTIME  -benchtime of the PTY benchmarks    (default 50x)
+#   HELD_BENCHTIME -benchtime of BenchmarkHeld1000Sleeps (default 1x; each
+#                  iteration runs 2 × 1000 sleep jobs, ~10-40 s)
+#   HIVE_BENCH_DAEMON_ARGS  flags added to every benchmark daemon (not the
+#                  two of BenchmarkHeld1000Sleeps), e.g. --hold-jobs=false
 #   OUT            where the raw `go test` output goes (default: a temp file)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,14 +25,19 @@ cap_count=${CAP_COUNT:-1}
 out=${OUT:-$(mktemp -t hive-bench.XXXXXX)}
 
 echo "# $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3), load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# daemon flags: ${HIVE_BENCH_DAEMON_ARGS:-(defaults)}"
 go vet ./bench/
 go test -run '^$' -bench '^Benchmark(Run|Exec)RoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
 	-timeout 30m ./bench/ | tee "$out"
+go test -run '^$' -bench '^BenchmarkHeldRoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
+	-timeout 30m ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkToolsListSize$' -benchtime=20x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkAnswerBytes$' -benchtime=2x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkPTY(REPLRoundTrip|Close)$' -benchtime="${PTY_BENCHTIME:-50x}" ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
 	-timeout 60m ./bench/ | tee -a "$out"
+go test -run '^$' -bench '^BenchmarkHeld1000Sleeps$' -benchtime="${HELD_BENCHTIME:-1x}" \
+	-timeout 30m ./bench/ | tee -a "$out"
 
 # Key numbers: one line per benchmark run, metrics by unit.
 echo
@@ -56,6 +66,19 @@ awk '
 	} else if ($1 ~ /Capture1G/) {
 		printf "Capture1G     hive %.0f MB/s  bash %.0f MB/s  throughput-ratio %.2f (target >= 0.8)  daemon peak RSS %.1f MiB (target < 100)  daemon CPU %.2f s/GiB\n",
 			m["hive-MB/s"], m["bash-MB/s"], m["throughput-ratio"], m["daemon-peak-rss-MiB"], m["daemon-cpu-s/GiB"]
+		if ("holder-peak-rss-MiB" in m)
+			printf "              holder peak RSS %.1f MiB  holder CPU %.2f s/GiB\n", m["holder-peak-rss-MiB"], m["holder-cpu-s/GiB"]
+	} else if ($1 ~ /HeldRoundTrip/) {
+		printf "HeldRoundTrip run: holder %.2f ms  own %.2f ms  bash %.2f ms  ratios %.2f / %.2f (target <= 1.5)  holder/own %.2f\n",
+			m["held-run-ns/op"]/1e6, m["own-run-ns/op"]/1e6, m["bash-ns/op"]/1e6, m["held-run-ratio"], m["own-run-ratio"], m["run-held/own"]
+		printf "              exec: holder %.2f ms  own %.2f ms  spawn %.2f ms  ratios %.2f / %.2f (target <= 1.5)  holder/own %.2f\n",
+			m["held-exec-ns/op"]/1e6, m["own-exec-ns/op"]/1e6, m["spawn-ns/op"]/1e6, m["held-exec-ratio"], m["own-exec-ratio"], m["exec-held/own"]
+		printf "              CPU per run+exec: daemon %.0f + holder %.0f us  own daemon %.0f us\n",
+			m["held-daemon-cpu-us/op"], m["holder-cpu-us/op"], m["own-daemon-cpu-us/op"]
+	} else if ($1 ~ /Held1000Sleeps/) {
+		printf "Held1000      1000 sleep jobs: daemon only %.1f MiB (idle %.1f)  daemon+holder %.1f MiB (idle %.1f, holder %.1f; daemon %.1f + holder %.1f)  extra %.1f MiB (target <= 64)\n",
+			m["rss-daemon-only-MiB"], m["idle-daemon-only-MiB"], m["rss-daemon+holder-MiB"], m["idle-daemon+holder-MiB"], m["idle-holder-MiB"],
+			m["rss-held-daemon-MiB"], m["rss-holder-MiB"], m["extra-MiB"]
 	}
 }
 /SKIP|skip/ { print }

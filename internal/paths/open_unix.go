@@ -69,7 +69,10 @@ func secureFD(path string, fd int, trunc bool) error {
 			return &fs.PathError{Op: "chmod 600", Path: path, Err: err}
 		}
 	}
-	if trunc {
+	// An empty file (one O_CREATE just made) is not truncated: a truncate
+	// to 0 makes ext4 (auto_da_alloc) write back the whole file at its
+	// close, in the closing process: 0.4-0.6 s at the end of a 1 GiB job.
+	if trunc && st.Size > 0 {
 		if err := syscall.Ftruncate(fd, 0); err != nil {
 			return &fs.PathError{Op: "truncate", Path: path, Err: err}
 		}

@@ -42,6 +42,7 @@ func runHolder(ctx context.Context, e Env, args []string) error {
 	}()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
+	tuneGC() // as the daemon's: a small live heap, and garbage per job
 	log, closeLog := newAsyncLog(e.Stderr, nil)
 	defer closeLog()
 	log = log.With("holder", true)

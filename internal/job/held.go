@@ -126,20 +126,6 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func
 		spec.LeftoverGrace = 2 * time.Second
 	}
 	h := &HeldProc{Spec: spec}
-	so := &output.Options{FileCap: spec.FileCap, NoRing: true}
-	var err error
-	if h.stdout, err = output.Create(spec.Stdout, so); err != nil {
-		return nil, err
-	}
-	if h.stderr, err = output.Create(spec.Stderr, so); err != nil {
-		return nil, err
-	}
-	if spec.Index != "" {
-		if x, err := output.NewInterleave(spec.Index, h.stdout, h.stderr, 0); err == nil {
-			x.FlushEachMark() // the daemon reads it as it grows
-			h.index = x
-		}
-	}
 	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, nil)
 	if err != nil {
 		return nil, err
@@ -147,8 +133,29 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func
 	h.c = &child{id: spec.ID, owner: spec.Owner, reaper: reaper, leftover: spec.LeftoverGrace, logger: logger,
 		cmd: cmd, pipes: pipes, pidStart: &h.pidStart, reaped: &h.reaped}
 	if err := h.c.start(); err != nil {
-		h.closeStreams()
 		return nil, fmt.Errorf("start: %w", err)
+	}
+	// The files are made while the child already runs (its output waits
+	// in the pipes), off the start's path, as a daemon's own jobs do: an
+	// old file of the name goes, and a file that cannot be made leaves
+	// the stream counting what it drops.
+	so := &output.Options{FileCap: spec.FileCap, NoRing: true}
+	for _, x := range []struct {
+		dst  **output.Stream
+		path string
+	}{{&h.stdout, spec.Stdout}, {&h.stderr, spec.Stderr}} {
+		st, err := output.Create(x.path, so)
+		if err != nil {
+			logger.Warn("a held job's output file", "job", spec.ID, "err", err)
+			st, _ = output.Create("", so)
+		}
+		*x.dst = st
+	}
+	if spec.Index != "" {
+		if x, err := output.NewInterleave(spec.Index, h.stdout, h.stderr, 0); err == nil {
+			x.FlushEachMark() // the daemon reads it as it grows
+			h.index = x
+		}
 	}
 	st := procStartTime(h.c.pid)
 	h.pidStart.Store(st)

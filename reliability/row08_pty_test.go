@@ -104,7 +104,9 @@ func TestRow08PTYCrashRecovery(t *testing.T) {
 	n := count(8, 50) // at most half open at once: under the 32-session limit
 	nClosed := n / 2
 	dir := newStateDir(t)
-	d := startDaemon(t, dir)
+	// Daemons that hold their sessions themselves: their crash path.
+	// (With the holder, sessions outlive the daemon: row 14.)
+	d := startDaemon(t, dir, "--hold-jobs=false")
 	s := d.MCP()
 
 	// (a) Closed by the client: nothing of theirs is left.
@@ -139,7 +141,7 @@ func TestRow08PTYCrashRecovery(t *testing.T) {
 	}
 
 	t0 := time.Now()
-	d2 := startDaemon(t, dir)
+	d2 := startDaemon(t, dir, "--hold-jobs=false")
 	deadline := t0.Add(30 * time.Second)
 	var left []int
 	for {

@@ -94,8 +94,18 @@ func processAlive(pid int) bool {
 }
 
 func stopDaemon(t *testing.T, dir string) {
-	// The daemon stops its jobs and its holder; a holder left by a
+	// The daemon stops its jobs and its holder: a holder still there a
+	// moment after a daemon's SIGTERM is a leak. A holder left by a
 	// daemon that was killed stops its jobs on SIGTERM.
+	if d, h := daemonPid(dir), holderPid(dir); d != 0 && processAlive(d) && h != 0 {
+		syscall.Kill(d, syscall.SIGTERM)
+		for deadline := time.Now().Add(25 * time.Second); processAlive(h) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if processAlive(h) {
+			t.Errorf("the holder %d outlived its daemon's SIGTERM", h)
+		}
+	}
 	for _, pid := range []int{daemonPid(dir), holderPid(dir)} {
 		if pid == 0 || !processAlive(pid) {
 			continue

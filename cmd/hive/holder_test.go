@@ -520,3 +520,29 @@ func TestPTYOutlivesTheDaemon(t *testing.T) {
 		t.Errorf("vim %d left running after close", info.Pid)
 	}
 }
+
+// hive restart keeps PTY sessions as it keeps jobs: the next daemon
+// adopts the shell, which answers, with its output before the restart.
+func TestRestartKeepsPTYSessions(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	s := connect(t, state, t.TempDir())
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"name": "kept"}, &sh)
+	s.pty("terminal_pty_send", map[string]any{"session_id": "kept", "input": "echo one-$((0+1))\n", "wait_for": "one-1"})
+	old := daemonPid(state)
+	if out, err := hive(t, state, "restart", "--grace", "1s"); err != nil {
+		t.Fatalf("restart: %v %s", err, out)
+	}
+	waitGone(t, old, "the restarted daemon")
+	s.cs.Wait()
+	s2 := connect(t, state, t.TempDir())
+	out := s2.pty("terminal_pty_send", map[string]any{"session_id": "kept", "input": "echo two-$((1+1))\n", "wait_for": "two-2"})
+	if !out.Matched || !out.Running || !processAlive(sh.Pid) {
+		t.Fatalf("the session after hive restart: %+v", out)
+	}
+	all := s2.pty("terminal_pty_read", map[string]any{"session_id": "kept", "since_offset": 0})
+	if !strings.Contains(all.Data, "one-1") || !strings.Contains(all.Data, "two-2") {
+		t.Errorf("the session's output across the restart: %q", all.Data)
+	}
+}

@@ -63,6 +63,9 @@ func runVersion(ctx context.Context, e Env, args []string) error {
 	}
 	d := out["daemon_build"].(build.Info)
 	fmt.Fprintf(e.Stdout, "daemon  hive %s (%s, pid %d)\n", d, d.Go, resp.PID)
+	if h := resp.Holder; h != nil {
+		fmt.Fprintf(e.Stdout, "holder  hive %s (pid %d, protocol %d): jobs and PTY sessions outlive the daemon\n", h.Build, h.Pid, h.Proto)
+	}
 	if et, ok := out["escape_tracking"]; ok {
 		fmt.Fprintf(e.Stdout, "escape tracking %v\n", et)
 	}

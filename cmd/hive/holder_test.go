@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // psJob is a job as `hive ps --json` lists it.
@@ -450,7 +453,24 @@ func TestPTYOutlivesTheDaemon(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "note.txt")
 	var info ptyInfo
 	s.mustCall("terminal_pty_open", map[string]any{"cmd": "vim -u NONE -i NONE -N " + file, "cols": 80, "rows": 24}, &info)
-	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "ihello from vim\x1b", "wait_for": "hello from vim"})
+	// Until vim has drawn its screen the terminal still echoes what it is
+	// sent: wait for it, then type, and wait for the screen to show it.
+	screenShows := func(s *session, want func(string) bool) ptyOut {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			out := s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+			if want(out.Screen) {
+				return out
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("vim's screen: %q", out.Screen)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	screenShows(s, func(sc string) bool { return strings.Count(sc, "~") > 10 })
+	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "ihello from vim\x1b", "wait_ms": 0})
+	screenShows(s, func(sc string) bool { return strings.HasPrefix(sc, "hello from vim") && !strings.Contains(sc, "INSERT") })
 	var sh ptyInfo
 	s.mustCall("terminal_pty_open", nil, &sh)
 	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo before-$((1+1))\n", "wait_for": "before-2"})
@@ -544,5 +564,108 @@ func TestRestartKeepsPTYSessions(t *testing.T) {
 	all := s2.pty("terminal_pty_read", map[string]any{"session_id": "kept", "since_offset": 0})
 	if !strings.Contains(all.Data, "one-1") || !strings.Contains(all.Data, "two-2") {
 		t.Errorf("the session's output across the restart: %q", all.Data)
+	}
+}
+
+// hive restart while a PTY close waits out its grace: the old daemon
+// lets it go at once (the holder keeps the session), and the restart
+// completes.
+func TestRestartDuringPTYClose(t *testing.T) {
+	state := stateDir(t)
+	startDaemon(t, state)
+	s := connect(t, state, t.TempDir())
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cmd": "trap 'echo hup' HUP; echo ready; while :; do sleep 0.1; done"}, &sh)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var out ptyOut
+		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
+		if strings.Contains(out.Data, "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the session did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "terminal_pty_close", Arguments: map[string]any{"session_id": sh.SessionID}}) // ends with the restart
+	for deadline := time.Now().Add(10 * time.Second); ; { // the close has begun: its hangup came
+		var out ptyOut
+		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
+		if strings.Contains(out.Data, "hup") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the close's hangup did not come")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t0 := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := hive(t, state, "restart", "--grace", "1s"); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("restart: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("hive restart hung while a PTY close was under way")
+	}
+	if d := time.Since(t0); d > 15*time.Second {
+		t.Errorf("hive restart took %v", d)
+	}
+}
+
+// A session resized before the daemon's kill -9 comes back at its size.
+func TestPTYResizedThenAdopted(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cols": 80, "rows": 24}, &sh)
+	s.mustCall("terminal_pty_resize", map[string]any{"session_id": sh.SessionID, "cols": 40, "rows": 10}, nil)
+	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "printf 'x%.0s' $(seq 50); echo; echo done-$((1+1))\n", "wait_for": "done-2"})
+	before := s.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "screen": true})
+	killDaemon9(t, state)
+	s.cs.Wait()
+	s2 := connect(t, state, t.TempDir())
+	var list struct {
+		Sessions []ptyInfo `json:"sessions"`
+	}
+	s2.mustCall("terminal_pty_list", nil, &list)
+	if len(list.Sessions) != 1 || list.Sessions[0].Cols != 40 || list.Sessions[0].Rows != 10 {
+		t.Errorf("the resized session after the daemon's kill -9: %+v", list.Sessions)
+	}
+	after := s2.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "screen": true})
+	if after.Screen != before.Screen {
+		t.Errorf("the resized session's screen after the daemon's kill -9:\n%s\nwant:\n%s", after.Screen, before.Screen)
+	}
+}
+
+// SIGTERM of a holder left by a killed daemon ends its sessions, even a
+// program that ignores the hangup, and the holder exits soon.
+func TestHolderSIGTERMEndsSessions(t *testing.T) {
+	state := stateDir(t)
+	s := connect(t, state, t.TempDir())
+	var sh ptyInfo
+	s.mustCall("terminal_pty_open", map[string]any{"cmd": "trap '' HUP; echo ready; exec sleep 1000"}, &sh)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var out ptyOut
+		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
+		if strings.Contains(out.Data, "ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the session did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	h := holderPid(state)
+	killDaemon9(t, state)
+	s.cs.Wait()
+	t0 := time.Now()
+	syscall.Kill(h, syscall.SIGTERM)
+	waitGone(t, h, "the holder after SIGTERM")
+	waitGone(t, sh.Pid, "a session's program that ignores SIGHUP, after its holder's SIGTERM")
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Errorf("the holder's SIGTERM took %v", d)
 	}
 }

@@ -257,9 +257,9 @@ var errConnLost = errors.New("the connection to the holder of the jobs ended")
 // are told to catch up with what it holds (events may have been lost);
 // a holder that is gone makes its jobs and sessions lost.
 func (c *Client) afterLoss(pid int) {
-	c.dialMu.Lock()
 	var err error
-	for i := 0; ; i++ {
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		c.dialMu.Lock()
 		c.mu.Lock()
 		dead, closed := c.dead, c.closed
 		c.mu.Unlock()
@@ -268,14 +268,19 @@ func (c *Client) afterLoss(pid int) {
 			return
 		}
 		if !dead { // a spawn reconnected meanwhile
+			c.dialMu.Unlock()
 			break
 		}
-		if _, err = c.dial(); err == nil || i >= 20 || errors.Is(err, ErrIncompatible) || isGone(err) {
+		_, err = c.dial()
+		c.dialMu.Unlock()
+		// Lost only once the holder is gone: a holder that cannot be
+		// reached for a while (no descriptor left here, a stray client's
+		// connection) still runs the jobs.
+		if err == nil || errors.Is(err, ErrIncompatible) || processGone(pid) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(wait)
 	}
-	c.dialMu.Unlock()
 	c.mu.Lock()
 	same := err == nil && !c.dead && c.hello.Pid == pid
 	sink, ptySink := c.sink, c.ptySink
@@ -299,9 +304,16 @@ func (c *Client) afterLoss(pid int) {
 	}
 }
 
-// isGone tells a dial error that means no process listens any more.
-func isGone(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+// processGone tells whether no process has pid any more (or only a
+// zombie: the holder is dead either way).
+func processGone(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	if st, ok := proc.Read(pid); ok {
+		return !st.Alive()
+	}
+	return false // no /proc here, or it went between the two looks (the next look says)
 }
 
 // enqueue adds f to the event queue.

@@ -197,19 +197,26 @@ func (s *server) shutdown() error {
 	for _, p := range ps {
 		p.Stop(false, 10*time.Second)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	// Sessions get 1 s after the hangup, as a daemon's close gives them;
+	// then what is left of them is killed. Jobs get their stop's grace.
+	pending := func(ptys bool) int {
 		s.mu.Lock()
+		defer s.mu.Unlock()
 		n := 0
 		for _, h := range s.jobs {
-			if h.end == nil {
+			if h.end == nil && (h.t != nil) == ptys {
 				n++
 			}
 		}
-		s.mu.Unlock()
-		if n == 0 {
-			break
-		}
+		return n
+	}
+	for deadline := time.Now().Add(time.Second); pending(true) > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, t := range ts {
+		t.Kill()
+	}
+	for deadline := time.Now().Add(15 * time.Second); pending(false) > 0 && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, t := range ts {

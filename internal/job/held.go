@@ -359,6 +359,17 @@ func (m *Manager) HeldEnded(e HeldEnd) {
 	select {
 	case j.heldEnd <- e:
 	default: // told twice (a reconnect): the first one counts
+		select {
+		case <-j.done:
+			// Ended and recorded, and the holder still tells it: its
+			// ack was lost (a reconnect). Again, off this goroutine.
+			go func() {
+				if m.Sync(j) == nil {
+					m.o.Holder.Ack(e.ID)
+				}
+			}()
+		default:
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/vt"
+	"golang.org/x/sys/unix"
 
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
@@ -284,12 +285,23 @@ func (m *Manager) PTYExited(id string, code int) {
 	if s == nil && m.early != nil {
 		m.early[id] = code
 	}
+	adopting := m.early != nil
 	m.mu.Unlock()
 	if s != nil && s.held != nil {
 		select {
 		case s.held.exit <- code:
 		default:
 		}
+		return
+	}
+	if s == nil && !adopting {
+		// A session this daemon does not hold (closed, or never handed
+		// out): the holder need not keep it. Not on this goroutine: it
+		// may be the one that reads the holder's answers.
+		go func() {
+			m.opts.Holder.ClosePTY(id)
+			m.opts.Holder.AckPTY(id)
+		}()
 	}
 }
 
@@ -335,7 +347,7 @@ func (m *Manager) PTYResync() {
 	for _, x := range list {
 		m.PTYProgress(x.ID, x.Output)
 		if x.Exited {
-			m.PTYExited(x.ID, x.ExitCode)
+			m.PTYExited(x.ID, x.ExitCode) // and acked if no longer this daemon's
 		}
 	}
 }
@@ -369,12 +381,23 @@ func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 		delete(held, rec.ID)
 		master, err := h.MasterPTY(rec.ID)
 		if err != nil {
+			// Its master is gone (a close had begun): it ends as
+			// interrupted, and the holder forgets it once it exited.
 			m.opts.Logger.Error("could not take over a held session", "session", rec.ID, "err", err)
 			rest = append(rest, rec)
+			h.ClosePTY(rec.ID)
+			if x.Exited {
+				h.AckPTY(rec.ID)
+			}
 			continue
 		}
 		if rec.Pid == 0 {
 			rec.Pid, rec.PidStart = x.Pid, x.PidStart
+		}
+		// The terminal's size now (a resize is not recorded): the screen
+		// is replayed at it.
+		if ws, err := winsize(master); err == nil && ws.Col > 0 && ws.Row > 0 {
+			rec.Cols, rec.Rows = int(ws.Col), int(ws.Row)
 		}
 		s := newHeldSession(m, rec, master, x.TTY, x.Output)
 		if rec.ExitCode != nil {
@@ -391,7 +414,10 @@ func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 			code, ended = x.ExitCode, true
 		}
 		if ended {
-			s.held.exit <- code
+			select { // the end may come as an event too
+			case s.held.exit <- code:
+			default:
+			}
 		}
 		s.startHeldGoroutines(true)
 		m.opts.Logger.Info("adopted a pty session the holder kept", "session", rec.ID)
@@ -439,6 +465,25 @@ func (m *Manager) Release() error {
 		s.replies.CloseWithError(io.EOF)
 		<-s.repliesDone
 		s.master.Close()
+		s.stream.Advance(output.Stats{Closed: true})
+		s.stream.Release() // its read descriptor
 	}
 	return nil
 }
+
+// winsize is the terminal size of a pty master.
+func winsize(master *os.File) (*unix.Winsize, error) {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var ws *unix.Winsize
+	var werr error
+	if err := rc.Control(func(fd uintptr) { ws, werr = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ) }); err != nil {
+		return nil, err
+	}
+	return ws, werr
+}
+
+// Kill ends what is left of the session's processes (the holder's stop).
+func (h *HeldPTY) Kill() { killSession(h.Pid, false) }

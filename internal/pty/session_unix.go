@@ -694,12 +694,26 @@ func (s *Session) close(state string) {
 		reaped = s.awaitHangup()
 	}
 	killSession(s.pid, reaped)
-	<-s.exited
+	if s.held != nil {
+		select {
+		case <-s.exited:
+		case <-s.held.released:
+			// The manager let its sessions go (hive restart) while this
+			// one was closing: the holder keeps it, and the next daemon
+			// adopts what is left of it.
+			s.master.Close()
+			return
+		}
+	} else {
+		<-s.exited
+	}
 
 	if s.held != nil {
 		// The holder takes the last output and closes its master; the
 		// follower feeds the screen to the end.
-		if st, err := s.m.opts.Holder.ClosePTY(s.id); err == nil {
+		st, err := s.m.opts.Holder.ClosePTY(s.id)
+		s.stream.Stats() // what the file holds, should the holder not say
+		if err == nil {
 			st.Closed = true
 			s.stream.Advance(st)
 		} else {

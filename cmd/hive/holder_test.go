@@ -470,7 +470,9 @@ func TestPTYOutlivesTheDaemon(t *testing.T) {
 	}
 	screenShows(s, func(sc string) bool { return strings.Count(sc, "~") > 10 })
 	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "ihello from vim\x1b", "wait_ms": 0})
-	screenShows(s, func(sc string) bool { return strings.HasPrefix(sc, "hello from vim") && !strings.Contains(sc, "INSERT") })
+	screenShows(s, func(sc string) bool {
+		return strings.HasPrefix(sc, "hello from vim") && !strings.Contains(sc, "INSERT")
+	})
 	var sh ptyInfo
 	s.mustCall("terminal_pty_open", nil, &sh)
 	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo before-$((1+1))\n", "wait_for": "before-2"})
@@ -588,7 +590,7 @@ func TestRestartDuringPTYClose(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "terminal_pty_close", Arguments: map[string]any{"session_id": sh.SessionID}}) // ends with the restart
-	for deadline := time.Now().Add(10 * time.Second); ; { // the close has begun: its hangup came
+	for deadline := time.Now().Add(10 * time.Second); ; {                                                                                          // the close has begun: its hangup came
 		var out ptyOut
 		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
 		if strings.Contains(out.Data, "hup") {

@@ -301,7 +301,7 @@ func TestTakeover(t *testing.T) {
 
 // A take-over ends TakeoverLife after it or after its latest input.
 func TestTakeoverExpires(t *testing.T) {
-	e := startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) { c.DashboardTakeoverLife = 300 * time.Millisecond })
+	e := startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) { c.DashboardTakeoverLife = 2 * time.Second }) // long enough to be seen under load, short enough to expire here
 	var sh struct {
 		SessionID string `json:"session_id"`
 	}

@@ -578,29 +578,9 @@ func TestRestartDuringPTYClose(t *testing.T) {
 	s := connect(t, state, t.TempDir())
 	var sh ptyInfo
 	s.mustCall("terminal_pty_open", map[string]any{"cmd": "trap 'echo hup' HUP; echo ready; while :; do sleep 0.1; done"}, &sh)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		var out ptyOut
-		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
-		if strings.Contains(out.Data, "ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the session did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPTYOutput(t, s, sh.SessionID, "ready")
 	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "terminal_pty_close", Arguments: map[string]any{"session_id": sh.SessionID}}) // ends with the restart
-	for deadline := time.Now().Add(10 * time.Second); ; {                                                                                          // the close has begun: its hangup came
-		var out ptyOut
-		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
-		if strings.Contains(out.Data, "hup") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the close's hangup did not come")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPTYOutput(t, s, sh.SessionID, "hup")                                                                                                       // the close has begun: its hangup came
 	t0 := time.Now()
 	done := make(chan error, 1)
 	go func() { _, err := hive(t, state, "restart", "--grace", "1s"); done <- err }()
@@ -649,17 +629,7 @@ func TestHolderSIGTERMEndsSessions(t *testing.T) {
 	s := connect(t, state, t.TempDir())
 	var sh ptyInfo
 	s.mustCall("terminal_pty_open", map[string]any{"cmd": "trap '' HUP; echo ready; exec sleep 1000"}, &sh)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		var out ptyOut
-		s.mustCall("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
-		if strings.Contains(out.Data, "ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the session did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitPTYOutput(t, s, sh.SessionID, "ready")
 	h := holderPid(state)
 	killDaemon9(t, state)
 	s.cs.Wait()
@@ -669,5 +639,21 @@ func TestHolderSIGTERMEndsSessions(t *testing.T) {
 	waitGone(t, sh.Pid, "a session's program that ignores SIGHUP, after its holder's SIGTERM")
 	if d := time.Since(t0); d > 5*time.Second {
 		t.Errorf("the holder's SIGTERM took %v", d)
+	}
+}
+
+// waitPTYOutput waits until session id's output holds want.
+func waitPTYOutput(t *testing.T, s *session, id, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var out ptyOut
+		s.mustCall("terminal_pty_read", map[string]any{"session_id": id}, &out)
+		if strings.Contains(out.Data, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session %s: no %q in its output within 10 s: %q", id, want, out.Data)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

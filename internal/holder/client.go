@@ -527,7 +527,7 @@ func deliverPTY(sink pty.PTYSink, m Message) {
 	switch m.Ev {
 	case EvProgress:
 		if m.Stdout != nil {
-			sink.PTYProgress(m.ID, output.Stats{Total: m.Stdout.Total, InFile: m.Stdout.InFile, Dropped: m.Stdout.Dropped})
+			sink.PTYProgress(m.ID, m.Stdout.Stats(false))
 		}
 	case EvEnd:
 		if m.End != nil {
@@ -570,7 +570,7 @@ func (c *Client) ClosePTY(id string) (output.Stats, error) {
 	if m.Stdout == nil {
 		return output.Stats{}, errors.New("the holder's answer to pty_close has no count")
 	}
-	return output.Stats{Total: m.Stdout.Total, InFile: m.Stdout.InFile, Dropped: m.Stdout.Dropped}, nil
+	return m.Stdout.Stats(false), nil
 }
 
 // AckPTY implements pty.Holder.

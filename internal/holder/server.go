@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/job"
-	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/pty"
 )
@@ -408,23 +407,12 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 		sc.send(reply)
 		return
 	}
-	h := &held{t: t}
-	s.mu.Lock()
-	s.jobs[id] = h
-	delete(s.reserved, id)
-	s.mu.Unlock()
+	h := s.admit(id, &held{t: t})
 	reply.Sessions = []pty.HeldSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
 	sc.send(reply)
 	go func() {
 		code := t.Wait()
-		end := job.HeldEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()}
-		s.mu.Lock()
-		h.end = &end
-		conn := s.conn
-		s.mu.Unlock()
-		if conn != nil {
-			conn.send(Message{Ev: EvEnd, ID: id, End: &end})
-		}
+		s.ended(id, h, job.HeldEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()})
 	}()
 }
 
@@ -438,14 +426,10 @@ func (s *server) closePTY(sc *serverConn, req Request) {
 	if !ok || h.t == nil {
 		reply.Error = fmt.Sprintf("pty_close: session %q: not held", req.ID)
 	} else {
-		c := countsOf(h.t.Close())
+		c := job.CountsOf(h.t.Close())
 		reply.Stdout = &c
 	}
 	sc.send(reply)
-}
-
-func countsOf(st output.Stats) job.Counts {
-	return job.Counts{Total: st.Total, InFile: st.InFile, Dropped: st.Dropped}
 }
 
 // sendFD answers a connection's fd request: one byte carrying a
@@ -486,25 +470,33 @@ func (s *server) spawn(sc *serverConn, req Request) {
 		sc.send(reply)
 		return
 	}
-	h := &held{p: p}
+	h := s.admit(id, &held{p: p})
+	st := p.Start
+	reply.Start = &st
+	sc.send(reply) // before any event of the job: Wait starts the pumping
+	go s.ended(id, h, p.Wait())
+}
+
+// admit holds h as id, which a spawn had reserved.
+func (s *server) admit(id string, h *held) *held {
 	s.mu.Lock()
 	s.jobs[id] = h
 	delete(s.reserved, id)
 	s.mu.Unlock()
-	st := p.Start
-	reply.Start = &st
-	sc.send(reply) // before any event of the job: Wait starts the pumping
-	go func() {
-		end := p.Wait()
-		s.mu.Lock()
-		h.end = &end
-		delete(s.dirty, id)
-		conn := s.conn
-		s.mu.Unlock()
-		if conn != nil {
-			conn.send(Message{Ev: EvEnd, ID: id, End: &end})
-		}
-	}()
+	return h
+}
+
+// ended keeps the end of what h runs until it is acked, and tells the
+// daemon if one is connected.
+func (s *server) ended(id string, h *held, end job.HeldEnd) {
+	s.mu.Lock()
+	h.end = &end
+	delete(s.dirty, id)
+	conn := s.conn
+	s.mu.Unlock()
+	if conn != nil {
+		conn.send(Message{Ev: EvEnd, ID: id, End: &end})
+	}
 }
 
 // reserve takes id for a spawn in flight: one spawn an id, and a holder
@@ -571,7 +563,7 @@ func (s *server) flusher(ctx context.Context) {
 			switch {
 			case !ok:
 			case h.t != nil:
-				o := countsOf(h.t.Stats())
+				o := job.CountsOf(h.t.Stats())
 				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &job.Counts{}})
 			case h.end == nil:
 				o, e := h.p.Counts()

@@ -89,9 +89,11 @@ type Counts struct {
 	Dropped int64 `json:"dropped,omitempty"`
 }
 
-func countsOf(s output.Stats) Counts { return Counts{s.Total, s.InFile, s.Dropped} }
+// CountsOf is a stream's counters as a holder tells them.
+func CountsOf(s output.Stats) Counts { return Counts{s.Total, s.InFile, s.Dropped} }
 
-func (c Counts) stats(closed bool) output.Stats {
+// Stats are the counters as a stream takes them (output.Stream.Advance).
+func (c Counts) Stats(closed bool) output.Stats {
 	return output.Stats{Total: c.Total, InFile: c.InFile, Dropped: c.Dropped, Closed: closed}
 }
 
@@ -169,7 +171,7 @@ func (h *HeldProc) Stop(force bool, grace time.Duration) { h.c.stop(force, grace
 
 // Counts are the streams' counters now.
 func (h *HeldProc) Counts() (stdout, stderr Counts) {
-	return countsOf(h.stdout.Stats()), countsOf(h.stderr.Stats())
+	return CountsOf(h.stdout.Stats()), CountsOf(h.stderr.Stats())
 }
 
 // Wait pumps the output until the job has ended and everything it left
@@ -283,8 +285,8 @@ func (j *Job) endHeld(e HeldEnd) {
 	j.reaped.Store(true)
 	j.stdout.Stats() // what the file holds now (a lost holder tells nothing)
 	j.stderr.Stats()
-	j.stdout.Advance(e.Stdout.stats(true))
-	j.stderr.Advance(e.Stderr.stats(true))
+	j.stdout.Advance(e.Stdout.Stats(true))
+	j.stderr.Advance(e.Stderr.Stats(true))
 	j.closeStreams()
 	if e.Exited {
 		code := e.ExitCode
@@ -333,8 +335,8 @@ func (m *Manager) HeldProgress(id string, stdout, stderr Counts) {
 		return
 	}
 	if f := j.follow.Load(); f != nil { // never j.mu: see Job.follow
-		f[0].Advance(stdout.stats(false))
-		f[1].Advance(stderr.stats(false))
+		f[0].Advance(stdout.Stats(false))
+		f[1].Advance(stderr.Stats(false))
 	}
 }
 
@@ -559,8 +561,8 @@ func (m *Manager) adopt(rec store.Job, x HeldJob) {
 		spec: Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd, Timeout: in.Timeout, Name: in.Name,
 			Source: in.Source, Quiet: in.Quiet}}
 	j.info = in
-	j.stdout = output.Follow(in.StdoutPath, m.o.FileCap, x.Stdout.stats(false))
-	j.stderr = output.Follow(in.StderrPath, m.o.FileCap, x.Stderr.stats(false))
+	j.stdout = output.Follow(in.StdoutPath, m.o.FileCap, x.Stdout.Stats(false))
+	j.stderr = output.Follow(in.StderrPath, m.o.FileCap, x.Stderr.Stats(false))
 	j.follow.Store(&[2]*output.Stream{j.stdout, j.stderr})
 	m.mu.Lock()
 	m.jobs[in.ID] = j

@@ -20,26 +20,7 @@ import (
 // next manager adopts them: same id, pid and start; the output goes on
 // from where it was; a stop and the end work as for its own jobs.
 func TestHeldJobAdoptedByTheNextManager(t *testing.T) {
-	dir := t.TempDir()
-	sockDir, err := os.MkdirTemp("", "held")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
-	sock := filepath.Join(sockDir, "holder.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		served <- holder.Serve(ctx, holder.ServerOptions{Socket: sock, FirstWait: time.Minute, Ready: func() { close(ready) }})
-	}()
-	<-ready
-	defer func() { cancel(); <-served }()
-	st, err := store.Open(filepath.Join(dir, "hive.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	dir, sock, st := heldSetup(t, 0)
 	open := func() (*job.Manager, *holder.Client) {
 		c, err := holder.Open(holder.ClientOptions{Socket: sock})
 		if err != nil {
@@ -142,26 +123,7 @@ func itoa(n int) string {
 // each other: a call to the holder made under a job's lock gets its answer
 // while the events of other jobs wait for the manager's lock.
 func TestHeldCallsAndEventsDoNotDeadlock(t *testing.T) {
-	dir := t.TempDir()
-	sockDir, err := os.MkdirTemp("", "held")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(sockDir)
-	sock := filepath.Join(sockDir, "holder.sock")
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		served <- holder.Serve(ctx, holder.ServerOptions{Socket: sock, FirstWait: time.Minute, ProgressEvery: time.Millisecond, Ready: func() { close(ready) }})
-	}()
-	<-ready
-	defer func() { cancel(); <-served }()
-	st, err := store.Open(filepath.Join(dir, "hive.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	dir, sock, st := heldSetup(t, time.Millisecond)
 	c, err := holder.Open(holder.ClientOptions{Socket: sock, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -202,4 +164,31 @@ func TestHeldCallsAndEventsDoNotDeadlock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// heldSetup runs a holder in this process (its progress every
+// progressEvery; 0: the default) and opens a store in a temp dir; both
+// end with the test.
+func heldSetup(t *testing.T, progressEvery time.Duration) (dir, sock string, st *store.Store) {
+	t.Helper()
+	dir = t.TempDir()
+	sockDir, err := os.MkdirTemp("", "held") // short: a unix socket path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock = filepath.Join(sockDir, "holder.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		served <- holder.Serve(ctx, holder.ServerOptions{Socket: sock, FirstWait: time.Minute, ProgressEvery: progressEvery, Ready: func() { close(ready) }})
+	}()
+	<-ready
+	t.Cleanup(func() { cancel(); <-served })
+	if st, err = store.Open(filepath.Join(dir, "hive.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return dir, sock, st
 }

@@ -259,7 +259,8 @@ func procStart(pid int) (uint64, error) {
 // Metrics: held-run-ns/op, own-run-ns/op, bash-ns/op and
 // held-run-ratio, own-run-ratio (each / bash; target <= 1.5);
 // held-exec-ns/op, own-exec-ns/op, spawn-ns/op and held-exec-ratio,
-// own-exec-ratio (each / spawn; target <= 1.5); run-held/own and
+// own-exec-ratio (each / spawn), held-exec/bash and own-exec/bash (each
+// / bash: issue 12's baseline, target <= 1.5); run-held/own and
 // exec-held/own: what the holder costs as a factor; held-daemon-cpu-us/op,
 // holder-cpu-us/op and own-daemon-cpu-us/op: the CPU time (user+sys) each
 // process spent per iteration (one run and one terminal_exec on each
@@ -370,6 +371,9 @@ func BenchmarkHeldRoundTrip(b *testing.B) {
 	b.ReportMetric(per(spawnD), "spawn-ns/op")
 	b.ReportMetric(per(execD[0])/per(spawnD), "held-exec-ratio")
 	b.ReportMetric(per(execD[1])/per(spawnD), "own-exec-ratio")
+	// Issue 12's baseline for both round trips is a bash -c true spawn.
+	b.ReportMetric(per(execD[0])/per(bashD), "held-exec/bash")
+	b.ReportMetric(per(execD[1])/per(bashD), "own-exec/bash")
 	b.ReportMetric(per(runD[0])/per(runD[1]), "run-held/own")
 	b.ReportMetric(per(execD[0])/per(execD[1]), "exec-held/own")
 }

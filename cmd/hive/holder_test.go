@@ -657,3 +657,33 @@ func waitPTYOutput(t *testing.T, s *session, id, want string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An end told inline (run with wait_seconds) is its holder's to keep
+// until it is recorded, which the answer does not wait for: a daemon
+// killed the moment it has told it loses nothing, and the next one
+// records the same end.
+func TestInlineEndOutlivesTheDaemon(t *testing.T) {
+	state := stateDir(t)
+	want := map[string]int{}
+	for i := range 4 {
+		startDaemon(t, state)
+		s := connect(t, state, t.TempDir())
+		pid := daemonPid(state)
+		var st taskStatus
+		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("exit %d", 3+i), "wait_seconds": 10}, &st)
+		syscall.Kill(pid, syscall.SIGKILL) // at once: its end may not be recorded yet
+		waitGone(t, pid, "the killed daemon")
+		s.cs.Wait()
+		if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 3+i {
+			t.Fatalf("round %d: told %+v, want done with exit %d", i, st, 3+i)
+		}
+		want[st.ID] = 3 + i
+	}
+	startDaemon(t, state)
+	after := psAll(t, state)
+	for id, code := range want {
+		if a, ok := after[id]; !ok || a.State != "done" || a.ExitCode == nil || *a.ExitCode != code {
+			t.Errorf("job %s after its daemon's kill -9: %+v (listed %v), want done with exit %d", id, a, ok, code)
+		}
+	}
+}

@@ -56,6 +56,7 @@ type Client struct {
 	early    []Message // events before Listen
 	ptySink  pty.PTYSink
 	ptyEarly []Message // events of sessions before ListenPTY
+	acks     []string  // acks not written yet (see Ack)
 	dead     bool      // the connection is gone: the next call dials anew
 	closed   bool
 	quiting  bool       // a quit was asked: its end is no loss
@@ -429,6 +430,9 @@ func (c *Client) call(req Request) (Message, error) {
 	c.pending[req.Seq] = ch
 	b, err := json.Marshal(req)
 	if err == nil {
+		if len(c.acks) > 0 {
+			c.writeAcksLocked()
+		}
 		c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
 		c.w.Write(append(b, '\n'))
 		err = c.w.Flush()
@@ -476,10 +480,54 @@ func (c *Client) Stop(id string, force bool, grace time.Duration) error {
 	return err
 }
 
-// Ack implements job.Holder.
+// Ack implements job.Holder. It waits for nothing: acks are queued and
+// written together, ackLinger after the first, or before the next
+// request, whichever comes first (so a request sees every ack made
+// before it). An ack the holder never gets is no loss: it keeps the end
+// and tells it again to this daemon after a reconnect, or to the next
+// one, which finds it recorded and acks it again.
 func (c *Client) Ack(id string) error {
-	_, err := c.call(Request{Op: OpAck, ID: id})
-	return err
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("the holder's client is closed")
+	}
+	c.acks = append(c.acks, id)
+	if len(c.acks) == 1 {
+		time.AfterFunc(ackLinger, c.flushAcks)
+	}
+	return nil
+}
+
+// ackLinger is how long an ack may wait to be written with others.
+const ackLinger = 5 * time.Millisecond
+
+// flushAcks writes the queued acks.
+func (c *Client) flushAcks() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn == nil || c.dead || c.closed || len(c.acks) == 0 {
+		return // kept for the next request; or, closed, for the next daemon
+	}
+	c.writeAcksLocked()
+	if err := c.w.Flush(); err != nil {
+		c.log.Warn("acks to the holder", "err", err)
+	}
+}
+
+// writeAcksLocked buffers the queued acks, to go with the next flush.
+// Their answers are not waited for: the reader drops an answer no call
+// waits for.
+func (c *Client) writeAcksLocked() {
+	c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
+	for _, id := range c.acks {
+		c.seq++
+		b, err := json.Marshal(Request{Op: OpAck, ID: id, Seq: c.seq, NoReply: true})
+		if err == nil {
+			c.w.Write(append(b, '\n'))
+		}
+	}
+	c.acks = c.acks[:0]
 }
 
 // Held implements job.Holder.
@@ -509,6 +557,10 @@ func (c *Client) Close() error {
 	c.closed = true
 	var err error
 	if c.conn != nil {
+		if len(c.acks) > 0 && !c.dead {
+			c.writeAcksLocked()
+			c.w.Flush()
+		}
 		err = c.conn.Close()
 	}
 	c.mu.Unlock()

@@ -67,6 +67,8 @@ type Request struct {
 	ID    string         `json:"id,omitempty"`
 	Force bool           `json:"force,omitempty"`
 	Grace *time.Duration `json:"grace,omitempty"`
+	// NoReply: the daemon waits for no answer but an error's (an ack).
+	NoReply bool `json:"no_reply,omitempty"`
 }
 
 // Events the holder sends on its own.

@@ -109,7 +109,37 @@ func TestEndHeldUntilAcked(t *testing.T) {
 	if held, err := c2.Held(); err != nil || len(held) != 0 {
 		t.Errorf("held after the ack: %+v %v", held, err)
 	}
+	// An ack waits for nothing, and goes before the client closes.
+	s2 := newSink()
+	c2.Listen(s2)
+	if _, err := c2.Spawn(spec(dir, "j2", "/bin/true")); err != nil {
+		t.Fatal(err)
+	}
+	if e := <-s2.ends; e.ID != "j2" || !e.Exited {
+		t.Fatalf("end: %+v", e)
+	}
+	if err := c2.Ack("j2"); err != nil {
+		t.Fatal(err)
+	}
 	c2.Close()
+	// Holding nothing, with no daemon, the holder exits; had the ack been
+	// lost, it would hold the end and stay.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		c3, err := Open(ClientOptions{Socket: sock})
+		if err != nil && !errors.Is(err, errRefused) {
+			break // gone
+		}
+		if err == nil {
+			held, herr := c3.Held()
+			c3.Close()
+			if herr == nil && len(held) != 0 {
+				t.Fatalf("held after an ack and a close: %+v", held)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the holder still runs with nothing held")
+		}
+	}
 }
 
 // openRetry opens a client once the holder has seen the last one go.

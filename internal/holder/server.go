@@ -226,7 +226,12 @@ func (s *server) shutdown() error {
 
 // serve serves one daemon's connection.
 func (s *server) serve(c net.Conn) {
-	defer c.Close()
+	reading := false // then the readers close c
+	defer func() {
+		if !reading {
+			c.Close()
+		}
+	}()
 	if err := checkPeer(c); err != nil {
 		s.log.Warn("refused a connection", "err", err)
 		return
@@ -269,19 +274,19 @@ func (s *server) serve(c net.Conn) {
 		old.c.Close()
 	}
 	s.log.Info("a daemon connected", "pid", req.Hello.Pid, "build", req.Hello.Build)
-	defer func() {
-		s.mu.Lock()
-		if s.conn == sc {
-			s.conn = nil
-		}
-		s.mu.Unlock()
-		s.log.Info("the daemon went", "pid", req.Hello.Pid)
-		s.signalIdle()
-	}()
+	reading = true
+	s.read(sc, r, req.Hello.Pid)
+}
+
+// read serves a daemon's requests until its connection ends. A spawn is
+// made by the goroutine that read it, at once, while a new one reads on:
+// a fork that takes a while is never in the way of other requests, and a
+// spawn waits for no other goroutine to be scheduled.
+func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 	for {
 		line, err := readLine(r)
 		if err != nil {
-			return
+			break
 		}
 		var req Request
 		if err := json.Unmarshal(line, &req); err != nil {
@@ -290,8 +295,9 @@ func (s *server) serve(c net.Conn) {
 		}
 		switch req.Op {
 		case OpSpawn:
-			go s.spawn(sc, req) // a fork may take a while: never in the way of others
-			continue
+			go s.read(sc, r, pid)
+			s.spawn(sc, req)
+			return
 		case OpPTYSpawn:
 			go s.spawnPTY(sc, req)
 			continue
@@ -300,9 +306,17 @@ func (s *server) serve(c net.Conn) {
 			continue
 		}
 		if s.handle(sc, req) {
-			return
+			break
 		}
 	}
+	sc.c.Close()
+	s.mu.Lock()
+	if s.conn == sc {
+		s.conn = nil
+	}
+	s.mu.Unlock()
+	s.log.Info("the daemon went", "pid", pid)
+	s.signalIdle()
 }
 
 // handle answers one request but a spawn; true: the holder quits.
@@ -353,7 +367,9 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 	default:
 		reply.Error = fmt.Sprintf("op %q: unknown", req.Op)
 	}
-	sc.send(reply)
+	if !req.NoReply || reply.Error != "" {
+		sc.send(reply)
+	}
 	return false
 }
 
@@ -474,7 +490,7 @@ func (s *server) spawn(sc *serverConn, req Request) {
 	st := p.Start
 	reply.Start = &st
 	sc.send(reply) // before any event of the job: Wait starts the pumping
-	go s.ended(id, h, p.Wait())
+	s.ended(id, h, p.Wait())
 }
 
 // admit holds h as id, which a spawn had reserved.

@@ -265,7 +265,14 @@ func (j *Job) adoptLocked(st HeldStart) {
 	j.pidStart.Store(st.PidStart)
 	j.info.Started = st.Started
 	j.runningLocked()
+	j.runSeq = j.seq.Load()
 	j.markStarted()
+	if !j.detached {
+		// Likely waited for inline: its running record is committed
+		// now, while it runs, so that its end can be told without a
+		// commit (see Durable). A detached job's is synced by Start.
+		j.m.records.hurry()
+	}
 }
 
 // watchHeld waits for the held job's end and records it; a manager that
@@ -313,17 +320,26 @@ func (j *Job) endHeld(e HeldEnd) {
 		end = Killed // stopped by a daemon before this one
 	}
 	j.finishLocked(end)
+	seq := j.seq.Load()
+	j.endKept = e.Error != ErrHolderLost.Error()
 	j.mu.Unlock()
 	if e.Error == ErrHolderLost.Error() {
 		return // nothing to acknowledge
 	}
-	if err := m.Sync(j); err != nil {
-		m.o.Logger.Warn("a held job's end is not recorded yet; the holder keeps it for the next daemon", "job", j.info.ID, "err", err)
-		return
-	}
-	if err := m.o.Holder.Ack(j.info.ID); err != nil {
-		m.o.Logger.Warn("the holder did not take the ack of a job's end; the next daemon acks it", "job", j.info.ID, "err", err)
-	}
+	m.ackWhenRecorded(j.info.ID, seq)
+}
+
+// ackWhenRecorded acks a held job's end to the holder once the record put
+// as seq is committed, which no one is hurried into: the end's record
+// goes with the next commit, as a job of the daemon's own does. Until the
+// ack, the holder keeps the end for a next daemon; one that is never
+// committed (a store failing until the daemon ends) is never acked.
+func (m *Manager) ackWhenRecorded(id string, seq uint64) {
+	m.records.whenCommitted(seq, func() {
+		if err := m.o.Holder.Ack(id); err != nil {
+			m.o.Logger.Warn("the holder did not take the ack of a job's end; the next daemon acks it", "job", id, "err", err)
+		}
+	})
 }
 
 // HeldProgress tells the manager a held job's counters (from its holder).
@@ -354,8 +370,7 @@ func (m *Manager) HeldEnded(e HeldEnd) {
 	m.mu.Unlock()
 	if !ok {
 		// A job this daemon does not know: its end was recorded before.
-		// Not here: this may run where the holder's answers are read.
-		go m.o.Holder.Ack(e.ID)
+		m.o.Holder.Ack(e.ID)
 		return
 	}
 	select {
@@ -363,13 +378,9 @@ func (m *Manager) HeldEnded(e HeldEnd) {
 	default: // told twice (a reconnect): the first one counts
 		select {
 		case <-j.done:
-			// Ended and recorded, and the holder still tells it: its
-			// ack was lost (a reconnect). Again, off this goroutine.
-			go func() {
-				if m.Sync(j) == nil {
-					m.o.Holder.Ack(e.ID)
-				}
-			}()
+			// Ended, and the holder still tells it: its ack was lost (a
+			// reconnect), or it is not recorded yet. Once it is, again.
+			m.ackWhenRecorded(e.ID, j.seq.Load())
 		default:
 		}
 	}

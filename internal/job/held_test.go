@@ -4,6 +4,7 @@ package job_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -191,4 +192,76 @@ func heldSetup(t *testing.T, progressEvery time.Duration) (dir, sock string, st 
 	}
 	t.Cleanup(func() { st.Close() })
 	return dir, sock, st
+}
+
+// An attached held job's end is told without waiting for its record: its
+// holder keeps the end until the record is committed, and hears the ack
+// only then. With the store refusing writes, Durable still tells the end
+// (its running record is in the store), and the holder still holds it;
+// once the store takes writes, the end is recorded, and then acked.
+func TestHeldEndKeptUntilRecorded(t *testing.T) {
+	dir, sock, st := heldSetup(t, 0)
+	ctx := context.Background()
+	c, err := holder.Open(holder.ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c, Owner: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	gate := filepath.Join(dir, "gate")
+	j, err := m.Start(job.Spec{Cmd: fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; exit 5", gate), Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.Info().ID
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not %s within 10 s", what)
+			}
+		}
+	}
+	until("recorded running", func() bool {
+		rec, err := st.GetJob(ctx, id)
+		return err == nil && rec.State == string(job.Running)
+	})
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER no_room BEFORE INSERT ON jobs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.Wait(ctx)
+	in, err := m.Durable(j)
+	if err != nil || in.State != job.Done || in.ExitCode == nil || *in.ExitCode != 5 {
+		t.Fatalf("told: %+v %v, want done with exit 5", in, err)
+	}
+	held, err := c.Held()
+	if err != nil || len(held) != 1 || held[0].ID != id || held[0].End == nil || held[0].End.ExitCode != 5 {
+		t.Fatalf("the holder holds %+v (%v), want the end of %s kept", held, err, id)
+	}
+	if rec, err := st.GetJob(ctx, id); err != nil || rec.State != string(job.Running) {
+		t.Fatalf("record while the store refuses writes: %+v %v", rec, err)
+	}
+	if _, err := db.Exec(`DROP TRIGGER no_room`); err != nil {
+		t.Fatal(err)
+	}
+	until("recorded done, then acked", func() bool {
+		rec, err := st.GetJob(ctx, id)
+		if err != nil || rec.State != string(job.Done) || rec.ExitCode == nil || *rec.ExitCode != 5 {
+			return false
+		}
+		held, err := c.Held()
+		return err == nil && len(held) == 0
+	})
 }

@@ -202,6 +202,11 @@ type Job struct {
 	child   *child
 	held    bool
 	heldEnd chan HeldEnd
+	// runSeq is a held job's running record (its seq); endKept is set
+	// once it ended with its holder keeping the end until the ack (see
+	// Durable). Under mu.
+	runSeq  uint64
+	endKept bool
 	// follow are a held job's streams, for its holder's events: read
 	// without j.mu, which a call to the holder may hold while the
 	// holder's events wait to be read.

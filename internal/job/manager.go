@@ -425,8 +425,27 @@ func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 
 // Durable returns j's snapshot once it is committed (see Sync): the
 // snapshot to tell a client.
+//
+// An attached held job whose holder keeps its end until the end is
+// recorded (and acked: see endHeld) needs only its running record
+// committed: should this daemon die before the end's record is, the next
+// one adopts the job from that record and records the end the holder
+// tells it. Its end is committed at once, without being waited for. A
+// detached one waits for its end's record: its loose end goes with it,
+// and must be written before a caller that has the end clears it.
 func (m *Manager) Durable(j *Job) (Info, error) {
-	in := j.Info()
+	j.mu.Lock()
+	in := j.snapshotLocked()
+	kept := j.endKept && j.runSeq > 0 && !j.detached
+	runSeq := j.runSeq
+	j.mu.Unlock()
+	if kept {
+		m.records.hurry()
+		if err := m.records.sync(runSeq); err != nil {
+			return Info{}, fmt.Errorf("job %s: %w", j.info.ID, err)
+		}
+		return in, nil
+	}
 	if err := m.Sync(j); err != nil {
 		return Info{}, fmt.Errorf("job %s: %w", j.info.ID, err)
 	}

@@ -57,9 +57,17 @@ type recordWriter struct {
 	err        error  // the last commit's error; nil once one succeeds
 	failedUpTo uint64 // the last failed commit held puts up to this one
 	idle       bool   // the loop waits for a first record: a put must wake it
+	hurried    bool   // commit what is queued without the linger
+	after      []afterCommit
 	wake       chan struct{}
 	closed     bool
 	done       chan struct{}
+}
+
+// afterCommit is a call waiting for the commit of the puts up to seq.
+type afterCommit struct {
+	seq uint64
+	f   func()
 }
 
 type pendingRecord struct {
@@ -118,6 +126,32 @@ func (w *recordWriter) sync(seq uint64) error {
 		w.commitLocked()
 	}
 	return nil
+}
+
+// whenCommitted calls f once every record put up to seq is committed:
+// now if they are, else from the goroutine that commits them, under the
+// writer's lock (f must not block, nor call the writer). No commit is
+// hurried: records nobody syncs on wait for the linger. f is never called
+// for records that are never committed (a store failing until close).
+func (w *recordWriter) whenCommitted(seq uint64, f func()) {
+	w.mu.Lock()
+	if w.committed >= seq {
+		w.mu.Unlock()
+		f()
+		return
+	}
+	w.after = append(w.after, afterCommit{seq, f})
+	w.mu.Unlock()
+}
+
+// hurry asks the writer's goroutine to commit what is queued now, not
+// after the linger, and waits for nothing.
+func (w *recordWriter) hurry() {
+	w.mu.Lock()
+	w.hurried = true
+	w.idle = false
+	w.mu.Unlock()
+	w.signal()
 }
 
 // flush returns once every record queued before the call is committed.
@@ -189,6 +223,18 @@ func (w *recordWriter) commitLocked() {
 		}
 		w.err = nil
 		w.committed = upTo
+		if len(w.after) > 0 {
+			left := w.after[:0]
+			for _, a := range w.after {
+				if a.seq <= upTo {
+					a.f()
+				} else {
+					left = append(left, a)
+				}
+			}
+			clear(w.after[len(left):])
+			w.after = left
+		}
 	}
 	w.cond.Broadcast()
 }
@@ -208,7 +254,8 @@ func (w *recordWriter) loop() {
 	timer.Stop()
 	for {
 		w.mu.Lock()
-		n, closed, failing := len(w.order), w.closed, w.err != nil
+		n, closed, failing, hurried := len(w.order), w.closed, w.err != nil, w.hurried
+		w.hurried = false
 		w.idle = n == 0 && !closed
 		w.mu.Unlock()
 		if n == 0 {
@@ -218,7 +265,7 @@ func (w *recordWriter) loop() {
 			<-w.wake
 			continue
 		}
-		if !closed {
+		if !closed && (!hurried || failing) {
 			wait := recordLinger
 			if failing {
 				wait = retryEvery

@@ -11,6 +11,9 @@ func Start(cmd *exec.Cmd) error { return start(cmd) }
 // Wait waits for a command started with Start (cmd.Wait), then lets the
 // reaper treat its pid as any other.
 func Wait(cmd *exec.Cmd) error {
+	if cmd.Process != nil {
+		awaitExit(cmd.Process.Pid)
+	}
 	err := cmd.Wait()
 	if cmd.Process != nil {
 		forget(cmd)

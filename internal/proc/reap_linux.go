@@ -67,6 +67,34 @@ func start(cmd *exec.Cmd) error {
 	return err
 }
 
+// awaitExit returns once pid, a child not reaped yet, has exited: the
+// wait that follows (cmd.Wait) reaps it at once. It waits in the
+// runtime's poller, on a pidfd, not in a blocking system call: a child
+// that runs then holds no thread, and its end costs no hand-off of the
+// runtime's processor from a thread blocked in wait4 (and the runtime's
+// monitor no wake-ups every 20 µs while one is). Without pidfds (Linux
+// before 5.3, or a poller that will not take one) it returns at once,
+// and the blocking wait does it all.
+func awaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.O_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		// Not reaped here (WNOWAIT): the status stays the wait's. With
+		// WNOHANG and nothing to tell, the kernel clears info.
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PIDFD, int(fd), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		return err != nil || info.Signo != 0 // an error: the blocking wait tells it
+	})
+}
+
 // forget drops cmd's registration, and only cmd's: its pid may already
 // be another child's, started since cmd was waited for.
 func forget(cmd *exec.Cmd) {

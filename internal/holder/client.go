@@ -56,11 +56,15 @@ type Client struct {
 	early    []Message // events before Listen
 	ptySink  pty.PTYSink
 	ptyEarly []Message // events of sessions before ListenPTY
-	acks     []string  // acks not written yet (see Ack)
-	dead     bool      // the connection is gone: the next call dials anew
-	closed   bool
-	quiting  bool       // a quit was asked: its end is no loss
-	dialMu   sync.Mutex // one reconnect at a time
+	// Acks not written yet (see Ack), under ackMu, which is taken after
+	// mu, never before.
+	ackMu     sync.Mutex
+	acks      []string
+	ackClosed bool
+	dead      bool // the connection is gone: the next call dials anew
+	closed    bool
+	quiting   bool       // a quit was asked: its end is no loss
+	dialMu    sync.Mutex // one reconnect at a time
 
 	// Events go to the sinks in order from a queue of their own, so the
 	// reader never waits for a sink (which may wait for a lock whose
@@ -430,9 +434,7 @@ func (c *Client) call(req Request) (Message, error) {
 	c.pending[req.Seq] = ch
 	b, err := json.Marshal(req)
 	if err == nil {
-		if len(c.acks) > 0 {
-			c.writeAcksLocked()
-		}
+		c.writeAcksLocked()
 		c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
 		c.w.Write(append(b, '\n'))
 		err = c.w.Flush()
@@ -486,10 +488,13 @@ func (c *Client) Stop(id string, force bool, grace time.Duration) error {
 // before it). An ack the holder never gets is no loss: it keeps the end
 // and tells it again to this daemon after a reconnect, or to the next
 // one, which finds it recorded and acks it again.
+//
+// It never blocks on the connection (its own lock, not the one a write
+// holds): it is called where records are committed.
 func (c *Client) Ack(id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+	c.ackMu.Lock()
+	defer c.ackMu.Unlock()
+	if c.ackClosed {
 		return errors.New("the holder's client is closed")
 	}
 	c.acks = append(c.acks, id)
@@ -506,28 +511,45 @@ const ackLinger = 5 * time.Millisecond
 func (c *Client) flushAcks() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.conn == nil || c.dead || c.closed || len(c.acks) == 0 {
-		return // kept for the next request; or, closed, for the next daemon
+	if c.closed {
+		return // the next daemon acks them
 	}
-	c.writeAcksLocked()
-	if err := c.w.Flush(); err != nil {
-		c.log.Warn("acks to the holder", "err", err)
+	if c.conn == nil || c.dead {
+		// Kept for the connection that comes next; tried again.
+		c.ackMu.Lock()
+		if len(c.acks) > 0 {
+			time.AfterFunc(100*time.Millisecond, c.flushAcks)
+		}
+		c.ackMu.Unlock()
+		return
+	}
+	if c.writeAcksLocked() {
+		if err := c.w.Flush(); err != nil {
+			c.log.Warn("acks to the holder", "err", err)
+		}
 	}
 }
 
 // writeAcksLocked buffers the queued acks, to go with the next flush.
 // Their answers are not waited for: the reader drops an answer no call
 // waits for.
-func (c *Client) writeAcksLocked() {
+func (c *Client) writeAcksLocked() bool {
+	c.ackMu.Lock()
+	acks := c.acks
+	c.acks = nil
+	c.ackMu.Unlock()
+	if len(acks) == 0 {
+		return false
+	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
-	for _, id := range c.acks {
+	for _, id := range acks {
 		c.seq++
 		b, err := json.Marshal(Request{Op: OpAck, ID: id, Seq: c.seq, NoReply: true})
 		if err == nil {
 			c.w.Write(append(b, '\n'))
 		}
 	}
-	c.acks = c.acks[:0]
+	return true
 }
 
 // Held implements job.Holder.
@@ -555,10 +577,12 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.ackMu.Lock()
+	c.ackClosed = true
+	c.ackMu.Unlock()
 	var err error
 	if c.conn != nil {
-		if len(c.acks) > 0 && !c.dead {
-			c.writeAcksLocked()
+		if !c.dead && c.writeAcksLocked() {
 			c.w.Flush()
 		}
 		err = c.conn.Close()

@@ -132,8 +132,8 @@ func TestEndHeldUntilAcked(t *testing.T) {
 		if err == nil {
 			held, herr := c3.Held()
 			c3.Close()
-			if herr == nil && len(held) != 0 {
-				t.Fatalf("held after an ack and a close: %+v", held)
+			if herr == nil && len(held) == 0 {
+				break // the ack was taken (then the holder exits)
 			}
 		}
 		if time.Now().After(deadline) {

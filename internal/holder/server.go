@@ -221,6 +221,16 @@ func (s *server) shutdown() error {
 	for _, t := range ts {
 		t.Close()
 	}
+	// A daemon may have told an end it has not recorded yet (its holder
+	// keeps it until the ack): give it a moment to record and ack them.
+	unacked := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.conn != nil && len(s.jobs) > 0
+	}
+	for deadline := time.Now().Add(2 * time.Second); unacked() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	return nil
 }
 

@@ -321,8 +321,15 @@ func (j *Job) endHeld(e HeldEnd) {
 	}
 	j.finishLocked(end)
 	seq := j.seq.Load()
-	j.endKept = e.Error != ErrHolderLost.Error()
+	// Its holder keeps the end until acked, and a next daemon would
+	// record from it this very state (no reason of this daemon's: see
+	// Durable).
+	j.endKept = end == Done && e.Error == ""
 	j.mu.Unlock()
+	select {
+	case <-j.heldEnd: // told again while this one was recorded
+	default:
+	}
 	if e.Error == ErrHolderLost.Error() {
 		return // nothing to acknowledge
 	}
@@ -369,20 +376,22 @@ func (m *Manager) HeldEnded(e HeldEnd) {
 	}
 	m.mu.Unlock()
 	if !ok {
-		// A job this daemon does not know: its end was recorded before.
-		m.o.Holder.Ack(e.ID)
+		// A job this daemon does not know: its end was recorded before
+		// (or is queued still, for a job trimmed from memory).
+		m.ackWhenRecorded(e.ID, m.records.last())
 		return
 	}
 	select {
+	case <-j.done:
+		// Ended, and the holder still tells it: its ack was lost (a
+		// reconnect), or it is not recorded yet. Once it is, again.
+		m.ackWhenRecorded(e.ID, j.seq.Load())
+		return
+	default:
+	}
+	select {
 	case j.heldEnd <- e:
-	default: // told twice (a reconnect): the first one counts
-		select {
-		case <-j.done:
-			// Ended, and the holder still tells it: its ack was lost (a
-			// reconnect), or it is not recorded yet. Once it is, again.
-			m.ackWhenRecorded(e.ID, j.seq.Load())
-		default:
-		}
+	default: // told twice while the first is being recorded: endHeld drops it
 	}
 }
 
@@ -585,12 +594,15 @@ func (m *Manager) adopt(rec store.Job, x HeldJob) {
 	m.wg.Add(1)
 	e, ended := m.early[in.ID]
 	m.mu.Unlock()
-	j.mu.Lock()
-	j.adoptLocked(x.HeldStart)
-	j.mu.Unlock()
 	if x.End != nil {
 		e, ended = *x.End, true
 	}
+	j.mu.Lock()
+	if ended {
+		j.spec.Timeout = 0 // it ended in the gap: no timer to end it again
+	}
+	j.adoptLocked(x.HeldStart)
+	j.mu.Unlock()
 	if ended {
 		select { // the end may come as an event too: once is enough
 		case j.heldEnd <- e:

@@ -212,11 +212,7 @@ func TestHeldEndKeptUntilRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(ctx)
-	gate := filepath.Join(dir, "gate")
-	j, err := m.Start(job.Spec{Cmd: fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; exit 5", gate), Attached: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j, gate, db := gatedRecorded(t, m, st, dir, job.Spec{Cmd: "exit 5"})
 	id := j.Info().ID
 	until := func(what string, ok func() bool) {
 		t.Helper()
@@ -225,18 +221,6 @@ func TestHeldEndKeptUntilRecorded(t *testing.T) {
 				t.Fatalf("not %s within 10 s", what)
 			}
 		}
-	}
-	until("recorded running", func() bool {
-		rec, err := st.GetJob(ctx, id)
-		return err == nil && rec.State == string(job.Running)
-	})
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER no_room BEFORE INSERT ON jobs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
-		t.Fatal(err)
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -264,4 +248,89 @@ func TestHeldEndKeptUntilRecorded(t *testing.T) {
 		held, err := c.Held()
 		return err == nil && len(held) == 0
 	})
+}
+
+// The end a daemon told without its record (see Durable) is the end the
+// next daemon records from the holder: a job whose timeout has passed by
+// then is not timed out again at its adoption.
+func TestToldEndAdoptedAsTold(t *testing.T) {
+	dir, sock, st := heldSetup(t, 0)
+	ctx := context.Background()
+	c1, err := holder.Open(holder.ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c1, Owner: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, gate, db := gatedRecorded(t, m1, st, dir, job.Spec{Cmd: "exit 4", Timeout: 600 * time.Millisecond})
+	id := j.Info().ID
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j.Wait(ctx)
+	told, err := m1.Durable(j)
+	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != 4 {
+		t.Fatalf("told: %+v %v", told, err)
+	}
+	// The daemon "dies": it says nothing more to the holder. Past the
+	// timeout, the next one adopts the job from its running record.
+	c1.Close()
+	time.Sleep(700 * time.Millisecond)
+	c2, err := holder.Open(holder.ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	m2, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c2, Owner: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j2, err := m2.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := j2.Wait(ctx)
+	if got.State != told.State || got.ExitCode == nil || *got.ExitCode != 4 {
+		t.Errorf("adopted end: %+v, told %+v", got, told)
+	}
+	if _, err := db.Exec(`DROP TRIGGER no_room`); err != nil {
+		t.Fatal(err)
+	}
+	m2.Close(ctx)
+	m1.Close(ctx)
+}
+
+// gatedRecorded starts cmd (which waits for the file gate) as an attached
+// job of m, waits until its running record is committed, then makes the
+// store refuse writes; the returned db lets them again (DROP TRIGGER
+// no_room).
+func gatedRecorded(t *testing.T, m *job.Manager, st *store.Store, dir string, spec job.Spec) (j *job.Job, gate string, db *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	gate = filepath.Join(dir, "gate")
+	spec.Cmd = fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; %s", gate, spec.Cmd)
+	spec.Attached = true
+	j, err := m.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if rec, err := st.GetJob(ctx, j.Info().ID); err == nil && rec.State == string(job.Running) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not recorded running within 10 s")
+		}
+	}
+	db, err = sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TRIGGER no_room BEFORE INSERT ON jobs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	return j, gate, db
 }

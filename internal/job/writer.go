@@ -144,6 +144,13 @@ func (w *recordWriter) whenCommitted(seq uint64, f func()) {
 	w.mu.Unlock()
 }
 
+// last is the sequence number of the last put.
+func (w *recordWriter) last() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.queued
+}
+
 // hurry asks the writer's goroutine to commit what is queued now, not
 // after the linger, and waits for nothing.
 func (w *recordWriter) hurry() {

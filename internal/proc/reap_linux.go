@@ -72,9 +72,9 @@ func start(cmd *exec.Cmd) error {
 // runtime's poller, on a pidfd, not in a blocking system call: a child
 // that runs then holds no thread, and its end costs no hand-off of the
 // runtime's processor from a thread blocked in wait4 (and the runtime's
-// monitor no wake-ups every 20 µs while one is). Without pidfds (Linux
-// before 5.3, or a poller that will not take one) it returns at once,
-// and the blocking wait does it all.
+// monitor no wake-ups every 20 µs while one is). Without non-blocking
+// pidfds (Linux before 5.10, or a poller that will not take one) it
+// returns at once, and the blocking wait does it all.
 func awaitExit(pid int) {
 	fd, err := unix.PidfdOpen(pid, unix.O_NONBLOCK)
 	if err != nil {

@@ -60,6 +60,7 @@ type Client struct {
 	// mu, never before.
 	ackMu     sync.Mutex
 	acks      []string
+	ackArmed  bool // a flushAcks is due
 	ackClosed bool
 	dead      bool // the connection is gone: the next call dials anew
 	closed    bool
@@ -498,7 +499,8 @@ func (c *Client) Ack(id string) error {
 		return errors.New("the holder's client is closed")
 	}
 	c.acks = append(c.acks, id)
-	if len(c.acks) == 1 {
+	if !c.ackArmed {
+		c.ackArmed = true
 		time.AfterFunc(ackLinger, c.flushAcks)
 	}
 	return nil
@@ -511,16 +513,12 @@ const ackLinger = 5 * time.Millisecond
 func (c *Client) flushAcks() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return // the next daemon acks them
-	}
-	if c.conn == nil || c.dead {
-		// Kept for the connection that comes next; tried again.
-		c.ackMu.Lock()
-		if len(c.acks) > 0 {
-			time.AfterFunc(100*time.Millisecond, c.flushAcks)
-		}
-		c.ackMu.Unlock()
+	c.ackMu.Lock()
+	c.ackArmed = false
+	c.ackMu.Unlock()
+	if c.closed || c.conn == nil || c.dead {
+		// Kept for the next request (a reconnect's resync makes one),
+		// or, closed, for the next daemon to ack again.
 		return
 	}
 	if c.writeAcksLocked() {

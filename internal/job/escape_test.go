@@ -3,6 +3,7 @@ package job
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,10 @@ func TestEscapesEndWithTheirJob(t *testing.T) {
 		t.Skip("no setsid")
 	}
 	owner := t.TempDir()
+	// The job that ends by itself waits for the gate: until its escapees
+	// are seen running, not to race their end with it.
+	gate := filepath.Join(t.TempDir(), "gate")
+	open := func(*Manager) error { return os.WriteFile(gate, nil, 0o600) }
 	for _, tc := range []struct {
 		name   string
 		reaper bool
@@ -46,7 +51,7 @@ func TestEscapesEndWithTheirJob(t *testing.T) {
 		// when the leader is reaped): between minLeft and left.
 		minLeft, left int
 	}{
-		{"ends by itself", true, "echo ready; exit 3", nil, Done, 2, 2},
+		{"ends by itself", true, "echo ready; until [ -e " + gate + " ]; do sleep 0.01; done; exit 3", open, Done, 2, 2},
 		{"killed", true, "echo ready; exec sleep 3600", func(m *Manager) error { _, err := m.Kill("esc", false); return err }, Killed, 2, 2},
 		{"force killed", true, "echo ready; exec sleep 3600", func(m *Manager) error { _, err := m.Kill("esc", true); return err }, Killed, 1, 2},
 		{"killed, no reaper", false, "echo ready; exec sleep 3600", func(m *Manager) error { _, err := m.Kill("esc", false); return err }, Killed, 2, 2},

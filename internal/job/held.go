@@ -447,16 +447,7 @@ func (m *Manager) Release(note string) error {
 	queue := m.queue
 	m.queue = nil
 	m.mu.Unlock()
-	for _, j := range queue {
-		j.mu.Lock()
-		j.reason = Interrupted
-		j.info.Error = "the daemon shut down before the job started"
-		if note != "" {
-			j.info.Error += ": " + note
-		}
-		j.finishLocked(Interrupted)
-		j.mu.Unlock()
-	}
+	interruptQueued(queue, note)
 	close(m.released)
 	m.wg.Wait()
 	m.cancel()

@@ -765,16 +765,7 @@ func (m *Manager) Shutdown(ctx context.Context, grace time.Duration, note string
 		live = append(live, j)
 	}
 	m.mu.Unlock()
-	for _, j := range queue {
-		j.mu.Lock()
-		j.reason = Interrupted
-		j.info.Error = "the daemon shut down before the job started"
-		if note != "" {
-			j.info.Error += ": " + note
-		}
-		j.finishLocked(Interrupted)
-		j.mu.Unlock()
-	}
+	interruptQueued(queue, note)
 	for _, j := range live {
 		j.stopWithin(Interrupted, false, grace, note)
 	}
@@ -934,5 +925,20 @@ func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
 		if len(old) < batch {
 			return n, nil
 		}
+	}
+}
+
+// interruptQueued ends jobs that waited for a slot when the manager
+// closed or let its jobs go: they never started.
+func interruptQueued(queue []*Job, note string) {
+	for _, j := range queue {
+		j.mu.Lock()
+		j.reason = Interrupted
+		j.info.Error = "the daemon shut down before the job started"
+		if note != "" {
+			j.info.Error += ": " + note
+		}
+		j.finishLocked(Interrupted)
+		j.mu.Unlock()
 	}
 }

@@ -5,7 +5,9 @@ package holder
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -282,5 +284,59 @@ func (s *sink) HeldResync() {
 		if x.End != nil {
 			s.ends <- *x.End
 		}
+	}
+}
+
+// A quit that comes while a spawn is in flight (reserved, not yet
+// forked) is refused: the holder would otherwise exit under a job it is
+// about to hold.
+func TestQuitRefusedDuringASpawn(t *testing.T) {
+	s := &server{log: slog.New(slog.DiscardHandler), jobs: map[string]*held{}, reserved: map[string]bool{},
+		dirty: map[string]bool{}, idle: make(chan struct{}, 1), quit: make(chan struct{})}
+	if _, err := s.reserve("j1", false); err != nil {
+		t.Fatal(err)
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	sc := &serverConn{c: a, w: bufio.NewWriter(a)}
+	replies := make(chan Message, 2)
+	go func() {
+		r := bufio.NewReader(b)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m Message
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Errorf("reply %q: %v", line, err)
+				return
+			}
+			replies <- m
+		}
+	}()
+	if s.handle(sc, Request{Op: OpQuit, Seq: 1}) {
+		t.Fatal("quit taken with a spawn in flight")
+	}
+	if m := <-replies; m.Re != 1 || !strings.Contains(m.Error, "spawns in flight") {
+		t.Fatalf("reply %+v, want an error naming the spawn in flight", m)
+	}
+	// The spawn goes on: quit did not stop the holder from taking it.
+	if _, err := s.reserve("j2", false); err != nil {
+		t.Fatalf("a spawn after the refused quit: %v", err)
+	}
+	s.unreserve("j1")
+	s.unreserve("j2")
+	if !s.handle(sc, Request{Op: OpQuit, Seq: 2}) {
+		t.Fatal("quit refused with nothing held or in flight")
+	}
+	if m := <-replies; m.Re != 2 || m.Error != "" {
+		t.Fatalf("reply %+v, want a plain answer", m)
+	}
+	select {
+	case <-s.quit:
+	default:
+		t.Fatal("quit taken but the holder not told to exit")
 	}
 }

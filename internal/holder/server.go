@@ -361,13 +361,15 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		reply.Held, reply.Sessions = s.list()
 	case OpQuit:
 		s.mu.Lock()
-		n, stopping := len(s.jobs), s.stop
+		// A spawn in flight counts as held: it was let in before this
+		// quit and is held the moment its fork returns.
+		n, stopping := len(s.jobs)+len(s.reserved), s.stop
 		if n == 0 && !stopping {
 			s.stop = true // no spawn from now on
 		}
 		s.mu.Unlock()
 		if n > 0 || stopping {
-			reply.Error = fmt.Sprintf("the holder holds %d job(s)", n)
+			reply.Error = fmt.Sprintf("the holder holds %d job(s) or spawns in flight", n)
 		} else {
 			sc.send(reply)
 			s.log.Info("told to quit with no job held")

@@ -12,7 +12,7 @@ const Supported = true
 
 // Read returns the Stat of pid; ok is false when the process is gone.
 func Read(pid int) (Stat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return Stat{}, false
 	}
@@ -64,7 +64,7 @@ func scan(keep func(Stat) bool) []Stat {
 // HasEnv reports whether the environment of pid holds the exact line kv
 // ("KEY=value"). Processes of other users cannot be read: false.
 func HasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return false
 	}
@@ -79,7 +79,7 @@ func HasEnv(pid int, kv string) bool {
 // Getenv returns the value of key in the environment of pid; ok is false
 // when it has none, or it cannot be read (processes of other users).
 func Getenv(pid int, key string) (string, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return "", false
 	}
@@ -95,7 +95,7 @@ func Getenv(pid int, key string) (string, bool) {
 // ReadUsage reads the Usage of pid; ok is false when it cannot be read.
 func ReadUsage(pid int) (Usage, bool) {
 	dir := "/proc/" + strconv.Itoa(pid)
-	b, err := os.ReadFile(dir + "/status")
+	b, err := readFile(dir + "/status")
 	if err != nil {
 		return Usage{}, false
 	}

@@ -276,7 +276,7 @@ var listChildren = childPids
 // Start registered. Without that file (a kernel without
 // CONFIG_PROC_CHILDREN) it scans the process table.
 func childPids(self int) []int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(self) + "/task/" + strconv.Itoa(self) + "/children")
+	b, err := readFile("/proc/" + strconv.Itoa(self) + "/task/" + strconv.Itoa(self) + "/children")
 	if err != nil {
 		return pids(Children(self))
 	}

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux || darwin || freebsd
 
 package job
 
@@ -20,9 +20,11 @@ func diskFull(dir string) error {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return nil // unknown: the store's own errors will tell
 	}
-	avail := st.Bavail
+	// The fields' types differ between systems (FreeBSD's Bavail is
+	// signed: it goes below 0 past the reserve).
+	avail := max(int64(st.Bavail), 0)
 	if os.Geteuid() == 0 {
-		avail = st.Bfree
+		avail = int64(st.Bfree)
 	}
 	if free := uint64(avail) * uint64(st.Bsize); free < minFree {
 		return fmt.Errorf("the disk holding %s is full (%d bytes free)", dir, free)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,6 +115,17 @@ type HeldProc struct {
 	wrote          func()
 }
 
+// heldDevNull is the stdin of held jobs without one: opened once for the
+// holder's life (nil if it cannot be: exec then opens it per job), as a
+// manager does for its own jobs.
+var heldDevNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
 // RunHeld starts spec's process, its output pumped into the stream files
 // by Wait; wrote is called (from the pumping goroutines) after each write
 // to a stream. reaper, if set, is the holder's child subreaper.
@@ -128,7 +140,7 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func
 		spec.LeftoverGrace = 2 * time.Second
 	}
 	h := &HeldProc{Spec: spec}
-	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, nil)
+	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, heldDevNull())
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +582,7 @@ func (m *Manager) adopt(rec store.Job, x HeldJob) {
 	in := fromRecord(rec)
 	j := &Job{m: m, detached: true, done: make(chan struct{}), started: make(chan struct{}), heldEnd: make(chan HeldEnd, 1),
 		spec: Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd, Timeout: in.Timeout, Name: in.Name,
-			Source: in.Source, Quiet: in.Quiet}}
+			Source: in.Source, Quiet: in.Quiet, KillOnTimeout: in.KillOnTimeout}}
 	j.info = in
 	j.stdout = output.Follow(in.StdoutPath, m.o.FileCap, x.Stdout.Stats(false))
 	j.stderr = output.Follow(in.StderrPath, m.o.FileCap, x.Stderr.Stats(false))

@@ -256,14 +256,7 @@ func TestHeldEndKeptUntilRecorded(t *testing.T) {
 func TestToldEndAdoptedAsTold(t *testing.T) {
 	dir, sock, st := heldSetup(t, 0)
 	ctx := context.Background()
-	c1, err := holder.Open(holder.ClientOptions{Socket: sock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m1, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c1, Owner: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m1, c1 := heldManager(t, dir, sock, st, 0)
 	j, gate, db := gatedRecorded(t, m1, st, dir, job.Spec{Cmd: "exit 4", Timeout: 600 * time.Millisecond})
 	id := j.Info().ID
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -278,15 +271,8 @@ func TestToldEndAdoptedAsTold(t *testing.T) {
 	// timeout, the next one adopts the job from its running record.
 	c1.Close()
 	time.Sleep(700 * time.Millisecond)
-	c2, err := holder.Open(holder.ClientOptions{Socket: sock})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m2, c2 := heldManager(t, dir, sock, st, 0)
 	defer c2.Close()
-	m2, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c2, Owner: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
 	j2, err := m2.Get(id)
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +286,23 @@ func TestToldEndAdoptedAsTold(t *testing.T) {
 	}
 	m2.Close(ctx)
 	m1.Close(ctx)
+}
+
+// heldManager is a manager of the jobs in dir/tasks on st, its jobs held
+// by the holder at sock through a client of its own (the caller closes
+// both). grace is Options.Grace (0: the default).
+func heldManager(t *testing.T, dir, sock string, st *store.Store, grace time.Duration) (*job.Manager, *holder.Client) {
+	t.Helper()
+	c, err := holder.Open(holder.ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c, Owner: dir, Grace: grace})
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return m, c
 }
 
 // gatedRecorded starts cmd (which waits for the file gate) as an attached
@@ -333,4 +336,56 @@ func gatedRecorded(t *testing.T, m *job.Manager, st *store.Store, dir string, sp
 		t.Fatal(err)
 	}
 	return j, gate, db
+}
+
+// A job whose timeout kills at once (terminal_exec's) keeps that when a
+// next manager adopts it: its timeout SIGKILLs a job that ignores
+// SIGINT, at the timeout, not after the stop's grace.
+func TestAdoptedJobKeepsKillOnTimeout(t *testing.T) {
+	dir, sock, st := heldSetup(t, 0)
+	ctx := context.Background()
+	m1, c1 := heldManager(t, dir, sock, st, 0)
+	const timeout = 1500 * time.Millisecond
+	j, err := m1.Start(job.Spec{Cmd: "trap '' INT; sleep 30", Timeout: timeout, KillOnTimeout: true, Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.Info().ID
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if rec, err := st.GetJob(ctx, id); err == nil && rec.State == string(job.Running) {
+			if !rec.KillOnTimeout {
+				t.Fatalf("running record %+v: kill_on_timeout not kept", rec)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not recorded running within 10 s")
+		}
+	}
+	// The daemon leaves before the timeout, its jobs left running.
+	if err := m1.Release(""); err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	// A grace far longer than the test: only a SIGKILL at the timeout
+	// ends the job in time.
+	m2, c2 := heldManager(t, dir, sock, st, time.Minute)
+	defer c2.Close()
+	j2, err := m2.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	got, ended := j2.Wait(wctx)
+	if !ended {
+		t.Fatalf("the adopted job did not end at its timeout: %+v", got)
+	}
+	if got.State != job.TimedOut || got.Signal == nil || *got.Signal != 9 {
+		t.Fatalf("adopted job ended %+v, want timed_out by signal 9", got)
+	}
+	if late := got.Ended.Sub(got.Started.Add(timeout)); late > 5*time.Second {
+		t.Errorf("killed %v after its timeout, want at once", late)
+	}
+	m2.Close(ctx)
 }

@@ -163,6 +163,7 @@ type Info struct {
 	StderrDropped int64
 	Leftover      int  // processes still in the group when the leader exited (then terminated)
 	Quiet         bool // raises no loose end (Spec.Quiet)
+	KillOnTimeout bool // the timeout SIGKILLs at once (Spec.KillOnTimeout)
 }
 
 // IndexPath is the file of the job's interleave index (see

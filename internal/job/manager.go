@@ -295,7 +295,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	}
 	j.info = Info{
 		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,
-		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(), Quiet: spec.Quiet,
+		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(), Quiet: spec.Quiet, KillOnTimeout: spec.KillOnTimeout,
 		StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
 	}
 	m.jobs[id] = j
@@ -868,7 +868,7 @@ func toRecord(in Info) store.Job {
 		Timeout: in.Timeout, Created: in.Created, Started: in.Started, Ended: in.Ended, Pid: in.Pid,
 		PidStart: in.PidStart, StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
-		StderrDropped: in.StderrDropped, Leftover: in.Leftover, Quiet: in.Quiet,
+		StderrDropped: in.StderrDropped, Leftover: in.Leftover, Quiet: in.Quiet, KillOnTimeout: in.KillOnTimeout,
 		BootID: proc.BootID(), // every record is written by a daemon of this boot
 	}
 }
@@ -880,7 +880,7 @@ func fromRecord(r store.Job) Info {
 		Timeout: r.Timeout, Created: r.Created, Started: r.Started, Ended: r.Ended, Pid: r.Pid,
 		PidStart: r.PidStart, StdoutPath: r.StdoutPath, StderrPath: r.StderrPath,
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, StdoutDropped: r.StdoutDropped,
-		StderrDropped: r.StderrDropped, Leftover: r.Leftover, Quiet: r.Quiet,
+		StderrDropped: r.StderrDropped, Leftover: r.Leftover, Quiet: r.Quiet, KillOnTimeout: r.KillOnTimeout,
 	}
 }
 

@@ -38,11 +38,12 @@ type Job struct {
 	StderrDropped int64
 	Leftover      int  // processes left in the group when the leader exited
 	Quiet         bool // the job raises no loose end
+	KillOnTimeout bool // its timeout SIGKILLs the group at once (terminal_exec)
 }
 
 const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code, signal, error,
 	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
-	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet`
+	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet, kill_on_timeout`
 
 // argvSep joins argv in one column; NUL cannot appear in an argument.
 const argvSep = "\x00"
@@ -57,7 +58,7 @@ func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
 		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
 		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
 		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
-		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID, j.Quiet)
+		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID, j.Quiet, j.KillOnTimeout)
 	if err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
@@ -161,7 +162,7 @@ func scanJobs(rows *sql.Rows) ([]Job, error) {
 		if err := rows.Scan(&j.ID, &j.Name, &j.Cmd, &argv, &j.ShellKind, &j.Cwd, &j.Source, &j.State,
 			&exit, &sig, &j.Error, &timeoutMs, &created, &started, &ended, &j.Pid, &pidStart,
 			&j.StdoutPath, &j.StderrPath, &j.StdoutBytes, &j.StderrBytes, &j.StdoutDropped, &j.StderrDropped,
-			&j.Leftover, &j.BootID, &j.Quiet); err != nil {
+			&j.Leftover, &j.BootID, &j.Quiet, &j.KillOnTimeout); err != nil {
 			return nil, err
 		}
 		if argv != "" {

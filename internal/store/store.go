@@ -128,6 +128,9 @@ var migrations = []string{
 	ALTER TABLE jobs ADD COLUMN quiet INTEGER NOT NULL DEFAULT 0;`,
 	// The dashboard pages through jobs newest first (ListJobsPage).
 	`CREATE INDEX jobs_created ON jobs(created_at DESC, id);`,
+	// A terminal_exec job's timeout kills at once: a next daemon that
+	// adopts the job (issue 12's holder) must know it.
+	`ALTER TABLE jobs ADD COLUMN kill_on_timeout INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -164,7 +167,7 @@ func Open(path string) (*Store, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ? RETURNING id, subsystem, key, summary, created_at, updated_at`},
 	} {

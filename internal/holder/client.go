@@ -404,16 +404,40 @@ func (c *Client) Listen(sink job.HeldSink) {
 
 // call sends a request and waits for its answer.
 func (c *Client) call(req Request) (Message, error) {
+	m, err := c.call1(req)
+	if errors.Is(err, errConnLost) && (req.Op == OpHeld || req.Op == OpStop) {
+		// The connection ended before the answer: a query or a stop
+		// (which may be repeated) goes again, on a new connection to the
+		// same holder if it still runs.
+		m, err = c.call1(req)
+	}
+	return m, err
+}
+
+// errClosed is a call after Close.
+var errClosed = errors.New("the holder's client is closed")
+
+// call1 is one try of call.
+func (c *Client) call1(req Request) (Message, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return Message{}, errors.New("the holder's client is closed")
+		return Message{}, errClosed
+	}
+	if c.dead && req.Op != OpSpawn {
+		pid := c.hello.Pid
+		c.mu.Unlock()
+		if err := c.redial(pid); err != nil {
+			return Message{}, err
+		}
+		c.mu.Lock()
+		if c.dead { // lost again already: never a new holder but for a spawn
+			c.mu.Unlock()
+			return Message{}, errConnLost
+		}
 	}
 	if c.dead {
 		c.mu.Unlock()
-		if req.Op != OpSpawn {
-			return Message{}, job.ErrHolderLost
-		}
 		// The holder died: a new one for new jobs.
 		c.dialMu.Lock()
 		c.mu.Lock()
@@ -463,6 +487,38 @@ func (c *Client) call(req Request) (Message, error) {
 		c.mu.Unlock()
 		return Message{}, fmt.Errorf("the holder did not answer %s within %v", req.Op, c.o.Timeout)
 	}
+}
+
+// redial makes a new connection to the holder of pid after the last one
+// ended, as afterLoss does (whichever takes dialMu first; afterLoss then
+// finds it made and resyncs), so that a call in that gap goes through. A
+// holder that is gone, or another one answering, is job.ErrHolderLost.
+func (c *Client) redial(pid int) error {
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	c.mu.Lock()
+	dead, closed, now := c.dead, c.closed, c.hello.Pid
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return errClosed
+	case !dead && now == pid:
+		return nil
+	case !dead:
+		return job.ErrHolderLost // another holder: afterLoss tells the sinks
+	case processGone(pid):
+		return job.ErrHolderLost
+	}
+	if _, err := c.dial(); err != nil {
+		return fmt.Errorf("the holder of the jobs (pid %d) cannot be reached: %w", pid, err)
+	}
+	c.mu.Lock()
+	now = c.hello.Pid
+	c.mu.Unlock()
+	if now != pid {
+		return job.ErrHolderLost
+	}
+	return nil
 }
 
 // Spawn implements job.Holder.

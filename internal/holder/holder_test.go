@@ -238,14 +238,7 @@ func TestStop(t *testing.T) {
 func TestStrayHelloDoesNotLoseTheJobs(t *testing.T) {
 	sock, _ := serve(t)
 	dir := t.TempDir()
-	a, err := Open(ClientOptions{Socket: sock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	sa := newSink()
-	sa.c = a
-	a.Listen(sa)
+	a, sa := listening(t, sock)
 	gate := filepath.Join(dir, "gate")
 	if _, err := a.Spawn(spec(dir, "j", "/bin/sh", "-c", "while [ ! -e "+gate+" ]; do sleep 0.01; done; exit 5")); err != nil {
 		t.Fatal(err)
@@ -272,6 +265,21 @@ func TestStrayHelloDoesNotLoseTheJobs(t *testing.T) {
 	if _, err := a.Held(); err != nil {
 		t.Errorf("held after the stray hello: %v", err)
 	}
+}
+
+// listening is a client of the holder at sock whose events go to a sink
+// that resyncs as job.Manager does; it is closed at the test's end.
+func listening(t *testing.T, sock string) (*Client, *sink) {
+	t.Helper()
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s := newSink()
+	s.c = c
+	c.Listen(s)
+	return c, s
 }
 
 // HeldResync catches up as job.Manager does: the ends held are told.
@@ -338,5 +346,59 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 	case <-s.quit:
 	default:
 		t.Fatal("quit taken but the holder not told to exit")
+	}
+}
+
+// A call made after the connection ended, while the holder still runs
+// and before the client's own reconnect (held back here behind an event
+// that blocks the queue), makes the connection again and goes through:
+// a kill in that gap is not "the holder died". The reconnect that comes
+// after finds the connection made and only resyncs.
+func TestCallDuringReconnect(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	a, sa := listening(t, sock)
+	if _, err := a.Spawn(spec(dir, "j", "/bin/sleep", "30")); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock() // before a.Close, which waits for the queue
+	blocked := make(chan struct{})
+	a.enqueue(func() { close(blocked); <-release })
+	<-blocked
+	a.mu.Lock()
+	conn := a.conn
+	a.mu.Unlock()
+	conn.Close() // the connection ends; afterLoss waits behind the blocker
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		a.mu.Lock()
+		dead := a.dead
+		a.mu.Unlock()
+		if dead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not see its connection end")
+		}
+	}
+	held, err := a.Held()
+	if err != nil || len(held) != 1 || held[0].ID != "j" {
+		t.Fatalf("held in the gap: %+v, %v; want job j", held, err)
+	}
+	if err := a.Stop("j", true, 0); err != nil {
+		t.Fatalf("stop in the gap: %v", err)
+	}
+	unblock()
+	select {
+	case e := <-sa.ends:
+		if e.ID != "j" || e.Signal == nil || *e.Signal != 9 {
+			t.Errorf("end: %+v, want j killed", e)
+		}
+	case <-sa.lost:
+		t.Fatal("the holder taken for lost")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stopped job's end did not come")
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/hivetools/hive/internal/build"
+	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -64,16 +66,36 @@ func runHolder(ctx context.Context, e Env, args []string) error {
 }
 
 // tuneProcs gives the holder a quarter of the Go runtime's processors (at
-// least one) unless GOMAXPROCS says otherwise. Its work is system calls
+// least one) unless GOMAXPROCS says otherwise, and all of them while two
+// or more output streams pour (job.BulkPumps). Its work is system calls
 // (fork, reads and writes of pipes and files, waits), each job's a few
 // microseconds of Go between them; an idle processor only wakes and
 // spins after each of them, taking a CPU from the job and the daemon. On
-// two CPUs one processor takes 35-60 us off every job's round trip
-// (docs/architecture.md, "One processor for the holder"); the 1 GiB
-// capture is as fast.
+// two CPUs one processor takes 35-60 us off every job's round trip, and
+// copies one stream as fast; several streams at once need the others
+// (docs/architecture.md, "Processors of the holder").
 func tuneProcs() {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
-	runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)/4))
+	all := runtime.GOMAXPROCS(0)
+	few := max(1, all/4)
+	if few == all {
+		return
+	}
+	runtime.GOMAXPROCS(few)
+	var mu sync.Mutex
+	job.OnBulkOutput(func() {
+		// The count is read under mu, after the change that called: the
+		// last call sees the last change, whatever order calls run in.
+		mu.Lock()
+		defer mu.Unlock()
+		want := few
+		if job.BulkPumps() > 1 {
+			want = all
+		}
+		if runtime.GOMAXPROCS(0) != want {
+			runtime.GOMAXPROCS(want)
+		}
+	})
 }

@@ -1029,3 +1029,42 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 		h.wait(j)
 	}
 }
+
+// A stream past its first 64 KiB counts as pouring (BulkPumps) until its
+// pump ends, and each change reaches the OnBulkOutput hook: the holder
+// takes its processors by it.
+func TestBulkPumpsCounted(t *testing.T) {
+	h := newHarness(t, Options{})
+	calls := make(chan int, 16)
+	OnBulkOutput(func() {
+		select {
+		case calls <- BulkPumps():
+		default:
+		}
+	})
+	defer bulkHook.Store(nil)
+	gate := filepath.Join(h.dir, "gate")
+	// Both streams pour, then the job waits for the gate.
+	j := h.start(Spec{Cmd: fmt.Sprintf("head -c 200000 /dev/zero; head -c 200000 /dev/zero >&2; while [ ! -e %s ]; do sleep 0.01; done", gate)})
+	for _, want := range []int{1, 2} {
+		select {
+		case n := <-calls:
+			if n != want {
+				t.Fatalf("bulk pumps %d, want %d", n, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change to %d bulk pumps", want)
+		}
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h0wait(t, j)
+	for len(calls) > 0 || BulkPumps() != 0 {
+		select {
+		case <-calls:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("bulk pumps %d after the job ended, want 0", BulkPumps())
+		}
+	}
+}

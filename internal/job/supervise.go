@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hivetools/hive/internal/output"
@@ -271,6 +272,29 @@ func hasMarkPrefix(kv string) bool {
 	return false
 }
 
+// bulkPumps counts the pumps copying bulk output now (past bulkOutput);
+// bulkHook, if set, is called after each change.
+var (
+	bulkPumps atomic.Int32
+	bulkHook  atomic.Pointer[func()]
+)
+
+// OnBulkOutput sets f to be called each time the number of output pumps
+// copying bulk output (BulkPumps) changes, from the pump that changed it.
+// The holder of the jobs takes more processors while several pour.
+func OnBulkOutput(f func()) { bulkHook.Store(&f) }
+
+// BulkPumps is how many output pumps are copying bulk output (a stream
+// past its first 64 KiB) now.
+func BulkPumps() int { return int(bulkPumps.Load()) }
+
+func bulkChanged(d int32) {
+	bulkPumps.Add(d)
+	if f := bulkHook.Load(); f != nil {
+		(*f)()
+	}
+}
+
 // pump copies a pipe into a stream until EOF, or until the supervisor
 // sets a deadline: then it takes what the pipe still holds, without
 // waiting, and returns.
@@ -289,6 +313,8 @@ func pump(r *os.File, s io.Writer) {
 				// get here and keep the default pipe (no syscall spent
 				// on them).
 				tunePipe(r)
+				bulkChanged(1)
+				defer bulkChanged(-1)
 			}
 			total += int64(n)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,16 +304,21 @@ func pump(r *os.File, s io.Writer) {
 	defer bufPool.Put(bp)
 	buf := *bp
 	var total int64
+	read := r.Read
 	for {
-		n, err := r.Read(buf)
+		n, err := read(buf)
 		if n > 0 {
 			s.Write(buf[:n])
 			if total < bulkOutput && total+int64(n) >= bulkOutput {
 				// A job with this much output may have more: a larger
-				// pipe lets it run ahead in bigger steps. Most jobs never
-				// get here and keep the default pipe (no syscall spent
-				// on them).
+				// pipe lets it run ahead in bigger steps, and a thread of
+				// its own waits for it (bulkReader). Most jobs never get
+				// here and keep the default pipe (no syscall spent on
+				// them).
 				tunePipe(r)
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				read = bulkReader(r)
 				bulkChanged(1)
 				defer bulkChanged(-1)
 			}

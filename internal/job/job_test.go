@@ -972,6 +972,16 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := h.start(Spec{Cmd: "exec sleep 30"})
+	// Its running record is in before the store refuses writes (under
+	// load the record writer's linger can outlast the next few lines).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if rec, err := h.st.GetJob(ctx, long.ID()); err == nil && rec.State == string(Running) && rec.Pid > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long job not recorded running within 10 s")
+		}
+	}
 
 	refuse()
 	proof := t.TempDir()
@@ -1030,23 +1040,23 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 	}
 }
 
-// A stream past its first 64 KiB counts as pouring (BulkPumps) until its
-// pump ends, and each change reaches the OnBulkOutput hook: the holder
-// takes its processors by it.
+// A stream that gave 64 KiB counts as pouring (BulkPumps) and is read
+// by a thread of its own until it gives nothing for bulkQuiet; it pours
+// again after another 64 KiB. Each change reaches the OnBulkOutput hook
+// (the holder takes its processors by it).
 func TestBulkPumpsCounted(t *testing.T) {
 	h := newHarness(t, Options{})
-	calls := make(chan int, 16)
+	calls := make(chan int, 64)
 	OnBulkOutput(func() {
 		select {
 		case calls <- BulkPumps():
 		default:
+			t.Error("the hook's calls were not read")
 		}
 	})
 	defer bulkHook.Store(nil)
-	gate := filepath.Join(h.dir, "gate")
-	// Both streams pour, then the job waits for the gate.
-	j := h.start(Spec{Cmd: fmt.Sprintf("head -c 200000 /dev/zero; head -c 200000 /dev/zero >&2; while [ ! -e %s ]; do sleep 0.01; done", gate)})
-	for _, want := range []int{1, 2} {
+	next := func(want int) {
+		t.Helper()
 		select {
 		case n := <-calls:
 			if n != want {
@@ -1056,15 +1066,33 @@ func TestBulkPumpsCounted(t *testing.T) {
 			t.Fatalf("no change to %d bulk pumps", want)
 		}
 	}
+	gate := filepath.Join(h.dir, "gate")
+	j := h.start(Spec{Cmd: fmt.Sprintf("head -c 200000 /dev/zero; while [ ! -e %[1]s ]; do sleep 0.01; done; head -c 200000 /dev/zero; rm %[1]s; while [ ! -e %[1]s ]; do sleep 0.01; done", gate)})
+	next(1) // it pours
+	next(0) // then waits for the gate: quiet
+	if n := bulkThreads.Load(); n != 0 {
+		t.Errorf("%d pouring streams on threads of their own while the job is quiet, want 0", n)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next(1) // it pours again
+	next(0)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(gate); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not take the gate")
+		}
+	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h0wait(t, j)
-	for len(calls) > 0 || BulkPumps() != 0 {
-		select {
-		case <-calls:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("bulk pumps %d after the job ended, want 0", BulkPumps())
-		}
+	select {
+	case n := <-calls:
+		t.Errorf("a change to %d bulk pumps after the job's last quiet", n)
+	default:
 	}
 }

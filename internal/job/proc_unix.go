@@ -193,29 +193,33 @@ func drainNow(r *os.File, s io.Writer, buf []byte) {
 // straight to the thread that reads, as a C reader's would. Through the
 // poller each wake-up passes through another thread first; with the job
 // and the reader on two CPUs that doubled the context switches and
-// tripled the migrations of some 1 GiB captures (and their time).
+// tripled the migrations of some 1 GiB captures (and their time). After
+// bulkQuiet with nothing to read (or a failing poll) it returns
+// errQuiet: the stream goes back to the poller, which waits for free.
 func bulkReader(r *os.File) func([]byte) (int, error) {
 	rc, err := r.SyscallConn()
 	if err != nil {
-		return r.Read
+		return nil
 	}
 	return func(buf []byte) (int, error) {
 		for {
 			var n int
 			var rerr error
+			quiet := false
 			err := rc.Read(func(fd uintptr) bool {
 				n, rerr = syscall.Read(int(fd), buf)
 				if rerr == syscall.EAGAIN {
-					// Up to 50 ms: a deadline set meanwhile is seen by
-					// the next rc.Read.
 					fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-					unix.Poll(fds, 50)
+					k, perr := unix.Poll(fds, int(bulkQuiet/time.Millisecond))
+					quiet = k == 0 || (perr != nil && perr != unix.EINTR)
 				}
 				return true
 			})
 			switch {
 			case err != nil: // a deadline, or the file closed
 				return 0, err
+			case quiet:
+				return 0, errQuiet
 			case rerr == syscall.EAGAIN || rerr == syscall.EINTR:
 				continue
 			case rerr != nil:

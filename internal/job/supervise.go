@@ -273,7 +273,7 @@ func hasMarkPrefix(kv string) bool {
 	return false
 }
 
-// bulkPumps counts the pumps copying bulk output now (past bulkOutput);
+// bulkPumps counts the pumps copying bulk output now (see BulkPumps);
 // bulkHook, if set, is called after each change.
 var (
 	bulkPumps atomic.Int32
@@ -285,8 +285,9 @@ var (
 // The holder of the jobs takes more processors while several pour.
 func OnBulkOutput(f func()) { bulkHook.Store(&f) }
 
-// BulkPumps is how many output pumps are copying bulk output (a stream
-// past its first 64 KiB) now.
+// BulkPumps is how many output pumps are copying bulk output now: a
+// stream that gave 64 KiB since it began or since it last gave nothing
+// for bulkQuiet.
 func BulkPumps() int { return int(bulkPumps.Load()) }
 
 func bulkChanged(d int32) {
@@ -303,26 +304,37 @@ func pump(r *os.File, s io.Writer) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
-	var total int64
-	read := r.Read
+	var total, quietAt int64 // quietAt: total when it last went quiet
+	tuned := false
+	var b *bulk // while it pours
+	defer func() { b.leave() }()
 	for {
-		n, err := read(buf)
+		var n int
+		var err error
+		if b != nil {
+			n, err = b.read(buf)
+		} else {
+			n, err = r.Read(buf)
+		}
 		if n > 0 {
 			s.Write(buf[:n])
-			if total < bulkOutput && total+int64(n) >= bulkOutput {
+			total += int64(n)
+			if b == nil && total-quietAt >= bulkOutput {
 				// A job with this much output may have more: a larger
 				// pipe lets it run ahead in bigger steps, and a thread of
-				// its own waits for it (bulkReader). Most jobs never get
-				// here and keep the default pipe (no syscall spent on
-				// them).
-				tunePipe(r)
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				read = bulkReader(r)
-				bulkChanged(1)
-				defer bulkChanged(-1)
+				// its own may wait for it. Most jobs never get here and
+				// keep the default pipe (no syscall spent on them).
+				if !tuned {
+					tunePipe(r)
+					tuned = true
+				}
+				b = pour(r)
 			}
-			total += int64(n)
+		}
+		if errors.Is(err, errQuiet) {
+			b.leave()
+			b, quietAt = nil, total
+			continue
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -331,6 +343,53 @@ func pump(r *os.File, s io.Writer) {
 			return
 		}
 	}
+}
+
+// bulkQuiet is how long a pouring stream may give nothing before its
+// reader gives its thread back (errQuiet).
+const bulkQuiet = 100 * time.Millisecond
+
+// errQuiet is a pouring stream that gave nothing for bulkQuiet.
+var errQuiet = errors.New("the stream went quiet")
+
+// bulkThreads counts the pouring streams read on threads of their own,
+// at most maxBulkThreads: past that they are read through the poller.
+var bulkThreads atomic.Int32
+
+func maxBulkThreads() int32 { return int32(max(4, 2*runtime.NumCPU())) }
+
+// bulk is a stream that pours: counted in BulkPumps, read by a thread of
+// its own when one is free (bulkReader), else as before.
+type bulk struct {
+	read   func([]byte) (int, error)
+	locked bool
+}
+
+// pour counts r's stream as pouring and gives it its reader.
+func pour(r *os.File) *bulk {
+	bulkChanged(1)
+	b := &bulk{read: r.Read}
+	if bulkThreads.Add(1) <= maxBulkThreads() {
+		if read := bulkReader(r); read != nil {
+			runtime.LockOSThread()
+			b.read, b.locked = read, true
+			return b
+		}
+	}
+	bulkThreads.Add(-1)
+	return b
+}
+
+// leave ends pour; a nil b is none.
+func (b *bulk) leave() {
+	if b == nil {
+		return
+	}
+	if b.locked {
+		runtime.UnlockOSThread()
+		bulkThreads.Add(-1)
+	}
+	bulkChanged(-1)
 }
 
 func (j *Job) closeStreams() {

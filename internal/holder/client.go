@@ -66,6 +66,9 @@ type Client struct {
 	closed    bool
 	quiting   bool       // a quit was asked: its end is no loss
 	dialMu    sync.Mutex // one reconnect at a time
+	// redialErr is the last failed redial (under dialMu), at redialAt.
+	redialErr error
+	redialAt  time.Time
 
 	// Events go to the sinks in order from a queue of their own, so the
 	// reader never waits for a sink (which may wait for a lock whose
@@ -164,6 +167,11 @@ func (c *Client) dial() (net.Conn, error) {
 	}
 	conn.SetDeadline(time.Time{})
 	c.mu.Lock()
+	if c.closed { // Close came during the dial: nothing may outlive it
+		c.mu.Unlock()
+		conn.Close()
+		return nil, errClosed
+	}
 	c.conn, c.w, c.hello, c.dead = conn, w, *m.Hello, false
 	c.mu.Unlock()
 	go c.read(conn, r)
@@ -405,10 +413,11 @@ func (c *Client) Listen(sink job.HeldSink) {
 // call sends a request and waits for its answer.
 func (c *Client) call(req Request) (Message, error) {
 	m, err := c.call1(req)
-	if errors.Is(err, errConnLost) && (req.Op == OpHeld || req.Op == OpStop) {
-		// The connection ended before the answer: a query or a stop
-		// (which may be repeated) goes again, on a new connection to the
-		// same holder if it still runs.
+	if errors.Is(err, errConnLost) && (req.Op == OpHeld || req.Op == OpStop && req.Force) {
+		// The connection ended before the answer: a query or a forced
+		// stop (which may be repeated; a second SIGINT may not: many
+		// programs take it as "abort now") goes again, on a new
+		// connection to the same holder if it still runs.
 		m, err = c.call1(req)
 	}
 	return m, err
@@ -431,6 +440,10 @@ func (c *Client) call1(req Request) (Message, error) {
 			return Message{}, err
 		}
 		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return Message{}, errClosed
+		}
 		if c.dead { // lost again already: never a new holder but for a spawn
 			c.mu.Unlock()
 			return Message{}, errConnLost
@@ -509,9 +522,16 @@ func (c *Client) redial(pid int) error {
 	case processGone(pid):
 		return job.ErrHolderLost
 	}
-	if _, err := c.dial(); err != nil {
-		return fmt.Errorf("the holder of the jobs (pid %d) cannot be reached: %w", pid, err)
+	// Calls that queued behind a dial that just failed take its error
+	// instead of waiting for one of their own (each up to 12 s).
+	if c.redialErr != nil && time.Since(c.redialAt) < time.Second {
+		return c.redialErr
 	}
+	if _, err := c.dial(); err != nil {
+		c.redialErr, c.redialAt = fmt.Errorf("the holder of the jobs (pid %d) cannot be reached: %w", pid, err), time.Now()
+		return c.redialErr
+	}
+	c.redialErr = nil
 	c.mu.Lock()
 	now = c.hello.Pid
 	c.mu.Unlock()

@@ -687,3 +687,77 @@ func TestInlineEndOutlivesTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// hive restart of a daemon under systemd whose unit is what hive service
+// install writes (KillMode=process) stops the daemon keeping its jobs and
+// has systemd start the unit again: the new daemon adopts them (same id,
+// pid, start). With an older unit (another KillMode) systemd restarts
+// the unit as before, and hive says the jobs went with it.
+func TestRestartUnderSystemdKeepsJobs(t *testing.T) {
+	state := stateDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	fake := filepath.Join(dir, "systemctl")
+	// systemd's part: report the unit's KillMode, start the unit's daemon.
+	script := fmt.Sprintf(`#!/bin/sh
+echo "$*" >> %s
+case "$2" in
+show) echo process ;;
+start) HIVE_E2E_MAIN=1 HIVE_STATE_DIR=%s HIVE_SUPERVISOR=systemd %s daemon >/dev/null 2>&1 & ;;
+esac
+exit 0
+`, calls, state, self)
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := hiveCmd(state, "daemon")
+	d.Env = append(d.Env, "HIVE_SUPERVISOR=systemd")
+	startDaemonCmd(t, state, d)
+	oldPID := daemonPid(state)
+	if out, err := hive(t, state, "run", "--name", "long", "--", "sleep", "60"); err != nil {
+		t.Fatalf("run: %v %s", err, out)
+	}
+	before := psAll(t, state)["long"]
+	if before.State != "running" {
+		t.Fatalf("before: %+v", before)
+	}
+	c := hiveCmd(state, "restart")
+	c.Env = append(c.Env, "HIVE_SYSTEMCTL="+fake)
+	out, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "restarted the daemon") {
+		t.Fatalf("restart under systemd: %v %s", err, out)
+	}
+	if pid := daemonPid(state); pid == oldPID || pid == 0 {
+		t.Fatalf("daemon pid %d after the restart, was %d", pid, oldPID)
+	}
+	after := psAll(t, state)["long"]
+	if after.State != "running" || after.ID != before.ID || after.Pid != before.Pid || !after.Started.Equal(before.Started) {
+		t.Errorf("the job across hive restart under systemd: before %+v, after %+v", before, after)
+	}
+	got, _ := os.ReadFile(calls)
+	if want := "--user show -p KillMode --value hive.service\n--user start hive.service\n"; string(got) != want {
+		t.Errorf("systemctl calls:\n%s\nwant:\n%s", got, want)
+	}
+
+	// An older unit: systemctl restarts it (here: a fake that only
+	// records), and hive says the jobs go with it.
+	os.Remove(calls)
+	old := fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %s\n[ \"$2\" = show ] && echo mixed\nexit 0\n", calls)
+	if err := os.WriteFile(fake, []byte(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c = hiveCmd(state, "restart")
+	c.Env = append(c.Env, "HIVE_SYSTEMCTL="+fake)
+	out, _ = c.CombinedOutput()
+	if !strings.Contains(string(out), "stops the jobs with its daemon") {
+		t.Errorf("restart under an older unit: %s", out)
+	}
+	got, _ = os.ReadFile(calls)
+	if want := "--user show -p KillMode --value hive.service\n--user restart hive.service\n"; string(got) != want {
+		t.Errorf("systemctl calls with an older unit:\n%s\nwant:\n%s", got, want)
+	}
+}

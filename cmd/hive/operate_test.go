@@ -376,7 +376,7 @@ func TestServiceInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("ExecStart=%q \"daemon\" \"--state-dir\" %q \"--http\" \"127.0.0.1:8765\"\n", exe, state)
-	for _, w := range []string{want, "Environment=HIVE_SUPERVISOR=systemd\n", "KillMode=mixed\n", "WantedBy=default.target\n"} {
+	for _, w := range []string{want, "Environment=HIVE_SUPERVISOR=systemd\n", "KillMode=process\n", "WantedBy=default.target\n"} {
 		if !strings.Contains(string(b), w) {
 			t.Errorf("unit lacks %q:\n%s", w, b)
 		}

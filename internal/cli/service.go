@@ -39,6 +39,15 @@ func systemctl() string {
 	return "systemctl"
 }
 
+// unitKeepsJobs says whether the unit leaves what its daemon started
+// running when the daemon exits (KillMode=process, as hive service
+// install writes it since the holder of the jobs): then hive restart can
+// stop the daemon keeping its jobs and have systemd start it again.
+func unitKeepsJobs() bool {
+	out, err := exec.Command(systemctl(), "--user", "show", "-p", "KillMode", "--value", unitName).Output()
+	return err == nil && strings.TrimSpace(string(out)) == "process"
+}
+
 // userSystemd says whether systemctl --user works here, and if not why.
 func userSystemd() error {
 	p, err := exec.LookPath(systemctl())
@@ -94,8 +103,10 @@ Type=simple
 ExecStart=%s
 Environment=%s=systemd
 # SIGTERM to the daemon only: it stops its jobs (SIGINT, grace, SIGKILL)
-# and records them; whatever is left is killed after TimeoutStopSec.
-KillMode=mixed
+# through the holder of the jobs, records them, and the holder exits.
+# process, not mixed: a daemon that exits for hive restart leaves the
+# holder and the jobs running for the daemon systemd starts next.
+KillMode=process
 TimeoutStopSec=60
 Restart=on-failure
 RestartSec=2
@@ -190,7 +201,7 @@ func runServiceInstall(e Env, args []string) error {
 	}
 	fmt.Fprintf(e.Stdout, "enabled and started %s (systemctl --user status hive; journalctl --user -u hive)\n", unitName)
 	if rerr == nil { // it ran under systemd before this install
-		fmt.Fprintf(e.Stdout, "the service's daemon (pid %d) keeps its old command line until systemctl --user restart hive (which stops its jobs)\n", r.PID)
+		fmt.Fprintf(e.Stdout, "the service's daemon (pid %d) keeps its old command line until hive restart (which keeps its jobs)\n", r.PID)
 	}
 	return nil
 }

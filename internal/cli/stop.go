@@ -106,12 +106,26 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 		}
 	case err != nil:
 		return err
+	case old.Supervisor == "systemd" && unitKeepsJobs():
+		// The daemon goes keeping its jobs; systemd starts its unit again
+		// (with the unit's binary), whose daemon adopts them.
+		if oldPID, err = client.StopKeepingJobs(l, *grace, stopWait(*grace, old)); err != nil {
+			return err
+		}
+		if out, err := exec.Command(systemctl(), "--user", "start", unitName).CombinedOutput(); err != nil {
+			return fmt.Errorf("the daemon (pid %d) stopped, its jobs kept, but systemctl --user start %s failed: %v: %s", oldPID, unitName, err, out)
+		}
+		if err := awaitDaemon(l, oldPID, 10*time.Second); err != nil {
+			return fmt.Errorf("the daemon (pid %d) stopped, its jobs kept, and systemctl --user start %s ran: %w", oldPID, unitName, err)
+		}
 	case old.Supervisor == "systemd":
-		// systemd restarts its own unit (with the unit's binary).
+		// A unit written before the holder (KillMode=mixed) ends what its
+		// daemon started with it: systemd restarts the unit, jobs and all.
 		if out, err := exec.Command(systemctl(), "--user", "restart", unitName).CombinedOutput(); err != nil {
 			return fmt.Errorf("systemctl --user restart %s: %v: %s", unitName, err, out)
 		}
 		oldPID = old.PID
+		fmt.Fprintf(e.Stderr, "the unit %s stops the jobs with its daemon (its KillMode is not process): hive service install writes one that keeps them across hive restart\n", unitName)
 	case len(old.Args) == 0:
 		return fmt.Errorf("the daemon (pid %d) is an older build that cannot be restarted: stop it (kill %d), then any hive command starts this build", old.PID, old.PID)
 	default:
@@ -135,6 +149,24 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 	}
 	fmt.Fprintf(e.Stdout, "restarted the daemon: pid %d stopped, pid %d runs hive %s\n", oldPID, now.PID, buildOf(now))
 	return nil
+}
+
+// awaitDaemon waits until a daemon other than pid answers on l's socket.
+func awaitDaemon(l paths.Layout, pid int, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		r, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
+		if err == nil && r.PID != pid {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("the old daemon (pid %d) still answers", pid)
+			}
+			return fmt.Errorf("no new daemon answers within %v: %w", d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func buildOf(r proto.Response) string {

@@ -752,9 +752,9 @@ exit 0
 	}
 	c = hiveCmd(state, "restart")
 	c.Env = append(c.Env, "HIVE_SYSTEMCTL="+fake)
-	out, _ = c.CombinedOutput()
-	if !strings.Contains(string(out), "stops the jobs with its daemon") {
-		t.Errorf("restart under an older unit: %s", out)
+	out, err = c.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "stops the jobs with its daemon") {
+		t.Errorf("restart under an older unit: %v %s", err, out)
 	}
 	got, _ = os.ReadFile(calls)
 	if want := "--user show -p KillMode --value hive.service\n--user restart hive.service\n"; string(got) != want {

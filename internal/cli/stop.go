@@ -112,10 +112,15 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 		if oldPID, err = client.StopKeepingJobs(l, *grace, stopWait(*grace, old)); err != nil {
 			return err
 		}
+		// Until systemd has reaped the old daemon its unit is active, and
+		// a start would be a no-op the old daemon's exit then undoes.
+		for deadline := time.Now().Add(10 * time.Second); !reaped(oldPID) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 		if out, err := exec.Command(systemctl(), "--user", "start", unitName).CombinedOutput(); err != nil {
 			return fmt.Errorf("the daemon (pid %d) stopped, its jobs kept, but systemctl --user start %s failed: %v: %s", oldPID, unitName, err, out)
 		}
-		if err := awaitDaemon(l, oldPID, 10*time.Second); err != nil {
+		if err := awaitDaemon(l, oldPID, "systemd", 10*time.Second); err != nil {
 			return fmt.Errorf("the daemon (pid %d) stopped, its jobs kept, and systemctl --user start %s ran: %w", oldPID, unitName, err)
 		}
 	case old.Supervisor == "systemd":
@@ -151,13 +156,17 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 	return nil
 }
 
-// awaitDaemon waits until a daemon other than pid answers on l's socket.
-func awaitDaemon(l paths.Layout, pid int, d time.Duration) error {
+// awaitDaemon waits until a daemon other than pid, run by supervisor,
+// answers on l's socket (not one that a hive command started meanwhile).
+func awaitDaemon(l paths.Layout, pid int, supervisor string, d time.Duration) error {
 	deadline := time.Now().Add(d)
 	for {
 		r, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
-		if err == nil && r.PID != pid {
+		if err == nil && r.PID != pid && r.Supervisor == supervisor {
 			return nil
+		}
+		if err == nil && r.PID != pid {
+			err = fmt.Errorf("a daemon (pid %d) not run by %s answers instead", r.PID, supervisor)
 		}
 		if time.Now().After(deadline) {
 			if err == nil {

@@ -109,12 +109,12 @@ func (c *Client) Info() Hello {
 // connect dials the holder (starting one if none answers) and says hello.
 func (c *Client) connect() error {
 	_, err := c.dial()
-	if err != nil && c.o.Command != nil && !errors.Is(err, ErrIncompatible) && !errors.Is(err, errRefused) {
+	if err != nil && c.o.Command != nil && !errors.Is(err, ErrIncompatible) && !errors.Is(err, errRefused) && !errors.Is(err, errClosed) {
 		if err = c.start(); err == nil {
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				_, err = c.dial()
-				if err == nil || errors.Is(err, ErrIncompatible) || errors.Is(err, errRefused) || time.Now().After(deadline) {
+				if err == nil || errors.Is(err, ErrIncompatible) || errors.Is(err, errRefused) || errors.Is(err, errClosed) || time.Now().After(deadline) {
 					break
 				}
 				time.Sleep(5 * time.Millisecond)
@@ -454,10 +454,13 @@ func (c *Client) call1(req Request) (Message, error) {
 		// The holder died: a new one for new jobs.
 		c.dialMu.Lock()
 		c.mu.Lock()
-		dead := c.dead
+		dead, closed := c.dead, c.closed
 		c.mu.Unlock()
 		var err error
-		if dead {
+		switch {
+		case closed:
+			err = errClosed
+		case dead:
 			err = c.connect()
 		}
 		c.dialMu.Unlock()

@@ -285,9 +285,10 @@ var (
 // The holder of the jobs takes more processors while several pour.
 func OnBulkOutput(f func()) { bulkHook.Store(&f) }
 
-// BulkPumps is how many output pumps are copying bulk output now: a
-// stream that gave 64 KiB since it began or since it last gave nothing
-// for bulkQuiet.
+// BulkPumps is how many output pumps are copying bulk output on threads
+// of their own now: streams that gave 64 KiB since they began or since
+// they last gave nothing for bulkQuiet (at most max(4, 2 x CPUs); none
+// where there is no such reader).
 func BulkPumps() int { return int(bulkPumps.Load()) }
 
 func bulkChanged(d int32) {
@@ -365,14 +366,17 @@ type bulk struct {
 	locked bool
 }
 
-// pour counts r's stream as pouring and gives it its reader.
+// pour gives r's stream, which pours, a thread of its own if one is free
+// (then it counts in BulkPumps until it goes quiet); past that it stays
+// in the poller, uncounted (the streams counted already take every
+// processor).
 func pour(r *os.File) *bulk {
-	bulkChanged(1)
 	b := &bulk{read: r.Read}
 	if bulkThreads.Add(1) <= maxBulkThreads() {
 		if read := bulkReader(r); read != nil {
 			runtime.LockOSThread()
 			b.read, b.locked = read, true
+			bulkChanged(1)
 			return b
 		}
 	}
@@ -382,13 +386,11 @@ func pour(r *os.File) *bulk {
 
 // leave ends pour; a nil b is none.
 func (b *bulk) leave() {
-	if b == nil {
+	if b == nil || !b.locked {
 		return
 	}
-	if b.locked {
-		runtime.UnlockOSThread()
-		bulkThreads.Add(-1)
-	}
+	runtime.UnlockOSThread()
+	bulkThreads.Add(-1)
 	bulkChanged(-1)
 }
 

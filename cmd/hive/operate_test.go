@@ -342,6 +342,22 @@ func TestVersionSkew(t *testing.T) {
 	if daemonPid(state) == pidA {
 		t.Error("the bridge did not replace the idle daemon")
 	}
+	// A daemon systemd runs is not replaced by another build's command,
+	// idle or not: that would leave the unit stopped and a daemon outside
+	// it. The command says how to replace it.
+	if _, errs, err := runBin(t, b, state, "stop"); err != nil {
+		t.Fatalf("stop B: %v %q", err, errs)
+	}
+	d := exec.Command(a, "daemon")
+	d.Env = append(os.Environ(), "HIVE_STATE_DIR="+state, "HIVE_SUPERVISOR=systemd")
+	startDaemonCmd(t, state, d)
+	pidA = daemonPid(state)
+	if _, errs, err := runBin(t, b, state, "run", "--", "true"); err != nil || !strings.Contains(errs, "systemd runs it") {
+		t.Errorf("run of B with A's daemon under systemd: %v %q", err, errs)
+	}
+	if daemonPid(state) != pidA || !processAlive(pidA) {
+		t.Error("the daemon systemd runs was replaced")
+	}
 }
 
 // service install writes a systemd user unit running hive daemon with

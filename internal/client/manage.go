@@ -137,6 +137,12 @@ func checkBuild(l paths.Layout, exe string, wait time.Duration, resp proto.Respo
 		say("%s; it predates hive stop: stop it (kill %d) to run this build", what, resp.PID)
 		return
 	}
+	if resp.Supervisor == "systemd" {
+		// Replaced here, the unit would stop and this build's daemon run
+		// outside it.
+		say("%s; systemd runs it, so it keeps running: hive restart has systemd start the unit's binary again, keeping its jobs", what)
+		return
+	}
 	// Running jobs are no reason to wait when a holder keeps them: the
 	// new daemon adopts them.
 	keep, rest := false, *resp.Activity

@@ -359,8 +359,8 @@ var bulkThreads atomic.Int32
 
 func maxBulkThreads() int32 { return int32(max(4, 2*runtime.NumCPU())) }
 
-// bulk is a stream that pours: counted in BulkPumps, read by a thread of
-// its own when one is free (bulkReader), else as before.
+// bulk is a stream that pours: read by a thread of its own (bulkReader)
+// and counted in BulkPumps when a thread is free, else read as before.
 type bulk struct {
 	read   func([]byte) (int, error)
 	locked bool

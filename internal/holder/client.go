@@ -575,7 +575,7 @@ func (c *Client) Ack(id string) error {
 	c.ackMu.Lock()
 	defer c.ackMu.Unlock()
 	if c.ackClosed {
-		return errors.New("the holder's client is closed")
+		return errClosed
 	}
 	c.acks = append(c.acks, id)
 	if !c.ackArmed {

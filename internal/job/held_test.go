@@ -305,13 +305,26 @@ func heldManager(t *testing.T, dir, sock string, st *store.Store, grace time.Dur
 	return m, c
 }
 
+// awaitRecordedRunning waits until the store has id's running record,
+// and returns it.
+func awaitRecordedRunning(t *testing.T, st *store.Store, id string) store.Job {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if rec, err := st.GetJob(context.Background(), id); err == nil && rec.State == string(job.Running) {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not recorded running within 10 s", id)
+		}
+	}
+}
+
 // gatedRecorded starts cmd (which waits for the file gate) as an attached
 // job of m, waits until its running record is committed, then makes the
 // store refuse writes; the returned db lets them again (DROP TRIGGER
 // no_room).
 func gatedRecorded(t *testing.T, m *job.Manager, st *store.Store, dir string, spec job.Spec) (j *job.Job, gate string, db *sql.DB) {
 	t.Helper()
-	ctx := context.Background()
 	gate = filepath.Join(dir, "gate")
 	spec.Cmd = fmt.Sprintf("while [ ! -e %s ]; do sleep 0.01; done; %s", gate, spec.Cmd)
 	spec.Attached = true
@@ -319,14 +332,7 @@ func gatedRecorded(t *testing.T, m *job.Manager, st *store.Store, dir string, sp
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if rec, err := st.GetJob(ctx, j.Info().ID); err == nil && rec.State == string(job.Running) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not recorded running within 10 s")
-		}
-	}
+	awaitRecordedRunning(t, st, j.Info().ID)
 	db, err = sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
@@ -351,16 +357,8 @@ func TestAdoptedJobKeepsKillOnTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := j.Info().ID
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if rec, err := st.GetJob(ctx, id); err == nil && rec.State == string(job.Running) {
-			if !rec.KillOnTimeout {
-				t.Fatalf("running record %+v: kill_on_timeout not kept", rec)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not recorded running within 10 s")
-		}
+	if rec := awaitRecordedRunning(t, st, id); !rec.KillOnTimeout {
+		t.Fatalf("running record %+v: kill_on_timeout not kept", rec)
 	}
 	// The daemon leaves before the timeout, its jobs left running.
 	if err := m1.Release(""); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hivetools/hive/internal/proc"
 )
@@ -55,9 +56,17 @@ wait`, sid, dbl)
 				}
 				starts[i] = ps.Start
 			}
-			// The double fork's parent is gone: the holder adopted it.
-			if ps, _ := proc.Read(pids[1]); ps.PPid != daemon {
-				t.Errorf("double-forked %d: parent %d, want the holder %d", pids[1], ps.PPid, daemon)
+			// The double fork's parent goes (just after it wrote the pid
+			// file): the holder adopts it.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				ps, _ := proc.Read(pids[1])
+				if ps.PPid == daemon {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("double-forked %d: parent %d, want the holder %d", pids[1], ps.PPid, daemon)
+					break
+				}
 			}
 			if via == "tool" {
 				s.mustCall("kill", map[string]any{"id": st.ID}, nil)

@@ -307,10 +307,11 @@ func TestTakeoverExpires(t *testing.T) {
 	}
 	tool(t, e.mcp(), "terminal_pty_open", map[string]any{"cols": 80, "rows": 24}, &sh)
 	base := "/api/ptys/" + sh.SessionID
+	s := e.events("") // before the take-over: a new stream gets only what is published after it connects
+	s.next(t, func(x sseEvent) bool { return x.typ == "hello" })
 	if r := e.call("POST", base+"/takeover", nil, ""); r.status != http.StatusOK {
 		t.Fatalf("take over: %d %s", r.status, r.body)
 	}
-	s := e.events("")
 	s.next(t, func(x sseEvent) bool { return x.typ == "pty" && strings.Contains(x.data, `"held_by"`) })
 	s.next(t, func(x sseEvent) bool { return x.typ == "pty" && !strings.Contains(x.data, `"held_by"`) })
 	if r := e.call("POST", base+"/input", nil, `{"data":"x"}`); r.status != http.StatusConflict {

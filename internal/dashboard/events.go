@@ -230,6 +230,9 @@ const writePiece = 64 << 10
 // restarted; a new one starts with "hello". A comment every Heartbeat
 // keeps it alive. Each write has its own deadline.
 func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
+	// The stream starts from before the watch: the first stream gets the
+	// watch's first pass (the state of every job and PTY) as events.
+	seq := d.hub.last()
 	d.startWatch()
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
@@ -243,7 +246,6 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	seq := d.hub.last()
 	first := "retry: 1000\n"
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {

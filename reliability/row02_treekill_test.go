@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/proto"
 )
 
 // treeCmd starts a tree three levels deep (bash, sh, sleep): one branch
@@ -23,6 +24,12 @@ wait`
 
 // treeLines is how many lines treeCmd prints once its whole tree is up.
 const treeLines = 4
+
+// scrubbedBranch is the branch added where each job has a cgroup: a
+// setsid escape that also drops the job's marks (env -i), so that only
+// its cgroup says whose it is. It prints "e PID".
+const scrubbedBranch = `env -i setsid sh -c 'echo "e $$"; exec sleep 3600' &
+`
 
 // jobStarted is terminal_job_start's answer.
 type jobStarted struct {
@@ -110,21 +117,40 @@ func TestRow02TreeKill(t *testing.T) {
 	d := startDaemon(t, dir, "--grace", "1s")
 	base := d.Settled()
 	s := d.MCP()
+	cmd, lines, pids := treeCmd, treeLines, 6
+	v, err := d.Call(proto.Request{Cmd: proto.CmdVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrubbed := v.EscapeTracking == proc.TrackCgroup
+	if scrubbed {
+		cmd, lines, pids = scrubbedBranch+treeCmd, treeLines+1, 7
+	}
 	survivors, escapes, killed, counted, zombies := 0, 0, 0, 0, 0
 	var slowest time.Duration
 	for done := 0; done < n; {
 		k := min(batch, n-done)
 		jobs := make([]jobStarted, k)
+		unmarked := make([]proc.Pinned, k) // the scrubbed branches' sh, then sleep
 		for i := range jobs {
-			s.MustCall("terminal_job_start", map[string]any{"cmd": treeCmd}, &jobs[i])
+			s.MustCall("terminal_job_start", map[string]any{"cmd": cmd}, &jobs[i])
 			if jobs[i].Status != "running" || jobs[i].Pid == 0 {
 				t.Fatalf("job %d: %+v", done+i, jobs[i])
 			}
 		}
-		for _, j := range jobs {
-			lines := waitOutputLines(t, s, j.JobID, treeLines)
-			if got := len(readPids(strings.Join(lines, " "))); got != 6 {
-				t.Fatalf("job %s: tree printed %q, want 6 pids", j.JobID, lines)
+		for i, j := range jobs {
+			printed := waitOutputLines(t, s, j.JobID, lines)
+			if got := len(readPids(strings.Join(printed, " "))); got != pids {
+				t.Fatalf("job %s: tree printed %q, want %d pids", j.JobID, printed, pids)
+			}
+			for _, l := range printed {
+				if pid, ok := strings.CutPrefix(l, "e "); ok {
+					p, ok := proc.Pin(readPids(pid)[0], nil)
+					if !ok {
+						t.Fatalf("job %s: the escape without marks (%s) is not running", j.JobID, pid)
+					}
+					unmarked[i] = p
+				}
 			}
 		}
 		t0 := time.Now()
@@ -152,6 +178,17 @@ func TestRow02TreeKill(t *testing.T) {
 			}
 			killAndWait(t, append(in, out...)) // what survived, if anything
 		}
+		for i, p := range unmarked {
+			if !scrubbed {
+				break
+			}
+			if left := proc.WaitExit([]proc.Pinned{p}, time.Now().Add(time.Second)); len(left) > 0 { // at once if gone
+				escapes++
+				t.Errorf("job %s: its escape without marks (%d) survives", jobs[i].JobID, p.Pid)
+				p.Signal(syscall.SIGKILL)
+			}
+			p.Close()
+		}
 		// Every job of the batch has ended: what it left was reaped.
 		if z := daemonZombies(d.Pid); len(z) > 0 {
 			zombies = max(zombies, len(z))
@@ -160,8 +197,12 @@ func TestRow02TreeKill(t *testing.T) {
 		done += k
 	}
 	s.Close()
-	figure(t, 2, "tree kill ×%d (3 levels, a branch ignoring SIGTERM/SIGINT, a setsid escape, a double fork, --grace 1s): %d survivors in the group, %d outside it, %d/%d ended killed, slowest kill→end %v; %d leftover processes counted (escapees and what the group had left), %d zombies after a batch",
-		n, survivors, escapes, killed, n, slowest.Round(time.Millisecond), counted, zombies)
+	escapeKinds := "a setsid escape, a double fork"
+	if scrubbed {
+		escapeKinds = "a setsid escape, a double fork, an env -i setsid escape (found by its cgroup)"
+	}
+	figure(t, 2, "tree kill ×%d (3 levels, a branch ignoring SIGTERM/SIGINT, %s, --grace 1s; escape_tracking %s): %d survivors in the group, %d outside it, %d/%d ended killed, slowest kill→end %v; %d leftover processes counted (escapees and what the group had left), %d zombies after a batch",
+		n, escapeKinds, v.EscapeTracking, survivors, escapes, killed, n, slowest.Round(time.Millisecond), counted, zombies)
 	d.CheckBaseline(base)
 	if left := marked(dir); len(left) > 0 {
 		t.Errorf("%d processes of the jobs left: %v", len(left), left)

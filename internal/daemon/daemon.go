@@ -129,8 +129,11 @@ type daemon struct {
 	inbox  *inbox.Inbox
 	jobs   *job.Manager
 	reaper *proc.Reaper // nil without Config.Subreaper
-	holder jobHolder    // nil without Config.Holder
-	deps   *tools.Deps
+	// cgroups gives the daemon's own jobs a cgroup each (with
+	// Config.Subreaper and no holder, where the machine allows).
+	cgroups *proc.JobCgroups
+	holder  jobHolder // nil without Config.Holder
+	deps    *tools.Deps
 	// peerLogged is when an http connection of another user was last
 	// refused and logged (unix nanoseconds).
 	peerLogged atomic.Int64
@@ -395,11 +398,23 @@ func (d *daemon) open() error {
 		return err
 	}
 	if d.cfg.Subreaper {
+		// A daemon a job of another hive started (its own state dir)
+		// is not that job's to end: it leaves the job's cgroup first, as
+		// it carries none of the job's marks.
+		if from, to, err := proc.LeaveJobCgroup(); err != nil {
+			d.log.Warn("this daemon runs in a cgroup of another hive's job, and cannot leave it: it ends with that job", "cgroup", from, "err", err)
+		} else if from != "" {
+			d.log.Info("left the cgroup of another hive's job", "from", from, "to", to)
+		}
 		if d.reaper, err = proc.NewReaper(); err != nil {
 			d.log.Warn("running without a child subreaper: processes that leave a job's group are found by their marks only, and not reaped", "err", err)
 		}
-		if dir, ok := proc.Cgroup2(); ok {
-			d.log.Info("cgroup v2 subtree writable: jobs could each get a cgroup (not used yet, see docs/architecture.md)", "cgroup", dir)
+		if d.cfg.Holder == nil { // else the holder makes the jobs' cgroups
+			if d.cgroups, err = proc.OpenJobCgroups(l.Dir); err != nil {
+				d.log.Info("jobs get no cgroup of their own; escapes are found by their marks", "why", err)
+			} else {
+				d.log.Info("each job runs in a cgroup of its own", "cgroup", d.cgroups.Dir())
+			}
 		}
 	}
 	var holder job.Holder
@@ -416,6 +431,7 @@ func (d *daemon) open() error {
 	d.jobs, err = job.New(job.Options{Holder: holder,
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
+		Cgroups: d.cgroups,
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {
@@ -433,6 +449,7 @@ func (d *daemon) open() error {
 		if d.holder != nil {
 			d.holder.Close()
 		}
+		d.cgroups.Close()
 		d.reaper.Close()
 		d.inbox.Close()
 		st.Close()
@@ -504,6 +521,7 @@ func (d *daemon) close() {
 	default:
 		d.jobs.Shutdown(ctx, g, note)
 	}
+	d.cgroups.Close()
 	d.reaper.Close() // after every job and session has ended
 	d.inbox.Close()
 }
@@ -517,6 +535,10 @@ func (d *daemon) escapeTracking() string {
 		}
 	}
 	switch {
+	case d.cgroups != nil && d.reaper != nil:
+		return proc.TrackCgroup
+	case d.cgroups != nil:
+		return proc.TrackCgroupMarks
 	case d.reaper != nil:
 		return proc.TrackSubreaper
 	case proc.Supported:

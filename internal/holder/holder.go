@@ -39,6 +39,9 @@ type Hello struct {
 	// Tracking is how the holder finds processes that leave a job's
 	// group (proc.Track*): the holder's only.
 	Tracking string `json:"escape_tracking,omitempty"`
+	// Cgroups is the cgroup the holder makes its jobs' cgroups in
+	// (proc.JobCgroups), "" when it makes none.
+	Cgroups string `json:"cgroups,omitempty"`
 }
 
 // Ops of a request.

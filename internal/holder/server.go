@@ -27,7 +27,15 @@ type ServerOptions struct {
 	Socket string
 	// Reaper, if set, is the holder's child subreaper (see proc.Reaper).
 	Reaper *proc.Reaper
-	// Tracking is said in the hello (proc.Track*).
+	// Cgroups, if set, gives each job a cgroup of its own; the hello
+	// names it.
+	Cgroups *proc.JobCgroups
+	// OpenCgroups, if set, is called once the holder holds the state
+	// dir's lock (so that no other holder of it removes what it makes);
+	// what it returns, if not nil, is used as Cgroups, closed at the end.
+	OpenCgroups func() *proc.JobCgroups
+	// Tracking is said in the hello (proc.Track*), as proc.WithCgroups
+	// makes it when there are Cgroups.
 	Tracking string
 	Build    string
 	Logger   *slog.Logger
@@ -111,6 +119,14 @@ func Serve(ctx context.Context, o ServerOptions) error {
 		return err
 	}
 	defer unlock()
+	if o.OpenCgroups != nil && o.Cgroups == nil {
+		if o.Cgroups = o.OpenCgroups(); o.Cgroups != nil {
+			defer o.Cgroups.Close()
+		}
+	}
+	if o.Cgroups != nil {
+		o.Tracking = proc.WithCgroups(o.Tracking)
+	}
 	ln, err := listen(o.Socket)
 	if err != nil {
 		return err
@@ -247,7 +263,7 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	sc := &serverConn{c: c, w: bufio.NewWriterSize(c, 64<<10)}
-	me := Hello{Proto: Proto, Min: MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking}
+	me := Hello{Proto: Proto, Min: MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir()}
 	if sc.send(Message{Hello: &me}) != nil {
 		return
 	}
@@ -491,7 +507,7 @@ func (s *server) spawn(sc *serverConn, req Request) {
 		sc.send(reply)
 		return
 	}
-	p, err := job.RunHeld(*spec, s.o.Reaper, s.log, func() { s.wrote(id) })
+	p, err := job.RunHeld(*spec, s.o.Reaper, s.o.Cgroups, s.log, func() { s.wrote(id) })
 	if err != nil {
 		s.unreserve(id)
 		reply.Error = err.Error()

@@ -20,7 +20,8 @@ import (
 type child struct {
 	id, owner string // the job's marks (see withMarks); owner "" = none
 	reaper    *proc.Reaper
-	leftover  time.Duration // the grace of what is left after the leader (LeftoverGrace)
+	cgroups   *proc.JobCgroups // nil: the job gets no cgroup
+	leftover  time.Duration    // the grace of what is left after the leader (LeftoverGrace)
 	logger    *slog.Logger
 
 	cmd   *exec.Cmd
@@ -39,9 +40,24 @@ type child struct {
 	graceT    *time.Timer
 }
 
-// start starts the process. The pipes' child ends are closed either way.
+// start starts the process, in a cgroup of its own with cgroups (one
+// that cannot be made is logged, and the job runs without). The pipes'
+// child ends are closed either way.
 func (c *child) start() error {
+	var release func()
+	if c.cgroups != nil {
+		var err error
+		if release, err = c.cgroups.Prepare(c.id, c.cmd); err != nil {
+			c.logger.Warn("a job runs without a cgroup of its own", "job", c.id, "err", err)
+		}
+	}
 	err := proc.Start(c.cmd) // the reaper (if any) leaves its status to the wait
+	if release != nil {
+		release()
+		if err != nil {
+			c.cgroups.End(c.id, 0, false)
+		}
+	}
 	c.pipes.closeChildEnds()
 	if err != nil {
 		c.pipes.closeAll()
@@ -133,7 +149,15 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	}
 	c.mu.Unlock()
 	e.leftover = cleanupGroup(c.pid, grace)
-	e.leftover += c.sweepEscapes(c.pid, grace, e.leftover > 0)
+	escaped, orphans := c.sweepEscapes(c.pid, grace, e.leftover > 0)
+	e.leftover += escaped
+	// What is still in its cgroup left the group and has no marks (an
+	// `env -i` escape): with the marks' ones gone, usually nothing. The
+	// cgroup is looked at only if something may be left (orphans).
+	if n := c.cgroups.End(c.id, grace, orphans); n > 0 {
+		c.logger.Info("terminated processes left in a job's cgroup", "job", c.id, "count", n)
+		e.leftover += n
+	}
 	// Every process of the group is gone, so all the job wrote is in the
 	// pipes or already read. Normally the readers reach EOF at once. If
 	// not, something that left the group holds a pipe open: after a short

@@ -11,7 +11,10 @@ import (
 // that left the group (setsid, a double fork into another session, …)
 // but provably belong to the job (see escapees). They get SIGTERM, up to
 // grace, then SIGKILL, like the group's leftovers; it returns how many
-// there were. With a reaper the adopted ones are reaped before it
+// there were, and whether anything of the job may still run (orphans):
+// with a reaper, only if an adopted process is alive (whatever a job
+// leaves running once its leader is gone is adopted, or descends from
+// one that was). With a reaper the adopted ones are reaped before it
 // returns, so a job that has ended leaves no zombie.
 //
 // The process table is scanned only when there may be something to find:
@@ -19,18 +22,20 @@ import (
 // process that outlived its parent and left the group is adopted, so the
 // top of any escaped tree is one); without one, when the job was stopped
 // or its group had leftovers (hadLeft).
-func (c *child) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
+func (c *child) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) (n int, orphans bool) {
 	since := c.pidStart.Load()
 	if c.owner == "" || since == 0 {
-		return 0 // nothing to prove a process is this job's by
+		return 0, true // nothing to prove a process is this job's by
 	}
 	r := c.reaper
 	need := false
 	if r == nil {
+		orphans = true
 		need = hadLeft || c.stopped()
 	} else {
 		// The pass also reaps what the group cleanup killed.
 		for _, pid := range r.Reap() {
+			orphans = true
 			if v, ok := proc.Getenv(pid, EnvJobID); ok && v == c.id {
 				need = true
 				break
@@ -38,9 +43,8 @@ func (c *child) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
 		}
 	}
 	if !need {
-		return 0
+		return 0, orphans
 	}
-	n := 0
 	// Up to a few rounds: a process may have forked between a scan and
 	// its signal (what it forked carries the marks too).
 	for round := 0; round < 3; round++ {
@@ -55,5 +59,5 @@ func (c *child) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) int {
 		c.logger.Info("terminated processes that left a job's group", "job", c.id, "count", n)
 	}
 	r.Reap() // what else was killed (Terminate reaped the escapees by their pidfds)
-	return n
+	return n, true
 }

@@ -175,3 +175,68 @@ func ticksNow(t *testing.T) uint64 {
 	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
 	return uint64(f * 100)
 }
+
+// TestCgroupEndsScrubbedEscapes: with a cgroup per job, a process that
+// left the job's group and dropped its marks (env -i) ends with the job,
+// killed or not, counted in Leftover; one that ignores SIGTERM gets
+// cgroup.kill. The job's cgroup goes with it. Needs a machine that lets
+// this process make cgroups (proc.OpenJobCgroups).
+func TestCgroupEndsScrubbedEscapes(t *testing.T) {
+	owner := t.TempDir()
+	g, err := proc.OpenJobCgroups(owner)
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	defer g.Close()
+	for _, tc := range []struct {
+		name, tail string
+		kill       bool
+		state      State
+	}{
+		// Killed first: the next job must not get the cgroup that
+		// needed cgroup.kill (the kernel kills what starts into it).
+		{"killed", "exec sleep 3600", true, Killed},
+		{"ends by itself", "exit 3", false, Done},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Options{Owner: owner, Cgroups: g, LeftoverGrace: 300 * time.Millisecond, Grace: time.Second})
+			// Two escapes without marks, in sessions of their own; the
+			// second ignores SIGTERM.
+			cmd := `f=$(mktemp); env -i setsid sh -c "echo \$\$ > $f.1; exec sleep 3600" &
+env -i setsid sh -c "trap '' TERM; echo \$\$ > $f.2; exec sleep 3600" &
+until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $f.1 $f.2; ` + tc.tail
+			j := h.start(Spec{Name: "scrub", Cmd: cmd})
+			pids := waitPids(t, j, 2)
+			var pinned []proc.Pinned
+			for _, pid := range pids {
+				p, ok := proc.Pin(pid, nil)
+				if !ok {
+					t.Fatalf("escapee %d not running", pid)
+				}
+				defer p.Close()
+				if env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); strings.Contains(string(env), EnvJobID) {
+					t.Fatalf("escapee %d has the marks: %q", pid, env)
+				}
+				pinned = append(pinned, p)
+			}
+			if tc.kill {
+				if _, err := h.m.Kill("scrub", false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := h.wait(j)
+			if in.State != tc.state || in.Leftover != 2 {
+				t.Errorf("job: %s with %d leftover, want %s with 2", in.State, in.Leftover, tc.state)
+			}
+			if left := proc.WaitExit(pinned, time.Now().Add(time.Second)); len(left) > 0 { // at once if they are gone
+				t.Errorf("%d escapees without marks survived their job", len(left))
+				for _, p := range left {
+					p.Signal(syscall.SIGKILL)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(g.Dir(), in.ID)); !os.IsNotExist(err) {
+				t.Errorf("the job's cgroup is still there: %v", err)
+			}
+		})
+	}
+}

@@ -58,6 +58,9 @@ type HeldStart struct {
 	Pid      int       `json:"pid"`
 	PidStart uint64    `json:"pid_start,omitempty"`
 	Started  time.Time `json:"started"`
+	// Cgroup is the job's cgroup in its holder (proc.JobCgroups), if it
+	// has one: what is left in it ends with the job if the holder dies.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // HeldEnd is how a held job ended.
@@ -128,8 +131,9 @@ var heldDevNull = sync.OnceValue(func() *os.File {
 
 // RunHeld starts spec's process, its output pumped into the stream files
 // by Wait; wrote is called (from the pumping goroutines) after each write
-// to a stream. reaper, if set, is the holder's child subreaper.
-func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func()) (*HeldProc, error) {
+// to a stream. reaper, if set, is the holder's child subreaper; cgroups,
+// if set, gives the job a cgroup of its own.
+func RunHeld(spec HeldSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, logger *slog.Logger, wrote func()) (*HeldProc, error) {
 	if spec.ID == "" || spec.Path == "" || len(spec.Argv) == 0 || spec.Stdout == "" || spec.Stderr == "" {
 		return nil, errors.New("spawn: id, path, argv, stdout and stderr are required")
 	}
@@ -144,7 +148,7 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func
 	if err != nil {
 		return nil, err
 	}
-	h.c = &child{id: spec.ID, owner: spec.Owner, reaper: reaper, leftover: spec.LeftoverGrace, logger: logger,
+	h.c = &child{id: spec.ID, owner: spec.Owner, reaper: reaper, cgroups: cgroups, leftover: spec.LeftoverGrace, logger: logger,
 		cmd: cmd, pipes: pipes, pidStart: &h.pidStart, reaped: &h.reaped}
 	if err := h.c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
@@ -173,7 +177,7 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, logger *slog.Logger, wrote func
 	}
 	st := procStartTime(h.c.pid)
 	h.pidStart.Store(st)
-	h.Start = HeldStart{Pid: h.c.pid, PidStart: st, Started: time.Now()}
+	h.Start = HeldStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID)}
 	h.wrote = wrote
 	return h, nil
 }
@@ -276,6 +280,7 @@ func (j *Job) adoptLocked(st HeldStart) {
 	j.info.PidStart = st.PidStart
 	j.pidStart.Store(st.PidStart)
 	j.info.Started = st.Started
+	j.cgroup = st.Cgroup
 	j.runningLocked()
 	j.runSeq = j.seq.Load()
 	j.markStarted()
@@ -429,10 +434,20 @@ func (m *Manager) HolderLost() {
 		return
 	}
 	var recs []Info
+	var cgroups []string
 	for _, j := range held {
 		recs = append(recs, j.Info())
+		j.mu.Lock()
+		if j.cgroup != "" {
+			cgroups = append(cgroups, j.cgroup)
+		}
+		j.mu.Unlock()
 	}
 	n := m.terminateLeft(recs)
+	// What is left in their cgroups has no marks (an `env -i` escape).
+	for _, k := range proc.KillJobCgroups(m.o.Owner, m.o.LeftoverGrace, cgroups...) {
+		n += k
+	}
 	m.o.Logger.Error("the holder of the jobs died: its jobs end as interrupted", "jobs", len(held), "processes_terminated", n)
 	for _, j := range held {
 		select {

@@ -203,6 +203,7 @@ type Job struct {
 	child   *child
 	held    bool
 	heldEnd chan HeldEnd
+	cgroup  string // a held job's cgroup in its holder (HeldStart.Cgroup)
 	// runSeq is a held job's running record (its seq); endKept is set
 	// once it ended with its holder keeping the end until the ack (see
 	// Durable). Under mu.

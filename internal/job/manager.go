@@ -67,6 +67,11 @@ type Options struct {
 	// processes are looked for only when the job was stopped or left
 	// processes in its group.
 	Reaper *proc.Reaper
+	// Cgroups, if set, gives each job the manager runs itself a cgroup
+	// of its own, and what is left in it ends with the job (see
+	// proc.JobCgroups). A Holder makes its own; what is left in them
+	// ends with their jobs if it dies (HeldStart.Cgroup).
+	Cgroups *proc.JobCgroups
 	// Holder, if set, runs the jobs in a process that outlives the
 	// daemon (see Holder); its events come through HeldProgress,
 	// HeldEnded and HolderLost. At New the jobs it holds are adopted.

@@ -48,7 +48,7 @@ func (j *Job) begin() func() {
 	cmd, pipes, err := j.prepareLocked()
 	var c *child
 	if err == nil {
-		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, leftover: m.o.LeftoverGrace,
+		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, cgroups: m.o.Cgroups, leftover: m.o.LeftoverGrace,
 			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped}
 		if err = c.start(); err != nil {
 			err = fmt.Errorf("start: %w", err)

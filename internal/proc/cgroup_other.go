@@ -2,5 +2,33 @@
 
 package proc
 
+import (
+	"errors"
+	"os/exec"
+	"time"
+)
+
 // Cgroup2 finds nothing: cgroups are Linux's.
 func Cgroup2() (dir string, writable bool) { return "", false }
+
+// JobCgroups is Linux's: elsewhere there are none.
+type JobCgroups struct{}
+
+// OpenJobCgroups fails: cgroups are Linux's.
+func OpenJobCgroups(owner string) (*JobCgroups, error) { return nil, errors.New("cgroups are Linux's") }
+
+func (g *JobCgroups) Dir() string             { return "" }
+func (g *JobCgroups) Close()                  {}
+func (g *JobCgroups) SlotOf(id string) string { return "" }
+func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (func(), error) {
+	return nil, errors.New("no cgroups")
+}
+func (g *JobCgroups) End(id string, grace time.Duration, check bool) int { return 0 }
+
+// KillJobCgroups finds none.
+func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
+	return make([]int, len(slots))
+}
+
+// LeaveJobCgroup has nothing to leave.
+func LeaveJobCgroup() (from, to string, err error) { return "", "", nil }

@@ -35,4 +35,21 @@ const (
 	// a job's tree is reparented to the daemon, found by its marks,
 	// terminated with its job and reaped.
 	TrackSubreaper = "subreaper+marks"
+	// TrackCgroup: every job runs in a cgroup v2 of its own (see
+	// JobCgroups), which no process it starts can leave: what is left of
+	// a job at its end is killed, marks or not; hive is a child
+	// subreaper too, and reaps them.
+	TrackCgroup = "cgroup+subreaper"
+	// TrackCgroupMarks: cgroups as TrackCgroup, without the subreaper
+	// (init reaps what a job's end kills).
+	TrackCgroupMarks = "cgroup+marks"
 )
+
+// WithCgroups is tracking t once each job has a cgroup of its own.
+func WithCgroups(t string) string {
+	switch t {
+	case TrackSubreaper, TrackCgroup:
+		return TrackCgroup
+	}
+	return TrackCgroupMarks
+}

@@ -444,14 +444,25 @@ func TestVersionNamesTheHolder(t *testing.T) {
 	out, err := hive(t, state, "version", "--json")
 	var v struct {
 		Holder *struct {
-			Pid   int    `json:"pid"`
-			Proto int    `json:"proto"`
-			Build string `json:"build"`
+			Pid     int    `json:"pid"`
+			Proto   int    `json:"proto"`
+			Build   string `json:"build"`
+			Cgroups string `json:"cgroups"`
 		} `json:"holder"`
 		Tracking string `json:"escape_tracking"`
 	}
 	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != holderPid(state) || v.Holder.Proto != 1 || v.Holder.Build == "" || (v.Tracking != proc.TrackSubreaper && v.Tracking != proc.TrackCgroup) {
-		t.Errorf("version --json: %v %s", err, out)
+		t.Fatalf("version --json: %v %s", err, out)
+	}
+	// With cgroups it names where its jobs' are, and the holder runs in
+	// the cgroup that holds them (not in one of them).
+	if v.Tracking == proc.TrackCgroup {
+		self, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", v.Holder.Pid))
+		if st, err := os.Stat(v.Holder.Cgroups); err != nil || !st.IsDir() || !strings.Contains(v.Holder.Cgroups, "/hive-") || strings.Contains(string(self), "/hive-") {
+			t.Errorf("holder cgroups %q (%v); the holder's own: %q", v.Holder.Cgroups, err, self)
+		}
+	} else if v.Holder.Cgroups != "" {
+		t.Errorf("escape_tracking %s, and holder cgroups %q", v.Tracking, v.Holder.Cgroups)
 	}
 }
 

@@ -39,7 +39,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		if d.holder != nil {
 			h := d.holder.Info()
-			resp.Holder = &proto.HolderInfo{Pid: h.Pid, Build: h.Build, Proto: min(h.Proto, holderProto)}
+			resp.Holder = &proto.HolderInfo{Pid: h.Pid, Build: h.Build, Proto: min(h.Proto, holderProto), Cgroups: h.Cgroups}
 		}
 		resp.Exe, _ = os.Executable()
 		resp.Cwd, _ = os.Getwd()

@@ -370,4 +370,7 @@ type HolderInfo struct {
 	Build string `json:"build,omitempty"`
 	// Proto is the protocol version the two speak.
 	Proto int `json:"proto"`
+	// Cgroups is the cgroup the holder makes its jobs' cgroups in (with
+	// escape_tracking cgroup+subreaper).
+	Cgroups string `json:"cgroups,omitempty"`
 }

@@ -269,6 +269,9 @@ func TestHolderKilled(t *testing.T) {
 		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("env -i setsid sh -c 'echo $$ > %s; exec sleep 3600' & wait", pidFile), "wait_seconds": 0}, &st)
 		ids = append(ids, st.ID)
 		scrubbed = waitPidFile(t, pidFile)
+		if p, ok := proc.Pin(scrubbed, nil); ok { // killed here if the test fails
+			t.Cleanup(func() { p.Signal(syscall.SIGKILL); p.Close() })
+		}
 	}
 	var sh ptyInfo
 	s.mustCall("terminal_pty_open", nil, &sh)

@@ -178,9 +178,11 @@ func ticksNow(t *testing.T) uint64 {
 
 // TestCgroupEndsScrubbedEscapes: with a cgroup per job, a process that
 // left the job's group and dropped its marks (env -i) ends with the job,
-// killed or not, counted in Leftover; one that ignores SIGTERM gets
-// cgroup.kill. The job's cgroup goes with it. Needs a machine that lets
-// this process make cgroups (proc.OpenJobCgroups).
+// killed or not, with a reaper or without, counted in Leftover; one that
+// ignores SIGTERM gets SIGKILL. The job's cgroup goes with it. A job
+// that leaves nothing (with a reaper, its cgroup is not looked at) still
+// has its cgroup removed. Needs a machine that lets this process make
+// cgroups (proc.OpenJobCgroups).
 func TestCgroupEndsScrubbedEscapes(t *testing.T) {
 	owner := t.TempDir()
 	g, err := proc.OpenJobCgroups(owner)
@@ -188,36 +190,51 @@ func TestCgroupEndsScrubbedEscapes(t *testing.T) {
 		t.Skipf("no cgroups here: %v", err)
 	}
 	defer g.Close()
+	// Two escapes without marks, in sessions of their own; the second
+	// ignores SIGTERM.
+	const escapes = `f=$(mktemp); env -i setsid sh -c "echo \$\$ > $f.1; exec sleep 3600" &
+env -i setsid sh -c "trap '' TERM; echo \$\$ > $f.2; exec sleep 3600" &
+until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $f.1 $f.2; `
 	for _, tc := range []struct {
-		name, tail string
-		kill       bool
-		state      State
+		name, cmd string
+		reaper    bool
+		kill      bool
+		state     State
+		left      int
 	}{
-		// Killed first: the next job must not get the cgroup that
-		// needed cgroup.kill (the kernel kills what starts into it).
-		{"killed", "exec sleep 3600", true, Killed},
-		{"ends by itself", "exit 3", false, Done},
+		{"killed", escapes + "exec sleep 3600", false, true, Killed, 2},
+		{"ends by itself", escapes + "exit 3", false, false, Done, 2},
+		{"ends by itself, reaper", escapes + "exit 3", true, false, Done, 2},
+		{"killed, reaper", escapes + "exec sleep 3600", true, true, Killed, 2},
+		{"leaves nothing, reaper", "sed -n 's/^0:://p' /proc/self/cgroup", true, false, Done, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, Options{Owner: owner, Cgroups: g, LeftoverGrace: 300 * time.Millisecond, Grace: time.Second})
-			// Two escapes without marks, in sessions of their own; the
-			// second ignores SIGTERM.
-			cmd := `f=$(mktemp); env -i setsid sh -c "echo \$\$ > $f.1; exec sleep 3600" &
-env -i setsid sh -c "trap '' TERM; echo \$\$ > $f.2; exec sleep 3600" &
-until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $f.1 $f.2; ` + tc.tail
-			j := h.start(Spec{Name: "scrub", Cmd: cmd})
-			pids := waitPids(t, j, 2)
+			o := Options{Owner: owner, Cgroups: g, LeftoverGrace: 300 * time.Millisecond, Grace: time.Second}
+			if tc.reaper {
+				r, err := proc.NewReaper()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				o.Reaper = r
+			}
+			h := newHarness(t, o)
+			j := h.start(Spec{Name: "scrub", Cmd: tc.cmd})
+			<-j.Started()
+			slot := g.SlotOf(j.Info().ID) // while it runs
 			var pinned []proc.Pinned
-			for _, pid := range pids {
-				p, ok := proc.Pin(pid, nil)
-				if !ok {
-					t.Fatalf("escapee %d not running", pid)
+			if tc.left > 0 {
+				for _, pid := range waitPids(t, j, tc.left) {
+					p, ok := proc.Pin(pid, nil)
+					if !ok {
+						t.Fatalf("escapee %d not running", pid)
+					}
+					defer p.Close()
+					if env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); strings.Contains(string(env), EnvJobID) {
+						t.Fatalf("escapee %d has the marks: %q", pid, env)
+					}
+					pinned = append(pinned, p)
 				}
-				defer p.Close()
-				if env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ"); strings.Contains(string(env), EnvJobID) {
-					t.Fatalf("escapee %d has the marks: %q", pid, env)
-				}
-				pinned = append(pinned, p)
 			}
 			if tc.kill {
 				if _, err := h.m.Kill("scrub", false); err != nil {
@@ -225,8 +242,17 @@ until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $
 				}
 			}
 			in := h.wait(j)
-			if in.State != tc.state || in.Leftover != 2 {
-				t.Errorf("job: %s with %d leftover, want %s with 2", in.State, in.Leftover, tc.state)
+			if tc.left == 0 { // it may have ended already: it says where it ran
+				c, _ := j.Stdout().Read(0, 1024)
+				if ran := strings.TrimSpace(string(c.Data)); strings.HasSuffix(g.Dir(), filepath.Dir(ran)) {
+					slot = filepath.Join(g.Dir(), filepath.Base(ran))
+				}
+			}
+			if !strings.HasPrefix(slot, g.Dir()+"/") {
+				t.Fatalf("the job ran in cgroup %q, want one in %s", slot, g.Dir())
+			}
+			if in.State != tc.state || in.Leftover != tc.left {
+				t.Errorf("job: %s with %d leftover, want %s with %d", in.State, in.Leftover, tc.state, tc.left)
 			}
 			if left := proc.WaitExit(pinned, time.Now().Add(time.Second)); len(left) > 0 { // at once if they are gone
 				t.Errorf("%d escapees without marks survived their job", len(left))
@@ -234,8 +260,14 @@ until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $
 					p.Signal(syscall.SIGKILL)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(g.Dir(), in.ID)); !os.IsNotExist(err) {
-				t.Errorf("the job's cgroup is still there: %v", err)
+			// Removed at the end, or soon after it (in the background).
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(slot); os.IsNotExist(err) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the job's cgroup %s is still there", slot)
+				}
 			}
 		})
 	}

@@ -70,27 +70,41 @@ func cgroup2Mount() string {
 // JobCgroups gives each job a cgroup v2 of its own, below the calling
 // process's. A job's leader is started into it (clone3 with
 // CLONE_INTO_CGROUP), so every process the job starts is in it whatever
-// it does to its group, session or environment, and what is left at the
-// job's end is listed by cgroup.procs and killed by cgroup.kill
-// (docs/architecture.md, "cgroup v2").
+// it does to its group, session or environment (only a write of its pid
+// into another cgroup's cgroup.procs takes it out), and what is left at
+// the job's end is listed by cgroup.procs and killed (docs/architecture.md,
+// "cgroup v2").
 //
-// The layout is <own cgroup>/hive-<hash of the state dir>/g-<generation>/s<n>:
+// The layout is <own cgroup>/hive-<hash of the state dir>/g-<pid>-<time>/s<n>:
 // a base per state dir, a generation per process that holds jobs (the
-// holder, or a daemon that runs its own), and slots. A slot is a job's
-// cgroup for the job's life, then, empty, the next job's: making and
-// removing a cgroup costs a job 60-100 us, starting into one that exists
-// about 10. A nil *JobCgroups does nothing.
+// holder, or a daemon that runs its own), and one cgroup per job, never
+// reused (a job can leave its cgroup killing or freezing whatever starts
+// into it next: cgroup.kill, cgroup.freeze). Making and removing one
+// costs 60-100 us, so both are done off the jobs' path: a few are made
+// ahead, and those of ended jobs are removed in the background (where
+// what is still in one is found and killed). A nil *JobCgroups does
+// nothing.
 type JobCgroups struct {
 	mount, base, gen string
 
-	mu    sync.Mutex
-	free  []string          // empty slots (paths), the last one first
-	slots map[string]string // the slot of each running job, by id
-	next  int               // the number of the next new slot
+	mu     sync.Mutex
+	spares []spare           // made ahead, never used
+	slots  map[string]string // the cgroup of each running job, by id
+	done   []string          // ended jobs' cgroups, to remove
+	next   int               // the number of the next cgroup
+	wake   chan struct{}     // the worker: make spares, remove done
+	stop   chan struct{}     // closed by Close
+	worker sync.WaitGroup
 }
 
-// maxFree bounds the empty slots kept for the next jobs.
-const maxFree = 64
+// spare is a cgroup made ahead, open.
+type spare struct {
+	path string
+	fd   int
+}
+
+// spares is how many cgroups are made ahead.
+const spares = 4
 
 // OpenJobCgroups makes a generation of cgroups for owner's jobs (owner
 // is the state dir) when this machine lets the calling process manage
@@ -99,12 +113,12 @@ const maxFree = 64
 // system, only in a cgroup it delegated (Delegate=yes marks it with the
 // trusted.delegate or user.delegate attribute), since systemd is
 // otherwise the one writer of its tree. HIVE_CGROUPS=off turns it off. A
-// trial process is started into a slot (a seccomp filter may refuse
+// trial process is started into a cgroup (a seccomp filter may refuse
 // clone3). The error says why there are no cgroups.
 //
-// The caller must be the one process that holds owner's jobs (it holds
-// the state dir's lock): the generations found are those of holders that
-// died, and what is left in them is ended (in the background).
+// The caller holds the state dir's jobs (its lock): the generations it
+// finds whose process is gone are those of holders or daemons that died,
+// and what is left in them is ended, in the background.
 func OpenJobCgroups(owner string) (*JobCgroups, error) {
 	if v := os.Getenv("HIVE_CGROUPS"); v == "off" || v == "0" || v == "false" {
 		return nil, errors.New("HIVE_CGROUPS=" + v)
@@ -121,46 +135,148 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 		return nil, fmt.Errorf("cgroup %s is systemd's (not delegated: run hive in a unit with Delegate=yes)", own)
 	}
 	base := filepath.Join(own, baseName(owner))
-	if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return nil, err
-	}
-	if _, err := os.Stat(filepath.Join(base, "cgroup.kill")); err != nil {
-		os.Remove(base)
-		return nil, errors.New("no cgroup.kill (Linux 5.14 or later has it)")
-	}
-	var stale []string
-	ents, _ := os.ReadDir(base)
-	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "g-") {
-			stale = append(stale, filepath.Join(base, e.Name()))
+	g := &JobCgroups{mount: mount, base: base, slots: map[string]string{},
+		gen:  filepath.Join(base, fmt.Sprintf("g-%d-%x", os.Getpid(), time.Now().UnixNano())),
+		wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	// The base may go meanwhile (a daemon removes it once empty, after
+	// a dead holder's jobs): made again, a few times.
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = os.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if err = os.Mkdir(g.gen, 0o755); !errors.Is(err, fs.ErrNotExist) {
+			break
 		}
 	}
-	g := &JobCgroups{mount: mount, base: base, slots: map[string]string{},
-		gen: filepath.Join(base, fmt.Sprintf("g-%d-%x", os.Getpid(), time.Now().UnixNano()))}
-	if err := os.Mkdir(g.gen, 0o755); err != nil {
+	if err != nil {
 		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(g.gen, "cgroup.kill")); err != nil {
+		removeTree(g.gen)
+		os.Remove(base)
+		return nil, errors.New("no cgroup.kill (Linux 5.14 or later has it)")
 	}
 	if err := g.try(); err != nil {
 		removeTree(g.gen)
 		os.Remove(base)
 		return nil, fmt.Errorf("a process cannot be started into a cgroup: %w", err)
 	}
-	if len(stale) > 0 {
-		go func() {
-			for _, dir := range stale {
-				var slots []string
-				ents, _ := os.ReadDir(dir)
-				for _, e := range ents {
-					if e.IsDir() {
-						slots = append(slots, filepath.Join(dir, e.Name()))
-					}
-				}
-				killDirs(slots, time.Second)
-				removeTree(dir)
-			}
-		}()
+	var stale []string
+	ents, _ := os.ReadDir(base)
+	for _, e := range ents {
+		if dir := filepath.Join(base, e.Name()); e.IsDir() && dir != g.gen && genGone(e.Name()) {
+			stale = append(stale, dir)
+		}
 	}
+	g.worker.Add(1)
+	go g.work(stale)
+	g.poke()
 	return g, nil
+}
+
+// genGone reports whether the process that made generation name
+// (g-<pid>-<time>) is gone: only then is what is in it left over.
+func genGone(name string) bool {
+	rest, ok := strings.CutPrefix(name, "g-")
+	if !ok {
+		return false
+	}
+	pidS, _, _ := strings.Cut(rest, "-")
+	pid, err := strconv.Atoi(pidS)
+	return err == nil && pid > 0 && unix.Kill(pid, 0) == unix.ESRCH
+}
+
+// work is the worker: it ends the stale generations, then, on each
+// poke, removes the cgroups of ended jobs and makes spares.
+func (g *JobCgroups) work(stale []string) {
+	defer g.worker.Done()
+	for _, dir := range stale {
+		killGen(dir, time.Second)
+	}
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-g.wake:
+		}
+		g.removeDone()
+		for {
+			g.mu.Lock()
+			if len(g.spares) >= spares {
+				g.mu.Unlock()
+				break
+			}
+			path := g.newPathLocked()
+			g.mu.Unlock()
+			s, err := makeSpare(path)
+			if err != nil {
+				break // made at the start instead
+			}
+			g.mu.Lock()
+			g.spares = append(g.spares, s)
+			g.mu.Unlock()
+		}
+	}
+}
+
+// removeDone removes the cgroups of ended jobs. One that is not empty
+// holds what the look at the job's end did not see (see End): it is
+// ended now.
+func (g *JobCgroups) removeDone() {
+	g.mu.Lock()
+	done := g.done
+	g.done = nil
+	g.mu.Unlock()
+	for _, dir := range done {
+		if os.Remove(dir) != nil {
+			killDirs([]string{dir}, time.Second)
+			removeTree(dir)
+		}
+	}
+}
+
+func (g *JobCgroups) poke() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (g *JobCgroups) newPathLocked() string {
+	p := filepath.Join(g.gen, "s"+strconv.Itoa(g.next))
+	g.next++
+	return p
+}
+
+// makeSpare makes cgroup path and opens it.
+func makeSpare(path string) (spare, error) {
+	if err := os.MkdirAll(path, 0o755); err != nil { // all: the base may have gone
+		return spare{}, err
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(path)
+		return spare{}, err
+	}
+	return spare{path, fd}, nil
+}
+
+// killGen ends what is left in generation dir and removes it.
+func killGen(dir string, grace time.Duration) int {
+	var slots []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if e.IsDir() {
+			slots = append(slots, filepath.Join(dir, e.Name()))
+		}
+	}
+	n := 0
+	for _, k := range killDirs(slots, grace) {
+		n += k
+	}
+	removeTree(dir)
+	return n
 }
 
 // baseName is the name of owner's cgroup: hive-<hash of owner>.
@@ -179,14 +295,17 @@ func isBaseName(name string) bool {
 	return err == nil
 }
 
-// KillJobCgroups ends what is left in the cgroups slots of owner's jobs
-// (what a holder said of each, see SlotOf), as End does, all at once,
-// and removes them: the jobs of a holder that died. A path that is not
-// a slot of owner's is skipped. It returns how many processes each had.
+// KillJobCgroups ends what is left in the generations of owner's job
+// cgroups that slots are in (what a holder said of each of its jobs, see
+// SlotOf), all at once, and removes them: a holder that died, all of its
+// jobs. A path that is not a job cgroup of owner's is skipped. It
+// returns how many processes each slot had.
 func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
 	mount := cgroup2Mount()
+	counts := make([]int, len(slots))
 	var dirs []string
 	var idx []int
+	gens := map[string]bool{}
 	for i, slot := range slots {
 		slot = filepath.Clean(slot)
 		gen := filepath.Dir(slot)
@@ -195,21 +314,20 @@ func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
 			continue
 		}
 		dirs, idx = append(dirs, slot), append(idx, i)
+		gens[gen] = true
 	}
-	counts := make([]int, len(slots))
 	for k, n := range killDirs(dirs, grace) {
 		counts[idx[k]] = n
 	}
-	for _, dir := range dirs {
-		removeTree(dir)
-		os.Remove(filepath.Dir(dir))               // the generation, once empty
-		os.Remove(filepath.Dir(filepath.Dir(dir))) // the base, once empty
+	for gen := range gens { // the rest of it: spares, jobs whose start was in flight
+		killGen(gen, grace)
+		os.Remove(filepath.Dir(gen)) // the base, once empty
 	}
 	return counts
 }
 
-// LeaveJobCgroup moves the calling process out of a job's cgroup (a slot
-// of a generation of a hive-<hash> cgroup) into the cgroup the
+// LeaveJobCgroup moves the calling process out of a job's cgroup (one of
+// a generation of a hive-<hash> cgroup, or below it) into the cgroup the
 // hive-<hash> one is in: a hive daemon started by a job of another hive
 // is not that job's process. from is "" when it is in no job's cgroup.
 func LeaveJobCgroup() (from, to string, err error) {
@@ -240,7 +358,7 @@ func delegated(dir string) bool {
 	return false
 }
 
-// try starts /bin/sh into a slot and waits for it.
+// try starts /bin/sh into a cgroup and waits for it.
 func (g *JobCgroups) try() error {
 	id := "try"
 	cmd := exec.Command("/bin/sh", "-c", "exit 0")
@@ -254,6 +372,7 @@ func (g *JobCgroups) try() error {
 		err = Wait(cmd)
 	}
 	g.End(id, 0, false)
+	g.removeDone()
 	return err
 }
 
@@ -265,15 +384,29 @@ func (g *JobCgroups) Dir() string {
 	return g.gen
 }
 
-// Close removes the empty slots, the generation and the base, those of
-// them with no process left (Prepare makes them again).
+// Close stops the worker, removes the cgroups of ended jobs and the
+// spares, then the generation and the base, those of them with no
+// process left. Prepare still works after it (without spares).
 func (g *JobCgroups) Close() {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
-	g.free = nil
+	select {
+	case <-g.stop:
+	default:
+		close(g.stop)
+	}
 	g.mu.Unlock()
+	g.worker.Wait()
+	g.removeDone()
+	g.mu.Lock()
+	sp := g.spares
+	g.spares = nil
+	g.mu.Unlock()
+	for _, s := range sp {
+		unix.Close(s.fd)
+	}
 	removeTree(g.gen)
 	os.Remove(g.base)
 }
@@ -288,11 +421,11 @@ func (g *JobCgroups) SlotOf(id string) string {
 	return g.slots[id]
 }
 
-// Prepare sets cmd to start in a cgroup of its own, job id's until End:
-// an empty slot, or a new one. release is to be called once cmd has
-// started or failed to (it closes the cgroup's descriptor); End(id) once
-// its leader is reaped, or if it failed to start. With an error cmd is
-// left as it was.
+// Prepare sets cmd to start in a new cgroup, job id's until End: a
+// spare, or one made now. release is to be called once cmd has started
+// or failed to (it closes the cgroup's descriptor); End(id) once its
+// leader is reaped, or if it failed to start. With an error cmd is left
+// as it was.
 func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (release func(), err error) {
 	if g == nil {
 		return nil, errors.New("no cgroups")
@@ -302,42 +435,39 @@ func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (release func(), err erro
 		g.mu.Unlock()
 		return nil, fmt.Errorf("job %q has a cgroup already", id)
 	}
-	var slot string
-	if n := len(g.free); n > 0 {
-		slot, g.free = g.free[n-1], g.free[:n-1]
+	var s spare
+	n := len(g.spares)
+	if n > 0 {
+		s, g.spares = g.spares[n-1], g.spares[:n-1]
 	} else {
-		slot = filepath.Join(g.gen, "s"+strconv.Itoa(g.next))
-		g.next++
+		s.path = g.newPathLocked()
 	}
 	g.mu.Unlock()
-	fd, err := unix.Open(slot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) { // a new slot, or one removed by Close
-		if err = os.MkdirAll(slot, 0o755); err == nil {
-			fd, err = unix.Open(slot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if n == 0 {
+		if s, err = makeSpare(s.path); err != nil {
+			return nil, err
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
 	g.mu.Lock()
-	g.slots[id] = slot
+	g.slots[id] = s.path
 	g.mu.Unlock()
+	g.poke()
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.UseCgroupFD = true
-	cmd.SysProcAttr.CgroupFD = fd
-	return func() { unix.Close(fd) }, nil
+	cmd.SysProcAttr.CgroupFD = s.fd
+	return func() { unix.Close(s.fd) }, nil
 }
 
-// End ends what is left in job id's cgroup once its leader is reaped,
-// and frees it for the next job: each process in it or below it gets
-// SIGTERM, up to grace to exit, then the cgroup gets cgroup.kill
-// (SIGKILL to all in its subtree, what they forked meanwhile included).
-// It returns how many processes there were; those a Reaper adopted are
-// reaped. With check false the caller knows nothing can be left (with a
-// subreaper: no adopted process is alive, and what a job leaves is
-// adopted), and the cgroup is freed without a look.
+// End ends what is left in job id's cgroup once its leader is reaped:
+// each process in it or below it gets SIGTERM, up to grace to exit, then
+// SIGKILL (cgroup.kill, and each by its pidfd). It returns how many
+// processes there were; those a Reaper adopted are reaped. The cgroup
+// is removed. With check false the caller knows nothing should be left
+// (with a subreaper: no adopted process is alive, and whatever a job
+// leaves is adopted): the cgroup is removed in the background, and what
+// is found in it then is ended too, uncounted.
 func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 	if g == nil {
 		return 0
@@ -345,51 +475,49 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 	g.mu.Lock()
 	slot, ok := g.slots[id]
 	delete(g.slots, id)
+	if ok && !check {
+		g.done = append(g.done, slot)
+	}
 	g.mu.Unlock()
 	if !ok {
 		return 0
 	}
-	if check && populated(slot) {
-		// A cgroup that was written cgroup.kill kills every process
-		// later started into it with CLONE_INTO_CGROUP (Linux 6.18 does:
-		// its kill count stays ahead of the forking parent's). It is not
-		// for another job: it goes, once empty.
-		n := killDirs([]string{slot}, grace)[0]
-		removeTree(slot)
-		return n
+	if !check {
+		select {
+		case <-g.stop: // no worker
+			g.removeDone()
+		default:
+			g.poke()
+		}
+		return 0
 	}
-	g.mu.Lock()
-	if len(g.free) < maxFree {
-		g.free = append(g.free, slot)
-		slot = ""
+	n := 0
+	if populated(slot) {
+		n = killDirs([]string{slot}, grace)[0]
 	}
-	g.mu.Unlock()
-	if slot != "" {
-		os.Remove(slot)
-	}
-	return 0
+	removeTree(slot)
+	return n
 }
 
 // killDirs ends what is in the cgroups dirs and below them: SIGTERM to
 // each process (pinned, and checked to be in its cgroup still), up to
-// grace for all to exit, then cgroup.kill until each is empty (2 s at
-// most). It returns how many processes each had; those a Reaper adopted
-// are reaped.
+// grace for all to exit, then SIGKILL, by cgroup.kill and by pidfd
+// (cgroup.kill passes over a process whose main thread has exited while
+// others run) until each is empty (2 s at most). It returns how many
+// processes each had; those a Reaper adopted are reaped.
 func killDirs(dirs []string, grace time.Duration) []int {
 	counts := make([]int, len(dirs))
 	var ps []Pinned
-	var full []string
+	var full, rels []string
 	mount := cgroup2Mount()
 	for i, dir := range dirs {
 		if !populated(dir) {
 			continue
 		}
-		full = append(full, dir)
 		rel := "0::" + strings.TrimPrefix(dir, mount)
+		full, rels = append(full, dir), append(rels, rel)
 		for _, pid := range procsUnder(dir) {
-			// Pinned, then checked to be in the cgroup still: the pid
-			// read may have been reused since by another process.
-			if p, ok := Pin(pid, func(Stat) bool { return inCgroup(pid, rel) }); ok {
+			if p, ok := pinMember(pid, rel); ok {
 				ps = append(ps, p)
 				counts[i]++
 			}
@@ -401,14 +529,23 @@ func killDirs(dirs []string, grace time.Duration) []int {
 	for _, p := range ps {
 		p.Signal(syscall.SIGTERM)
 	}
-	WaitExit(ps, time.Now().Add(grace))
+	for _, p := range WaitExit(ps, time.Now().Add(grace)) {
+		p.Signal(syscall.SIGKILL)
+	}
 	deadline := time.Now().Add(2 * time.Second)
-	for _, dir := range full {
+	for i, dir := range full {
 		for wait := time.Millisecond; populated(dir) && time.Now().Before(deadline); wait = min(2*wait, 50*time.Millisecond) {
 			os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+			for _, pid := range procsUnder(dir) { // what forked meanwhile, and what cgroup.kill passes over
+				if p, ok := pinMember(pid, rels[i]); ok {
+					p.Signal(syscall.SIGKILL)
+					p.Close()
+				}
+			}
 			time.Sleep(wait)
 		}
 	}
+	WaitExit(ps, time.Now().Add(time.Second))
 	reapExited(ps)
 	for _, p := range ps {
 		p.Close()
@@ -417,6 +554,28 @@ func killDirs(dirs []string, grace time.Duration) []int {
 		r.Reap()
 	}
 	return counts
+}
+
+// pinMember pins process pid by a pidfd, then checks that it is in
+// cgroup rel ("0::/x") or below it: the pid read from cgroup.procs may
+// have been reused since by another process. A process whose main
+// thread has exited while others run is taken too (Pin takes it for a
+// zombie).
+func pinMember(pid int, rel string) (Pinned, bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
+			return Pinned{}, false // ESRCH: gone
+		}
+		fd = -1 // an old kernel: best effort, by pid
+	}
+	if !inCgroup(pid, rel) {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return Pinned{}, false
+	}
+	return Pinned{Pid: pid, fd: fd}, true
 }
 
 // populated reports whether a process is in cgroup dir or below it.

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,38 +90,109 @@ func TestJobCgroupEnd(t *testing.T) {
 	if n := g.End("j1", 0, true); n != 0 {
 		t.Errorf("a second End counted %d", n)
 	}
-	// A cgroup that needed cgroup.kill goes (the kernel would kill what
-	// is started into it next), the one below it too.
 	if _, err := os.Stat(slot); !os.IsNotExist(err) {
-		t.Errorf("the killed job's cgroup is still there: %v", err)
+		t.Errorf("the job's cgroup is still there: %v", err)
 	}
-	// A job that left nothing frees its cgroup for the next one, which
-	// runs in it; a job has one cgroup at a time.
-	run := func(id string) string {
-		cmd := exec.Command("/bin/sh", "-c", "cat /proc/self/cgroup")
-		release, err := g.Prepare(id, cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := cmd.Output()
-		release()
-		if err != nil {
-			t.Fatalf("a job in a cgroup: %v", err)
-		}
-		slot := g.SlotOf(id)
-		if !strings.Contains(string(out), "0::"+strings.TrimPrefix(slot, g.mount)+"\n") {
-			t.Errorf("job %s ran in %q, want %s", id, out, slot)
-		}
-		if _, err := g.Prepare(id, exec.Command("true")); err == nil {
-			t.Errorf("a second Prepare of job %s gave it a second cgroup", id)
-		}
-		if n := g.End(id, 0, true); n != 0 {
-			t.Errorf("End of job %s, which left nothing, counted %d", id, n)
-		}
-		return slot
+}
+
+// runIn runs sh -c script in a new cgroup for job id, and ends the job
+// (End with check); it returns the job's output, and the cgroup it ran
+// in (by its own /proc/self/cgroup), removed by then.
+func runIn(t *testing.T, g *JobCgroups, id, script string) (out, cgroup string) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", "sed -n 's/^0:://p' /proc/self/cgroup; "+script)
+	release, err := g.Prepare(id, cmd)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if a, b := run("j2"), run("j3"); a != b {
-		t.Errorf("the next job's cgroup %s, want the freed %s", b, a)
+	if _, err := g.Prepare(id, exec.Command("true")); err == nil {
+		t.Errorf("a second Prepare of job %s gave it a second cgroup", id)
+	}
+	b, err := cmd.Output()
+	release()
+	g.End(id, time.Second, true)
+	first, rest, _ := strings.Cut(string(b), "\n")
+	if err != nil && !strings.Contains(script, "cgroup.kill") {
+		t.Errorf("job %s in a cgroup: %v: %q", id, err, b)
+	}
+	if _, serr := os.Stat(g.mount + first); !os.IsNotExist(serr) {
+		t.Errorf("job %s's cgroup %s is still there after its end: %v", id, first, serr)
+	}
+	return rest, first
+}
+
+// A cgroup is never reused: a job that wrote its cgroup's cgroup.kill
+// or cgroup.freeze does not kill or freeze the next job (Linux 6.18
+// kills what is started into a cgroup that was written cgroup.kill).
+func TestJobCgroupNotReused(t *testing.T) {
+	g := openCgroups(t, t.TempDir())
+	seen := map[string]bool{}
+	for i, script := range []string{
+		`echo 1 > /sys/fs/cgroup/unified$(sed -n 's/^0:://p' /proc/self/cgroup)/cgroup.kill; sleep 1`,
+		`echo ok`,
+		"freeze",
+		`echo ok`,
+		`echo ok`,
+	} {
+		if !strings.HasPrefix(g.mount, "/sys/fs/cgroup/unified") {
+			script = strings.ReplaceAll(script, "/sys/fs/cgroup/unified", g.mount)
+		}
+		id := "j" + strconv.Itoa(i)
+		if script == "freeze" { // frozen (by its own doing, say), then ended
+			ps := startIn(t, g, id, `sleep 3600 >/dev/null 2>&1 & echo $!`)
+			cg := g.SlotOf(id)
+			if err := os.WriteFile(filepath.Join(cg, "cgroup.freeze"), []byte("1"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if n := g.End(id, 100*time.Millisecond, true); n != 1 {
+				t.Errorf("End of a frozen job's cgroup counted %d, want 1", n)
+			}
+			gone(t, ps, "the end of their frozen job")
+			seen[strings.TrimPrefix(cg, g.mount)] = true
+			continue
+		}
+		done := make(chan string, 1)
+		go func() { out, cg := runIn(t, g, id, script); done <- out + "|" + cg }()
+		var got string
+		select {
+		case got = <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("job %d (%s) did not end within 20 s (started frozen?)", i, script)
+		}
+		out, cg, _ := strings.Cut(got, "|")
+		if seen[cg] {
+			t.Errorf("job %d ran in a cgroup used before: %s", i, cg)
+		}
+		seen[cg] = true
+		if strings.HasSuffix(script, "echo ok") && out != "ok\n" {
+			t.Errorf("job %d after jobs that killed or froze their cgroups printed %q, want ok", i, out)
+		}
+	}
+}
+
+// What a job whose end had no look at its cgroup (End without check:
+// nothing should be left) left anyway is found when the cgroup is
+// removed, in the background, and ended.
+func TestJobCgroupRemovedInTheBackground(t *testing.T) {
+	g := openCgroups(t, t.TempDir())
+	ps := startIn(t, g, "a", `env -i setsid sleep 3600 >/dev/null 2>&1 & echo $!`)
+	slot := g.SlotOf("a")
+	if n := g.End("a", 100*time.Millisecond, false); n != 0 {
+		t.Errorf("End without a look counted %d", n)
+	}
+	if left := WaitExit(ps, time.Now().Add(10*time.Second)); len(left) > 0 {
+		t.Errorf("what a job left without its end seeing it survived the removal of its cgroup")
+		for _, p := range left {
+			p.Signal(syscall.SIGKILL)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(slot); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended job's cgroup %s is still there", slot)
+		}
 	}
 }
 
@@ -138,39 +210,64 @@ func TestJobCgroupsOfADeadHolder(t *testing.T) {
 			t.Errorf("KillJobCgroups(%s) counted %v", bad, n)
 		}
 	}
-	if WaitExit(ps, time.Now()) == nil {
+	if st, ok := Read(ps[0].Pid); !ok || !st.Alive() {
 		t.Fatal("a path that is not the job's slot ended its process")
 	}
 	if n := KillJobCgroups(owner, 100*time.Millisecond, slot); n[0] != 1 {
 		t.Errorf("KillJobCgroups(the job's slot) counted %v, want [1]", n)
 	}
 	gone(t, ps, "KillJobCgroups")
-	if _, err := os.Stat(slot); !os.IsNotExist(err) {
-		t.Errorf("the killed slot is still there: %v", err)
+	// The whole generation goes (a dead holder's: its spares too).
+	if _, err := os.Stat(g.Dir()); !os.IsNotExist(err) {
+		t.Errorf("the killed generation is still there: %v", err)
 	}
+	g.Close()
 
-	// A holder that dies leaves its generation: the next one ends it.
-	ps = startIn(t, g, "b", `env -i setsid sleep 3600 >/dev/null 2>&1 & echo $!`)
-	old := g.Dir()
+	// A generation whose process is gone (a holder that died): the next
+	// one ends what is in it and removes it. One whose process runs is
+	// left alone.
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Dir(g.Dir())
+	staleGen := filepath.Join(base, fmt.Sprintf("g-%d-1", dead.Process.Pid))
+	liveGen := filepath.Join(base, fmt.Sprintf("g-%d-1", os.Getpid()))
+	var stale []Pinned
+	for _, gen := range []string{staleGen, liveGen} {
+		if err := os.MkdirAll(filepath.Join(gen, "s0"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer removeTree(gen)
+		h := &JobCgroups{mount: g.mount, base: base, gen: gen, slots: map[string]string{}, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+		close(h.stop)
+		ps := startIn(t, h, "x", `env -i setsid sleep 3600 >/dev/null 2>&1 & echo $!`)
+		if gen == staleGen {
+			stale = ps
+		} else {
+			defer gone(t, ps, "") // ends them (the check fails: they are meant to run)
+		}
+	}
 	next, err := OpenJobCgroups(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	if next.Dir() == old {
-		t.Fatalf("the new generation is the old one: %s", old)
-	}
-	gone(t, ps, "the next generation's start")
+	gone(t, stale, "the next generation's start")
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(old); os.IsNotExist(err) {
+		if _, err := os.Stat(staleGen); os.IsNotExist(err) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the dead generation %s is still there", old)
+			t.Fatalf("the dead generation %s is still there", staleGen)
 		}
 	}
+	if !populated(liveGen) {
+		t.Errorf("the generation of a process that runs was ended")
+	}
+	KillJobCgroups(owner, 0, filepath.Join(liveGen, "s1")) // its processes, by the path rules
 	next.Close()
-	if _, err := os.Stat(filepath.Dir(next.Dir())); !os.IsNotExist(err) {
+	if _, err := os.Stat(base); !os.IsNotExist(err) {
 		t.Fatalf("Close left the base: %v", err)
 	}
 	cmd := exec.Command("true")
@@ -207,12 +304,13 @@ func TestLeaveJobCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	slot := g.SlotOf("d")
 	out, err := cmd.Output()
 	release()
 	g.End("d", 0, true)
 	lines := strings.Split(string(out), "\n")
 	own, _ := Cgroup2()
-	if err != nil || len(lines) < 3 || lines[0] != g.SlotOf("d") && !strings.HasPrefix(lines[0], filepath.Dir(g.Dir())) || lines[1] != own || lines[2] != own {
+	if err != nil || len(lines) < 3 || lines[0] != slot || lines[1] != own || lines[2] != own {
 		t.Errorf("LeaveJobCgroup in a job's cgroup: %q %v; want from the slot to %s", out, err, own)
 	}
 }

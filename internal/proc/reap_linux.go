@@ -208,9 +208,20 @@ func (r *Reaper) Reap() (alive []int) {
 			}
 			continue
 		}
-		r.reapZombie(pid)
+		// A "zombie" that cannot be reaped may be a process whose main
+		// thread exited while others run: alive.
+		if !r.reapZombie(pid) && !isDirect(pid) && liveThreads(pid) {
+			alive = append(alive, pid)
+		}
 	}
 	return alive
+}
+
+// liveThreads reports whether process pid, its main thread a zombie,
+// has other threads.
+func liveThreads(pid int) bool {
+	ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	return err == nil && len(ents) > 1
 }
 
 // reapZombie reaps pid, a zombie child, unless it is (or may be, while a

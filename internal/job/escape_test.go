@@ -59,12 +59,7 @@ func TestEscapesEndWithTheirJob(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{Owner: owner, LeftoverGrace: time.Second, Grace: time.Second}
 			if tc.reaper {
-				r, err := proc.NewReaper()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				o.Reaper = r
+				o.Reaper = testReaper(t)
 			}
 			h := newHarness(t, o)
 			// Two processes with the job's marks that are not its: one
@@ -128,6 +123,18 @@ func TestEscapesEndWithTheirJob(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testReaper makes this process a child subreaper for the test (closed
+// after the test's manager, whose cleanup comes later).
+func testReaper(t *testing.T) *proc.Reaper {
+	t.Helper()
+	r, err := proc.NewReaper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
 }
 
 // waitPids waits (on the job's output, no polling) until j printed n
@@ -211,12 +218,7 @@ until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $
 		t.Run(tc.name, func(t *testing.T) {
 			o := Options{Owner: owner, Cgroups: g, LeftoverGrace: 300 * time.Millisecond, Grace: time.Second}
 			if tc.reaper {
-				r, err := proc.NewReaper()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer r.Close()
-				o.Reaper = r
+				o.Reaper = testReaper(t)
 			}
 			h := newHarness(t, o)
 			j := h.start(Spec{Name: "scrub", Cmd: tc.cmd})

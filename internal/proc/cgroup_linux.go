@@ -279,9 +279,13 @@ func killGen(dir string, grace time.Duration) int {
 	return n
 }
 
-// baseName is the name of owner's cgroup: hive-<hash of owner>.
+// baseName is the name of owner's cgroup: hive-<hash of owner and of
+// this PID namespace>. Two hives of one state dir path in two PID
+// namespaces (containers, sandboxes) may share a cgroup: each would see
+// the other's generations as made by processes that are gone (genGone).
 func baseName(owner string) string {
-	sum := sha256.Sum256([]byte(owner))
+	ns, _ := os.Readlink("/proc/self/ns/pid")
+	sum := sha256.Sum256([]byte(owner + "\x00" + ns))
 	return "hive-" + hex.EncodeToString(sum[:6])
 }
 
@@ -482,20 +486,23 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 	if !ok {
 		return 0
 	}
-	if !check {
-		select {
-		case <-g.stop: // no worker
-			g.removeDone()
-		default:
+	n := 0
+	if check {
+		if populated(slot) {
+			n = killDirs([]string{slot}, grace)[0]
+		}
+		removeTree(slot)
+	}
+	select {
+	case <-g.stop: // no worker: and the generation goes too, once empty (Close ran)
+		g.removeDone()
+		os.Remove(g.gen)
+		os.Remove(g.base)
+	default:
+		if !check {
 			g.poke()
 		}
-		return 0
 	}
-	n := 0
-	if populated(slot) {
-		n = killDirs([]string{slot}, grace)[0]
-	}
-	removeTree(slot)
 	return n
 }
 
@@ -532,9 +539,16 @@ func killDirs(dirs []string, grace time.Duration) []int {
 	for _, p := range WaitExit(ps, time.Now().Add(grace)) {
 		p.Signal(syscall.SIGKILL)
 	}
+	// Each pass takes every cgroup still populated: one that will not
+	// empty (a process in D state) does not keep the others from theirs.
 	deadline := time.Now().Add(2 * time.Second)
-	for i, dir := range full {
-		for wait := time.Millisecond; populated(dir) && time.Now().Before(deadline); wait = min(2*wait, 50*time.Millisecond) {
+	for wait := time.Millisecond; time.Now().Before(deadline); wait = min(2*wait, 50*time.Millisecond) {
+		left := false
+		for i, dir := range full {
+			if !populated(dir) {
+				continue
+			}
+			left = true
 			os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
 			for _, pid := range procsUnder(dir) { // what forked meanwhile, and what cgroup.kill passes over
 				if p, ok := pinMember(pid, rels[i]); ok {
@@ -542,8 +556,11 @@ func killDirs(dirs []string, grace time.Duration) []int {
 					p.Close()
 				}
 			}
-			time.Sleep(wait)
 		}
+		if !left {
+			break
+		}
+		time.Sleep(wait)
 	}
 	WaitExit(ps, time.Now().Add(time.Second))
 	reapExited(ps)

@@ -2,9 +2,12 @@ package proc
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -312,5 +315,88 @@ func TestLeaveJobCgroup(t *testing.T) {
 	own, _ := Cgroup2()
 	if err != nil || len(lines) < 3 || lines[0] != slot || lines[1] != own || lines[2] != own {
 		t.Errorf("LeaveJobCgroup in a job's cgroup: %q %v; want from the slot to %s", out, err, own)
+	}
+}
+
+// With HIVE_TEST_MAIN_THREAD_EXITS=1 the test binary is a process whose
+// main thread exits while another runs: it ignores SIGTERM, prints its
+// pid, closes its stdout, and exits its main thread (during init, the
+// main goroutine runs on it). /proc then shows it as a zombie.
+func init() {
+	if os.Getenv("HIVE_TEST_MAIN_THREAD_EXITS") != "1" {
+		return
+	}
+	signal.Ignore(syscall.SIGTERM)
+	go func() {
+		fmt.Println(os.Getpid())
+		os.Stdout.Close()
+		for {
+			time.Sleep(time.Hour)
+		}
+	}()
+	time.Sleep(50 * time.Millisecond)
+	syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0) // this thread only
+}
+
+// A process whose main thread exited while another runs is alive: the
+// reaper counts it among the adopted children still alive (so a job's
+// end looks at its cgroup), and End kills it (cgroup.kill passes over
+// it; its pidfd does not).
+func TestJobCgroupMainThreadExited(t *testing.T) {
+	g := openCgroups(t, t.TempDir())
+	r, err := NewReaper()
+	if err != nil {
+		t.Skipf("no subreaper: %v", err)
+	}
+	defer r.Close()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `HIVE_TEST_MAIN_THREAD_EXITS=1 "$0" -test.run='^$' &`, self)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release, err := g.Prepare("z", cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := g.SlotOf("z")
+	err = Start(cmd)
+	release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(pipe) // until the process closes its stdout
+	if err := Wait(cmd); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("the process printed %q", b)
+	}
+	p, ok := pinMember(pid, "0::"+strings.TrimPrefix(slot, g.mount))
+	if !ok {
+		t.Fatalf("process %d is not in the job's cgroup", pid)
+	}
+	defer p.Close()
+	defer p.Signal(syscall.SIGKILL) // if it survives
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if st, ok := Read(pid); ok && st.State == 'Z' {
+			break // its main thread has exited
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the process's main thread did not exit")
+		}
+	}
+	if alive := r.Reap(); !slices.Contains(alive, pid) {
+		t.Errorf("Reap: alive %v, want %d in it (its other thread runs)", alive, pid)
+	}
+	if n := g.End("z", 100*time.Millisecond, true); n != 1 {
+		t.Errorf("End counted %d, want 1", n)
+	}
+	if left := WaitExit([]Pinned{p}, time.Now().Add(2*time.Second)); len(left) > 0 {
+		t.Errorf("the process whose main thread exited survived its job's end")
 	}
 }

@@ -201,7 +201,13 @@ func TestCgroupEndsScrubbedEscapes(t *testing.T) {
 	// ignores SIGTERM.
 	const escapes = `f=$(mktemp); env -i setsid sh -c "echo \$\$ > $f.1; exec sleep 3600" &
 env -i setsid sh -c "trap '' TERM; echo \$\$ > $f.2; exec sleep 3600" &
-until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $f.1 $f.2; `
+until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; p=$(cat $f.1 $f.2); rm -f $f $f.1 $f.2; echo "$p"; `
+	// The pids are printed last, by the shell itself: a kill then finds
+	// nothing of the job's but the escapes (and the leader) running.
+	// A job that ends by itself waits for the gate: until its escapees
+	// are pinned, not to race their end with it.
+	gate := filepath.Join(t.TempDir(), "gate")
+	waitGate := "until [ -e " + gate + " ]; do sleep 0.01; done; "
 	for _, tc := range []struct {
 		name, cmd string
 		reaper    bool
@@ -210,8 +216,8 @@ until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $
 		left      int
 	}{
 		{"killed", escapes + "exec sleep 3600", false, true, Killed, 2},
-		{"ends by itself", escapes + "exit 3", false, false, Done, 2},
-		{"ends by itself, reaper", escapes + "exit 3", true, false, Done, 2},
+		{"ends by itself", escapes + waitGate + "exit 3", false, false, Done, 2},
+		{"ends by itself, reaper", escapes + waitGate + "exit 3", true, false, Done, 2},
 		{"killed, reaper", escapes + "exec sleep 3600", true, true, Killed, 2},
 		{"leaves nothing, reaper", "sed -n 's/^0:://p' /proc/self/cgroup", true, false, Done, 0},
 	} {
@@ -243,6 +249,10 @@ until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; cat $f.1 $f.2; rm -f $f $
 					t.Fatal(err)
 				}
 			}
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Remove(gate)
 			in := h.wait(j)
 			if tc.left == 0 { // it may have ended already: it says where it ran
 				c, _ := j.Stdout().Read(0, 1024)

@@ -106,6 +106,9 @@ type spare struct {
 // spares is how many cgroups are made ahead.
 const spares = 4
 
+// workDelay is how long the worker waits after a poke.
+const workDelay = 3 * time.Millisecond
+
 // OpenJobCgroups makes a generation of cgroups for owner's jobs (owner
 // is the state dir) when this machine lets the calling process manage
 // cgroups below its own: a cgroup v2 hierarchy, write access to the own
@@ -199,6 +202,14 @@ func (g *JobCgroups) work(stale []string) {
 		case <-g.stop:
 			return
 		case <-g.wake:
+		}
+		// The work waits a little: a job's start and end are round trips
+		// of a client, and on few CPUs the work would delay the one that
+		// poked (its answer, or the job).
+		select {
+		case <-g.stop:
+			return
+		case <-time.After(workDelay):
 		}
 		g.removeDone()
 		for {

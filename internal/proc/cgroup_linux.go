@@ -75,7 +75,8 @@ func cgroup2Mount() string {
 // the job's end is listed by cgroup.procs and killed (docs/architecture.md,
 // "cgroup v2").
 //
-// The layout is <own cgroup>/hive-<hash of the state dir>/g-<pid>-<time>/s<n>:
+// The layout is <own cgroup>/hive-<hash>/g-<pid>-<time>/s<n> (the hash of the
+// state dir and the PID namespace, see baseName):
 // a base per state dir, a generation per process that holds jobs (the
 // holder, or a daemon that runs its own), and one cgroup per job, never
 // reused (a job can leave its cgroup killing or freezing whatever starts

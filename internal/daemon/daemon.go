@@ -534,17 +534,17 @@ func (d *daemon) escapeTracking() string {
 			return t
 		}
 	}
+	t := proc.TrackGroup
 	switch {
-	case d.cgroups != nil && d.reaper != nil:
-		return proc.TrackCgroup
-	case d.cgroups != nil:
-		return proc.TrackCgroupMarks
 	case d.reaper != nil:
-		return proc.TrackSubreaper
+		t = proc.TrackSubreaper
 	case proc.Supported:
-		return proc.TrackMarks
+		t = proc.TrackMarks
 	}
-	return proc.TrackGroup
+	if d.cgroups != nil {
+		return proc.WithCgroups(t)
+	}
+	return t
 }
 
 // maxRequestLine bounds the first line of a connection: a wake with the

@@ -248,7 +248,7 @@ func TestJobCgroupsOfADeadHolder(t *testing.T) {
 		if gen == staleGen {
 			stale = ps
 		} else {
-			defer gone(t, ps, "") // ends them (the check fails: they are meant to run)
+			defer gone(t, ps, "the kill of their generation, below") // meant to run until then
 		}
 	}
 	next, err := OpenJobCgroups(owner)
@@ -268,7 +268,9 @@ func TestJobCgroupsOfADeadHolder(t *testing.T) {
 	if !populated(liveGen) {
 		t.Errorf("the generation of a process that runs was ended")
 	}
-	KillJobCgroups(owner, 0, filepath.Join(liveGen, "s1")) // its processes, by the path rules
+	// Any path in a generation ends the whole of it (a dead holder's):
+	// here the live one's, made by hand, so that its processes go.
+	KillJobCgroups(owner, 0, filepath.Join(liveGen, "s1"))
 	next.Close()
 	if _, err := os.Stat(base); !os.IsNotExist(err) {
 		t.Fatalf("Close left the base: %v", err)

@@ -36,9 +36,10 @@ const (
 	// terminated with its job and reaped.
 	TrackSubreaper = "subreaper+marks"
 	// TrackCgroup: every job runs in a cgroup v2 of its own (see
-	// JobCgroups), which no process it starts can leave: what is left of
-	// a job at its end is killed, marks or not; hive is a child
-	// subreaper too, and reaps them.
+	// JobCgroups), which setsid, forks and env -i do not leave (only a
+	// write of a pid into another cgroup does): what is left of a job at
+	// its end is killed, marks or not; hive is a child subreaper too, and
+	// reaps them.
 	TrackCgroup = "cgroup+subreaper"
 	// TrackCgroupMarks: cgroups as TrackCgroup, without the subreaper
 	// (init reaps what a job's end kills).

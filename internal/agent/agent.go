@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -124,7 +125,7 @@ func (a *Agent) State() State {
 // CheckStatus validates a status line: one line, at most 200 characters.
 func CheckStatus(text string) error {
 	if strings.ContainsAny(text, "\r\n") {
-		return errors.New("text: must be a single line")
+		return errdefs.New(errdefs.ErrInvalid, "text: must be a single line")
 	}
 	if n := utf8.RuneCountInString(text); n > MaxStatus {
 		return fmt.Errorf("text: %d chars, at most %d", n, MaxStatus)
@@ -156,10 +157,10 @@ func CheckTurn(state string, usage *float64) error {
 	switch state {
 	case Idle, Thinking, Compacting:
 	default:
-		return fmt.Errorf("state %q: must be %s, %s or %s", state, Idle, Thinking, Compacting)
+		return errdefs.Newf(errdefs.ErrInvalid, "state %q: must be %s, %s or %s", state, Idle, Thinking, Compacting)
 	}
 	if usage != nil && !(*usage >= 0 && *usage <= 1) {
-		return fmt.Errorf("context_usage %v: must be 0..1 (the share of the context window in use)", *usage)
+		return errdefs.Newf(errdefs.ErrInvalid, "context_usage %v: must be 0..1 (the share of the context window in use)", *usage)
 	}
 	return nil
 }

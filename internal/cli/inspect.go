@@ -28,23 +28,28 @@ func runInspect(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	jobs := []proto.Job{}
-	var firstErr error
+	failed := 0
 	for _, id := range fs.Args() {
 		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdStatus, ID: id})
 		if err != nil {
+			// Each failure once, on its own line (docker's way); main
+			// then prints nothing more.
 			fmt.Fprintf(e.Stderr, "hive: inspect %s: %v\n", id, err)
-			if firstErr == nil {
-				firstErr = fmt.Errorf("inspect %s: %w", id, err)
-			}
+			failed++
 			continue
 		}
 		jobs = append(jobs, *resp.Job)
 	}
-	enc := json.NewEncoder(e.Stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(jobs); err != nil {
-		return err
+	if len(jobs) > 0 || failed == 0 {
+		enc := json.NewEncoder(e.Stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(jobs); err != nil {
+			return err
+		}
 	}
-	return firstErr
+	if failed > 0 {
+		return &ExitError{Code: 1}
+	}
+	return nil
 }

@@ -30,9 +30,6 @@ func runKill(ctx context.Context, e Env, args []string) error {
 	for _, id := range fs.Args() {
 		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdKill, ID: id, Force: *force})
 		if err != nil {
-			if fs.NArg() == 1 {
-				return err
-			}
 			fmt.Fprintf(e.Stderr, "hive: kill %s: %v\n", id, err)
 			failed++
 			continue
@@ -53,7 +50,7 @@ func runKill(ctx context.Context, e Env, args []string) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("kill: %d of %d jobs not signalled", failed, fs.NArg())
+		return &ExitError{Code: 1} // each failure is printed above, once
 	}
 	return nil
 }

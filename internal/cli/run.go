@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -17,7 +18,7 @@ func init() {
 
 func runRun(ctx context.Context, e Env, args []string) error {
 	fs, dir := newFlags("run", e)
-	name := fs.String("name", "", "job name ([a-z0-9-]{1,63}): addresses the newest job of that name; reusable once it ended")
+	name := fs.String("name", "", "job name ("+ident.NameRule+"): addresses the newest job of that name; reusable once it ended")
 	timeout := fs.Float64("timeout", 0, "stop the job after this many seconds (timed_out)")
 	notify := fs.Bool("notify", false, "raise a loose end for the agent when the job runs and ends (else it only lists it)")
 	asJSON := fs.Bool("json", false, "JSON output")

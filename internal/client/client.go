@@ -133,7 +133,7 @@ func (c *Conn) readResponse(cmd string) (proto.Response, error) {
 		return proto.Response{}, fmt.Errorf("decode %s response: %w", cmd, err)
 	}
 	if !resp.OK {
-		return resp, errors.New(resp.Error)
+		return resp, resp.Err()
 	}
 	return resp, nil
 }
@@ -307,7 +307,7 @@ func (c *Conn) Goodbye(l paths.Layout) error {
 		return fmt.Errorf("the daemon ended the session with an unreadable line %q", line)
 	}
 	if !resp.OK {
-		return errors.New(resp.Error)
+		return resp.Err()
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hivetools/hive/internal/agent"
 	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/inbox"
@@ -603,9 +604,9 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) (kept bool) {
 		var ne net.Error
 		switch {
 		case errors.Is(err, errRequestTooLong):
-			writeResp(c, proto.Response{Error: err.Error()})
+			writeResp(c, proto.Fail(err))
 		case errors.As(err, &ne) && ne.Timeout():
-			writeResp(c, proto.Response{Error: fmt.Sprintf("request: no complete line within %v", requestTimeout)})
+			writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "request: no complete line within %v", requestTimeout)))
 		}
 		return
 	}
@@ -613,7 +614,7 @@ func (d *daemon) serveConn(ctx context.Context, c net.Conn) (kept bool) {
 	var req proto.Request
 	if err := json.Unmarshal(line, &req); err != nil {
 		closeFDs(fds)
-		writeResp(c, proto.Response{Error: fmt.Sprintf("request: not JSON: %v", err)})
+		writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "request: not JSON: %v", err)))
 		return
 	}
 	if req.Cmd != proto.CmdMCP || !req.Stdio {
@@ -688,7 +689,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 	srv, stop, err := tools.NewServer(d.deps, sess, req.Groups)
 	if err != nil {
 		closeFDs(fds)
-		writeResp(c, proto.Response{Error: err.Error()})
+		writeResp(c, proto.Fail(err))
 		return
 	}
 	defer stop()
@@ -696,7 +697,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 	var stdin, stdout *os.File
 	if req.Stdio {
 		if stdin, stdout, err = stdioFiles(fds); err != nil {
-			writeResp(c, proto.Response{Error: err.Error()})
+			writeResp(c, proto.Fail(err))
 			return
 		}
 		defer stdin.Close()

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivetools/hive/internal/build"
+	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
@@ -25,7 +27,7 @@ import (
 
 // handle answers a one-shot request.
 func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
-	fail := func(err error) proto.Response { return proto.Response{Error: err.Error()} }
+	fail := proto.Fail
 	switch req.Cmd {
 	case proto.CmdVersion:
 		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), EscapeTracking: d.escapeTracking(),
@@ -53,7 +55,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	case proto.CmdDashboard:
 		u, err := d.dashboardURL()
 		if err != nil {
-			return proto.Response{Error: err.Error()}
+			return proto.Fail(err)
 		}
 		return proto.Response{OK: true, URL: u}
 	case proto.CmdStats:
@@ -65,12 +67,14 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		for _, s := range req.States {
 			if !job.ValidState(s) {
-				return fail(fmt.Errorf("states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", s))
+				return fail(errdefs.Newf(errdefs.ErrInvalid, "states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", s))
 			}
 			states = append(states, job.State(s))
 		}
-		if req.Name != "" && !job.ValidName(req.Name) {
-			return fail(fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", req.Name))
+		if req.Name != "" {
+			if err := ident.CheckName("name", req.Name); err != nil {
+				return fail(err)
+			}
 		}
 		infos, err := d.jobs.ListNamed(ctx, 200, req.Name, states...)
 		if err != nil {
@@ -83,7 +87,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		return resp
 	case proto.CmdRun:
 		if len(req.Argv) == 0 {
-			return fail(errors.New("argv: must not be empty"))
+			return fail(errdefs.New(errdefs.ErrInvalid, "argv: must not be empty"))
 		}
 		for i, a := range req.Argv {
 			if err := job.CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
@@ -91,7 +95,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 			}
 		}
 		if req.TimeoutSecs < 0 || req.TimeoutSecs > 1e8 || req.TimeoutSecs != req.TimeoutSecs {
-			return fail(fmt.Errorf("timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
+			return fail(errdefs.Newf(errdefs.ErrInvalid, "timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
 		}
 		spec := job.Spec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
 			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second)), Quiet: !req.Notify}
@@ -121,7 +125,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdRm:
 		if req.ID == "" {
-			return fail(errors.New("id: must not be empty"))
+			return fail(errdefs.New(errdefs.ErrInvalid, "id: must not be empty"))
 		}
 		in, err := d.jobs.Remove(ctx, req.ID)
 		if err != nil {
@@ -198,7 +202,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	case proto.CmdInboxAck:
 		id, err := strconv.ParseInt(req.ID, 10, 64)
 		if err != nil || id < 1 {
-			return fail(fmt.Errorf("id %q: must be a message id (an integer >= 1, from inbox_next)", req.ID))
+			return fail(errdefs.Newf(errdefs.ErrInvalid, "id %q: must be a message id (an integer >= 1, from inbox_next)", req.ID))
 		}
 		if err := d.inbox.Ack(ctx, id); err != nil {
 			return fail(err)
@@ -227,18 +231,18 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		// connection; this one does not wait.
 		return d.inboxNext(ctx, req)
 	case "":
-		return fail(errors.New("cmd: must not be empty"))
+		return fail(errdefs.New(errdefs.ErrInvalid, "cmd: must not be empty"))
 	}
-	return fail(fmt.Errorf("cmd %q: unknown command", req.Cmd))
+	return fail(errdefs.Newf(errdefs.ErrInvalid, "cmd %q: unknown command", req.Cmd))
 }
 
 // checkTodoKey checks the subsystem and key of a todo request.
 func checkTodoKey(req proto.Request) error {
 	if req.Subsystem == "" {
-		return errors.New("subsystem: must not be empty")
+		return errdefs.New(errdefs.ErrInvalid, "subsystem: must not be empty")
 	}
 	if req.Key == "" {
-		return errors.New("key: must not be empty")
+		return errdefs.New(errdefs.ErrInvalid, "key: must not be empty")
 	}
 	return nil
 }
@@ -260,7 +264,7 @@ func preview(body string) string {
 func checkNext(req proto.Request) (time.Duration, error) {
 	t := req.TimeoutSecs
 	if t < 0 || t > 1e8 || t != t {
-		return 0, fmt.Errorf("timeout_secs %v: must be 0..1e8 (0: no limit)", t)
+		return 0, errdefs.Newf(errdefs.ErrInvalid, "timeout_secs %v: must be 0..1e8 (0: no limit)", t)
 	}
 	if t > 0 && !req.Wait {
 		return 0, errors.New("timeout_secs: only with wait: true")
@@ -281,16 +285,16 @@ func (d *daemon) inboxNext(ctx context.Context, req proto.Request) proto.Respons
 func (d *daemon) inboxNextUntil(daemonCtx, wait context.Context, req proto.Request) proto.Response {
 	timeout, err := checkNext(req)
 	if err != nil {
-		return proto.Response{Error: err.Error()}
+		return proto.Fail(err)
 	}
 	m, ok, err := d.inbox.Next(wait, req.Wait, timeout)
 	switch {
 	case err != nil && daemonCtx.Err() != nil:
-		return proto.Response{Error: "inbox_next: the daemon is stopping"}
+		return proto.Fail(errdefs.New(errdefs.ErrUnavailable, "inbox_next: the daemon is stopping"))
 	case err != nil && wait.Err() != nil:
 		return proto.Response{OK: true, Empty: true} // the client's input ended the wait
 	case err != nil:
-		return proto.Response{Error: "inbox_next: " + err.Error()}
+		return proto.Fail(fmt.Errorf("inbox_next: %w", err))
 	case !ok:
 		return proto.Response{OK: true, Empty: true}
 	}
@@ -332,21 +336,21 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 	case req.Stdout && req.Stderr:
 		opts.Stdout, opts.Stderr = false, false // both: merged
 	case req.Tail < 0:
-		writeResp(c, proto.Response{Error: fmt.Sprintf("tail %d: must be >= 0 (0: all)", req.Tail)})
+		writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "tail %d: must be >= 0 (0: all)", req.Tail)))
 		return
 	case req.Offset < 0:
-		writeResp(c, proto.Response{Error: fmt.Sprintf("offset %d: must be >= 0", req.Offset)})
+		writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "offset %d: must be >= 0", req.Offset)))
 		return
 	case req.Offset > 0 && req.Stdout == req.Stderr:
-		writeResp(c, proto.Response{Error: "offset: only with stdout or stderr (an offset is within one stream)"})
+		writeResp(c, proto.Fail(errdefs.New(errdefs.ErrInvalid, "offset: only with stdout or stderr (an offset is within one stream)")))
 		return
 	case req.Offset > 0 && req.Tail > 0:
-		writeResp(c, proto.Response{Error: "offset: not with tail"})
+		writeResp(c, proto.Fail(errdefs.New(errdefs.ErrInvalid, "offset: not with tail")))
 		return
 	}
 	in, err := d.jobs.Lookup(ctx, req.ID)
 	if err != nil {
-		writeResp(c, proto.Response{Error: err.Error()})
+		writeResp(c, proto.Fail(err))
 		return
 	}
 	w := wireJob(in)
@@ -448,7 +452,7 @@ func (d *daemon) serveWait(ctx context.Context, c net.Conn, br io.Reader, req pr
 			return
 		case <-ctx.Done():
 			c.SetWriteDeadline(time.Now().Add(requestTimeout))
-			writeResp(c, proto.Response{Error: "wait: the daemon is stopping"})
+			writeResp(c, proto.Fail(errdefs.New(errdefs.ErrUnavailable, "wait: the daemon is stopping")))
 			return
 		}
 		req.ID = j.ID()

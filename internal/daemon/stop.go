@@ -1,12 +1,12 @@
 package daemon
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"time"
 
 	"github.com/hivetools/hive/internal/build"
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -21,7 +21,7 @@ const stopNote = "the daemon was stopped by hive stop"
 func (d *daemon) serveStop(c net.Conn, req proto.Request) (kept bool) {
 	g := req.GraceSecs
 	if g < 0 || g > 1e6 || g != g {
-		writeResp(c, proto.Response{Error: fmt.Sprintf("grace_secs %v: must be 0..1e6 (0: the daemon's --grace)", g)})
+		writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "grace_secs %v: must be 0..1e6 (0: the daemon's --grace)", g)))
 		return false
 	}
 	if req.IfIdle {
@@ -30,7 +30,9 @@ func (d *daemon) serveStop(c net.Conn, req proto.Request) (kept bool) {
 			a.Jobs = d.jobs.Pending() // running jobs stay with the holder: no reason to wait
 		}
 		if !a.Idle() {
-			writeResp(c, proto.Response{Error: "the daemon is busy: " + a.String(), Activity: &a})
+			resp := proto.Fail(errdefs.New(errdefs.ErrConflict, "the daemon is busy: "+a.String()))
+			resp.Activity = &a
+			writeResp(c, resp)
 			return false
 		}
 	}

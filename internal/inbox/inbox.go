@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -223,13 +224,13 @@ func (in *Inbox) publish() {
 // summary is published.
 func (in *Inbox) UpsertTodo(ctx context.Context, subsystem, key, summary string) (store.Todo, error) {
 	if subsystem == "" {
-		return store.Todo{}, errors.New("subsystem: must not be empty")
+		return store.Todo{}, errdefs.New(errdefs.ErrInvalid, "subsystem: must not be empty")
 	}
 	if key == "" {
-		return store.Todo{}, errors.New("key: must not be empty")
+		return store.Todo{}, errdefs.New(errdefs.ErrInvalid, "key: must not be empty")
 	}
 	if summary == "" {
-		return store.Todo{}, errors.New("summary: must not be empty")
+		return store.Todo{}, errdefs.New(errdefs.ErrInvalid, "summary: must not be empty")
 	}
 	switch {
 	case len(subsystem) > MaxTodoSubsystem:
@@ -295,7 +296,7 @@ func (in *Inbox) Cancel(ctx context.Context, kind string, id int64) error {
 	case KindMessage:
 		return in.DropMessage(ctx, id)
 	}
-	return fmt.Errorf("kind %q: must be %q, %q or %q", kind, KindReminder, KindTodo, KindMessage)
+	return errdefs.Newf(errdefs.ErrInvalid, "kind %q: must be %q, %q or %q", kind, KindReminder, KindTodo, KindMessage)
 }
 
 // MarkDone clears the todos with these ids; unknown ids are skipped. It

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -20,7 +21,7 @@ var fromRE = regexp.MustCompile(`^[A-Za-z0-9._@:-]{1,64}$`)
 // CheckFrom validates a sender label: 1-64 of [A-Za-z0-9._@:-].
 func CheckFrom(from string) error {
 	if !fromRE.MatchString(from) {
-		return fmt.Errorf("from %q: must be 1-64 characters of A-Z a-z 0-9 . _ @ : -", from)
+		return errdefs.Newf(errdefs.ErrInvalid, "from %q: must be 1-64 characters of A-Z a-z 0-9 . _ @ : -", from)
 	}
 	return nil
 }
@@ -41,7 +42,7 @@ func (in *Inbox) Wake(ctx context.Context, from, body string) (store.Message, er
 func (in *Inbox) add(ctx context.Context, from, body string, inFlight bool) (store.Message, error) {
 	switch {
 	case body == "":
-		return store.Message{}, errors.New("body: must not be empty")
+		return store.Message{}, errdefs.New(errdefs.ErrInvalid, "body: must not be empty")
 	case len(body) > MaxBody:
 		return store.Message{}, fmt.Errorf("body: %d bytes, at most %d", len(body), MaxBody)
 	}
@@ -106,7 +107,7 @@ const maxRead = 1 << 20
 // receives its messages (read_inbox).
 func (in *Inbox) Read(ctx context.Context, max int) ([]Delivered, error) {
 	if max <= 0 {
-		return nil, fmt.Errorf("max %d: must be >= 1", max)
+		return nil, errdefs.Newf(errdefs.ErrInvalid, "max %d: must be >= 1", max)
 	}
 	ms, err := in.st.ReadMessages(ctx, max, maxRead)
 	if err != nil {
@@ -166,7 +167,7 @@ func (in *Inbox) Next(ctx context.Context, wait bool, timeout time.Duration) (d 
 		arrived, closed := in.arrived, in.closed
 		in.mu.Unlock()
 		if closed {
-			return Delivered{}, false, errors.New("the inbox is closed: the daemon is stopping")
+			return Delivered{}, false, errdefs.New(errdefs.ErrUnavailable, "the inbox is closed: the daemon is stopping")
 		}
 		m, ok, err := in.st.TakeMessage(ctx)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -38,7 +39,7 @@ func (in *Inbox) Remind(ctx context.Context, message string, due time.Time) (sto
 	now := time.Now()
 	switch {
 	case message == "":
-		return store.Reminder{}, errors.New("message: must not be empty")
+		return store.Reminder{}, errdefs.New(errdefs.ErrInvalid, "message: must not be empty")
 	case len(message) > MaxBody:
 		return store.Reminder{}, fmt.Errorf("message: %d bytes, at most %d", len(message), MaxBody)
 	case !due.After(now):

@@ -11,14 +11,13 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/output"
 )
 
@@ -56,21 +55,19 @@ func ValidState(s string) bool {
 
 // Errors returned by the Manager.
 var (
-	ErrNotFound = errors.New("no such job")
-	ErrEnded    = errors.New("job already ended")
-	ErrNotEnded = errors.New("only an ended job can be removed")
-	ErrNameBusy = errors.New("name in use by a pending or running job")
-	ErrClosed   = errors.New("job manager closed")
+	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "no such job")
+	ErrEnded    = errdefs.New(errdefs.ErrConflict, "job already ended")
+	ErrNotEnded = errdefs.New(errdefs.ErrConflict, "only an ended job can be removed")
+	ErrNameBusy = errdefs.New(errdefs.ErrConflict, "name in use by a pending or running job")
+	ErrClosed   = errdefs.New(errdefs.ErrUnavailable, "job manager closed")
 )
-
-var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
 
 // CheckNUL returns an error naming field if s holds a NUL byte: no
 // command line, argument, directory or environment entry can carry one
 // (the kernel would cut it there), so it is refused rather than dropped.
 func CheckNUL(field, s string) error {
 	if i := strings.IndexByte(s, 0); i >= 0 {
-		return fmt.Errorf("%s: contains a NUL byte (at byte %d), which no command can receive", field, i)
+		return errdefs.Newf(errdefs.ErrInvalid, "%s: contains a NUL byte (at byte %d), which no command can receive", field, i)
 	}
 	return nil
 }
@@ -96,9 +93,6 @@ func checkSpecNUL(spec Spec) error {
 	}
 	return nil
 }
-
-// ValidName reports whether name is a valid job name: [a-z0-9-]{1,63}.
-func ValidName(name string) bool { return nameRE.MatchString(name) }
 
 // Spec describes a job to start.
 type Spec struct {

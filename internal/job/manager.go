@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
@@ -234,19 +236,21 @@ func (m *Manager) recover(known map[string]bool) error {
 // job in state failed, not an error; errors are for bad specs.
 func (m *Manager) Start(spec Spec) (*Job, error) {
 	if spec.Cmd == "" && len(spec.Argv) == 0 {
-		return nil, errors.New("cmd: must not be empty")
+		return nil, errdefs.New(errdefs.ErrInvalid, "cmd: must not be empty")
 	}
 	if spec.Timeout < 0 {
-		return nil, fmt.Errorf("timeout %v: must be >= 0", spec.Timeout)
+		return nil, errdefs.Newf(errdefs.ErrInvalid, "timeout %v: must be >= 0", spec.Timeout)
 	}
 	if err := checkSpecNUL(spec); err != nil {
 		return nil, err
 	}
-	if spec.Name != "" && !ValidName(spec.Name) {
-		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}", spec.Name)
+	if spec.Name != "" {
+		if err := ident.CheckName("name", spec.Name); err != nil {
+			return nil, err
+		}
 	}
 	if _, ok := parseHexID(spec.Name); ok {
-		return nil, fmt.Errorf("name %q: must not be 8 hex digits, the form of a job id", spec.Name)
+		return nil, errdefs.Newf(errdefs.ErrInvalid, "name %q: must not be 8 hex digits, the form of a job id", spec.Name)
 	}
 	if spec.ShellKind == "" {
 		spec.ShellKind = shell.KindBash

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/build"
+	"github.com/hivetools/hive/internal/errdefs"
 )
 
 // Commands.
@@ -132,8 +133,12 @@ type Request struct {
 
 // Response is the daemon's first line back.
 type Response struct {
-	OK      bool   `json:"ok"`
-	Error   string `json:"error,omitempty"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// Code is the class of Error (errdefs.Code: "not_found", "conflict",
+	// "invalid", "unavailable", "limit"), "" for an error of no class.
+	// Err turns the two back into an error of that class.
+	Code    string `json:"code,omitempty"`
 	Version string `json:"version,omitempty"`
 	PID     int    `json:"pid,omitempty"`
 	Stdio   bool   `json:"stdio,omitempty"` // the daemon took the bridge's stdio
@@ -183,6 +188,19 @@ type Response struct {
 	CompactPending *bool `json:"compact_pending,omitempty"`
 	// dashboard_url: the one-time login URL.
 	URL string `json:"url,omitempty"`
+}
+
+// Fail is the answer that reports err: its text and its class.
+func Fail(err error) Response { return Response{Error: err.Error(), Code: errdefs.Code(err)} }
+
+// Err is the error the answer reports (nil for none), of the class its
+// Code names: errors.Is(r.Err(), errdefs.ErrNotFound) holds for a job the
+// daemon does not know.
+func (r Response) Err() error {
+	if r.Error == "" {
+		return nil
+	}
+	return errdefs.FromWire(r.Code, r.Error)
 }
 
 // MaxListed bounds the messages inbox_ls lists.

@@ -27,33 +27,34 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/store"
 )
 
 // Errors returned by this package. Test with errors.Is.
 var (
 	// ErrNotFound: no open session has the asked id or name.
-	ErrNotFound = errors.New("pty session not found")
+	ErrNotFound = errdefs.New(errdefs.ErrNotFound, "pty session not found")
 	// ErrClosed: the session (or the manager) has been closed.
-	ErrClosed = errors.New("pty session closed")
+	ErrClosed = errdefs.New(errdefs.ErrConflict, "pty session closed")
 	// ErrExited: the session's process has exited; it takes no more input.
-	ErrExited = errors.New("pty session process exited")
+	ErrExited = errdefs.New(errdefs.ErrConflict, "pty session process exited")
 	// ErrInvalid: an argument breaks its rule; the message names the field.
-	ErrInvalid = errors.New("invalid argument")
+	ErrInvalid = errdefs.ErrInvalid
 	// ErrLimit: the manager already holds MaxSessions sessions.
-	ErrLimit = errors.New("too many pty sessions")
+	ErrLimit = errdefs.New(errdefs.ErrLimit, "too many pty sessions")
 	// ErrUnsupported: PTY sessions cannot run on this platform (Windows).
 	ErrUnsupported = errors.New("PTY sessions are unsupported on this platform")
 	// ErrEnded: the session is not open, but the store has its record: it
 	// was closed, or it ended with the daemon that ran it. The message says
 	// which, when, and where its output is.
-	ErrEnded = errors.New("pty session ended")
+	ErrEnded = errdefs.New(errdefs.ErrConflict, "pty session ended")
 	// ErrNotRecorded: the store could not record a new session, so none was
 	// started (a process that had started is killed and reaped).
 	ErrNotRecorded = errors.New("pty session could not be recorded")
@@ -245,15 +246,15 @@ func NewManager(o Options) *Manager {
 	return m
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9-]{1,63}$`)
-
 // Open starts a session. Bad options give an error wrapping ErrInvalid that
 // names the field; a full manager gives ErrLimit; a closed one ErrClosed; a
 // store that cannot record the session ErrNotRecorded (nothing is left
 // running then).
 func (m *Manager) Open(o OpenOptions) (*Session, error) {
-	if o.Name != "" && !nameRE.MatchString(o.Name) {
-		return nil, fmt.Errorf("name %q: must match [a-z0-9-]{1,63}: %w", o.Name, ErrInvalid)
+	if o.Name != "" {
+		if err := ident.CheckName("name", o.Name); err != nil {
+			return nil, err
+		}
 	}
 	if o.Cols == 0 {
 		o.Cols = DefaultCols

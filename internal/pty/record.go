@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
@@ -44,7 +45,7 @@ func (m *Manager) findRecord(idOrName string) (store.PTY, bool) {
 	}
 	ctx := context.Background()
 	rec, err := st.GetPTY(ctx, idOrName)
-	if err != nil && store.IsNotFound(err) && nameRE.MatchString(idOrName) {
+	if err != nil && store.IsNotFound(err) && ident.ValidName(idOrName) {
 		rec, err = st.LastPTYNamed(ctx, idOrName)
 	}
 	if err != nil {

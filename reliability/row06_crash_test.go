@@ -16,6 +16,7 @@ import (
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // answered is what a client was told of one job, by the latest answer.
@@ -229,8 +230,8 @@ func checkAnswers(t *testing.T, d *daemon, book *answerBook) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID := map[string]proto.Job{}
-	byPid := map[int]proto.Job{}
+	byID := map[string]view.Job{}
+	byPid := map[int]view.Job{}
 	for _, j := range resp.Jobs {
 		byID[j.ID] = j
 		if j.Pid > 0 {
@@ -249,13 +250,13 @@ func checkAnswers(t *testing.T, d *daemon, book *answerBook) {
 		}
 	}
 	// ps lists 200 at most: ask for the others one by one.
-	lookup := func(id string) (proto.Job, bool) {
+	lookup := func(id string) (view.Job, bool) {
 		if j, ok := byID[id]; ok {
 			return j, true
 		}
 		r, err := d.Call(proto.Request{Cmd: proto.CmdStatus, ID: id})
 		if err != nil {
-			return proto.Job{}, false
+			return view.Job{}, false
 		}
 		return *r.Job, true
 	}

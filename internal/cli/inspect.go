@@ -7,6 +7,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/view"
 )
 
 const inspectUsage = "inspect ID...   print jobs' whole records as JSON (an array, like docker inspect)"
@@ -27,7 +28,7 @@ func runInspect(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	jobs := []proto.Job{}
+	jobs := []view.Job{}
 	failed := 0
 	for _, id := range fs.Args() {
 		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdStatus, ID: id})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/view"
 )
 
 const psUsage = "ps [-a] [-q] [--format table|json] [--filter state=S] [--filter name=N]   list jobs (-a: also ended ones)"
@@ -86,7 +87,7 @@ func runPs(ctx context.Context, e Env, args []string) error {
 	return psTable(e.Stdout, resp.Jobs, time.Now())
 }
 
-func psTable(w io.Writer, jobs []proto.Job, now time.Time) error {
+func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tEXIT\tCREATED\tDURATION\tCMD")
 	for _, j := range jobs {
@@ -143,7 +144,7 @@ func humanDuration(d time.Duration) string {
 // exit code, 128+n for a signal n, 127 for a job that could not start,
 // 1 for one that ended without a status (cancelled before it started,
 // interrupted with its process gone).
-func jobExitCode(j proto.Job) int {
+func jobExitCode(j view.Job) int {
 	switch {
 	case j.ExitCode != nil && *j.ExitCode >= 0:
 		return *j.ExitCode

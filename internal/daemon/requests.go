@@ -23,6 +23,7 @@ import (
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/tools"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // handle answers a one-shot request.
@@ -80,9 +81,9 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Jobs: []proto.Job{}}
+		resp := proto.Response{OK: true, Jobs: []view.Job{}}
 		for _, in := range infos {
-			resp.Jobs = append(resp.Jobs, wireJob(in))
+			resp.Jobs = append(resp.Jobs, in.View())
 		}
 		return resp
 	case proto.CmdRun:
@@ -110,18 +111,18 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
-		w := wireJob(in)
+		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdKill:
 		in, err := d.jobs.Kill(req.ID, req.Force)
 		if errors.Is(err, job.ErrEnded) {
-			w := wireJob(in)
+			w := in.View()
 			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
 		}
 		if err != nil {
 			return fail(err)
 		}
-		w := wireJob(in)
+		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdRm:
 		if req.ID == "" {
@@ -134,7 +135,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err := d.inbox.ClearKey(ctx, tools.TodoSubsystem, in.ID); err != nil {
 			d.log.Warn("rm: the job's loose end could not be cleared", "job", in.ID, "err", err)
 		}
-		w := wireJob(in)
+		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdWait:
 		// A wait that must wait is served by serveWait; this answers an
@@ -143,14 +144,14 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
-		w := wireJob(in)
+		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdStatus:
 		in, err := d.jobs.Lookup(ctx, req.ID)
 		if err != nil {
 			return fail(err)
 		}
-		w := wireJob(in)
+		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdTodo:
 		t, err := d.inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
@@ -353,7 +354,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		writeResp(c, proto.Fail(err))
 		return
 	}
-	w := wireJob(in)
+	w := in.View()
 	if writeResp(c, proto.Response{OK: true, Job: &w}) != nil {
 		return
 	}
@@ -492,27 +493,6 @@ func (d *daemon) stats() *proto.Stats {
 		st.HTTPConns, st.HTTPSessions = d.http.ln.open(), d.http.sessions.count()
 	}
 	return st
-}
-
-func wireJob(in job.Info) proto.Job {
-	return proto.Job{
-		ID: in.ID, Name: in.Name, Cmd: in.Cmd, Cwd: in.Cwd, Source: in.Source, State: string(in.State),
-		ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error, Pid: in.Pid, Created: in.Created,
-		Started: in.Started, Ended: in.Ended, DurationMs: in.Duration().Milliseconds(),
-		StdoutPath: streamPath(in.StdoutPath, in.StdoutBytes), StderrPath: streamPath(in.StderrPath, in.StderrBytes), StdoutBytes: in.StdoutBytes,
-		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped,
-		Leftover: in.Leftover, Argv: in.Argv, ShellKind: in.ShellKind, TimeoutMs: in.Timeout.Milliseconds(),
-		LooseEnd: !in.Quiet, IndexPath: in.IndexPath(),
-	}
-}
-
-// streamPath is the path to tell of a stream's file: none while the
-// stream is empty, as its file is created at the first byte.
-func streamPath(path string, bytes int64) string {
-	if bytes == 0 {
-		return ""
-	}
-	return path
 }
 
 // shellJoin quotes argv into one bash command line.

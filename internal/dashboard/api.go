@@ -17,8 +17,8 @@ import (
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
-	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/view"
 )
 
 func (d *Dashboard) routes() {
@@ -133,34 +133,6 @@ func decode(body []byte, v any) error {
 	return nil
 }
 
-// Job is a job as the API shows it.
-type Job struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name,omitempty"`
-	Cmd           string    `json:"cmd"`
-	Argv          []string  `json:"argv,omitempty"`
-	Cwd           string    `json:"cwd,omitempty"`
-	Source        string    `json:"source,omitempty"`
-	State         job.State `json:"state"`
-	ExitCode      *int      `json:"exit_code,omitempty"`
-	Signal        *int      `json:"signal,omitempty"`
-	Semantic      string    `json:"semantic_status,omitempty"` // ok | signal | error, once exited
-	Meaning       string    `json:"semantic_message,omitempty"`
-	Error         string    `json:"error,omitempty"`
-	Created       int64     `json:"created_ms"`
-	Started       int64     `json:"started_ms,omitempty"`
-	Ended         int64     `json:"ended_ms,omitempty"`
-	DurationMS    int64     `json:"duration_ms"`
-	Pid           int       `json:"pid,omitempty"`
-	StdoutBytes   int64     `json:"stdout_bytes"`
-	StderrBytes   int64     `json:"stderr_bytes"`
-	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
-	StderrDropped int64     `json:"stderr_dropped,omitempty"`
-	TimeoutSecs   float64   `json:"timeout_secs,omitempty"`
-	// CmdTruncated: Cmd is cut and Argv left out (an event's job only).
-	CmdTruncated bool `json:"cmd_truncated,omitempty"`
-}
-
 func ms(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -168,18 +140,9 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func toJob(in job.Info) Job {
-	j := Job{ID: in.ID, Name: in.Name, Cmd: in.Cmd, Argv: in.Argv, Cwd: in.Cwd, Source: in.Source, State: in.State,
-		ExitCode: in.ExitCode, Signal: in.Signal, Error: in.Error, Created: ms(in.Created), Started: ms(in.Started),
-		Ended: ms(in.Ended), DurationMS: in.Duration().Milliseconds(), Pid: in.Pid, StdoutBytes: in.StdoutBytes,
-		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped,
-		TimeoutSecs: in.Timeout.Seconds()}
-	if in.ExitCode != nil {
-		st := shell.Semantic(in.Cmd, *in.ExitCode)
-		j.Semantic, j.Meaning = st.Kind, st.Message
-	}
-	return j
-}
+// toJob is a job as the API shows it: the one view of a job (package
+// view), as `hive inspect` and the MCP tools show it too.
+func toJob(in job.Info) view.Job { return in.View() }
 
 // maxEventCmd bounds the command a job event carries: the page asks
 // GET /api/jobs/{id} for the whole of it.
@@ -188,7 +151,7 @@ const maxEventCmd = 1 << 10
 // eventJob is a job as a "job" event carries it: its command cut to
 // maxEventCmd bytes (on a UTF-8 boundary) and its argv left out when the
 // command is cut or the argv is as long, with CmdTruncated set.
-func eventJob(in job.Info) Job {
+func eventJob(in job.Info) view.Job {
 	j := toJob(in)
 	argv := 0
 	for _, a := range j.Argv {
@@ -266,9 +229,9 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 		return nil, err
 	}
 	out := struct {
-		Jobs       []Job  `json:"jobs"`
-		NextBefore string `json:"next_before,omitempty"`
-	}{Jobs: make([]Job, len(infos))}
+		Jobs       []view.Job `json:"jobs"`
+		NextBefore string     `json:"next_before,omitempty"`
+	}{Jobs: make([]view.Job, len(infos))}
 	for i, in := range infos {
 		out.Jobs[i] = toJob(in)
 	}
@@ -619,18 +582,10 @@ func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
 	return map[string]any{"compact_pending": st.CompactPending, "context_usage": st.ContextUsage}, nil
 }
 
-// PTY is a PTY session as the API shows it; Screen only for one session.
+// PTY is a PTY session as the API shows it: the one view of a session
+// (package view), with who has taken it over; Screen only for one session.
 type PTY struct {
-	ID       string `json:"id"`
-	Name     string `json:"name,omitempty"`
-	Cmd      string `json:"cmd"`
-	Pid      int    `json:"pid,omitempty"`
-	Cols     int    `json:"cols"`
-	Rows     int    `json:"rows"`
-	Running  bool   `json:"running"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Started  int64  `json:"started_ms"`
-	Bytes    int64  `json:"bytes"`
+	view.Session
 	// HeldBy is who has taken the session over (only they may type into
 	// it), until HeldUntil; HeldByYou: the one asking.
 	HeldBy    string  `json:"held_by,omitempty"`
@@ -647,10 +602,7 @@ type Screen struct {
 	AltScreen bool   `json:"alt_screen"`
 }
 
-func toPTY(in pty.Info) PTY {
-	return PTY{ID: in.ID, Name: in.Name, Cmd: in.Cmd, Pid: in.Pid, Cols: in.Cols, Rows: in.Rows, Running: in.Running,
-		ExitCode: in.ExitCode, Started: ms(in.Started), Bytes: in.Bytes}
-}
+func toPTY(in pty.Info) PTY { return PTY{Session: in.View()} }
 
 // withHold adds pty's take-over, as r's sender sees it (r nil: anyone).
 func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {

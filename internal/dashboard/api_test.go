@@ -14,6 +14,7 @@ import (
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Without the token or a session cookie every page and endpoint answers
@@ -126,8 +127,8 @@ func TestJobsAPI(t *testing.T) {
 	q := "/api/jobs?limit=3"
 	for range 5 {
 		var page struct {
-			Jobs       []dashboard.Job `json:"jobs"`
-			NextBefore string          `json:"next_before"`
+			Jobs       []view.Job `json:"jobs"`
+			NextBefore string     `json:"next_before"`
 		}
 		e.get(q, &page)
 		for _, j := range page.Jobs {
@@ -142,7 +143,7 @@ func TestJobsAPI(t *testing.T) {
 		t.Errorf("pages: %v", seen)
 	}
 	var found struct {
-		Jobs []dashboard.Job `json:"jobs"`
+		Jobs []view.Job `json:"jobs"`
 	}
 	e.get("/api/jobs?q=job4", &found)
 	if len(found.Jobs) != 1 || !strings.Contains(found.Jobs[0].Cmd, "job4") {

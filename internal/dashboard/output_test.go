@@ -14,6 +14,7 @@ import (
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // A job's output reads by ranges: from memory while the daemon holds the
@@ -33,9 +34,9 @@ func TestOutputRanges(t *testing.T) {
 		return x.typ == "job" && strings.Contains(x.data, `"name":"big"`) && strings.Contains(x.data, `"state":"done"`)
 	})
 	check := func(name string) {
-		var j dashboard.Job
+		var j view.Job
 		e.get("/api/jobs/big", &j)
-		if j.StdoutBytes != 1000000 || j.StderrBytes != 4 || j.ExitCode == nil || *j.ExitCode != 0 || j.Semantic != "ok" {
+		if j.StdoutBytes != 1000000 || j.StderrBytes != 4 || j.ExitCode == nil || *j.ExitCode != 0 || j.SemanticStatus != "ok" {
 			t.Fatalf("%s: job %+v", name, j)
 		}
 		var all strings.Builder
@@ -154,7 +155,7 @@ func TestOutputPastFileCap(t *testing.T) {
 	})
 	e.stop()
 	e = startWith(t, state, "127.0.0.1:0", func(c *daemon.Config) { c.FileCap = 1000 })
-	var j dashboard.Job
+	var j view.Job
 	e.get("/api/jobs/capped", &j)
 	if j.StdoutBytes != 3000 || j.StdoutDropped != 2000 {
 		t.Fatalf("job %+v", j)
@@ -221,7 +222,7 @@ func TestEventsSmall(t *testing.T) {
 		}
 		return x.typ == "job" && strings.Contains(x.data, `"state":"done"`)
 	})
-	var j dashboard.Job
+	var j view.Job
 	if err := json.Unmarshal([]byte(last.data), &j); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestEventsSmall(t *testing.T) {
 	if counters == 0 {
 		t.Error("no job_counters event while it printed")
 	}
-	var whole dashboard.Job
+	var whole view.Job
 	e.get("/api/jobs/long", &whole)
 	if whole.CmdTruncated || len(whole.Cmd) < len(cmd) {
 		t.Errorf("GET the job: truncated %v, cmd %d bytes", whole.CmdTruncated, len(whole.Cmd))

@@ -16,10 +16,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Commands.
@@ -167,11 +167,11 @@ type Response struct {
 	Activity   *Activity   `json:"activity,omitempty"`
 	Supervisor string      `json:"supervisor,omitempty"`
 
-	Job          *Job   `json:"job,omitempty"`
-	Jobs         []Job  `json:"jobs,omitzero"` // ps: [] when none
-	AlreadyEnded bool   `json:"already_ended,omitempty"`
-	TodoID       int64  `json:"todo_id,omitempty"`
-	Stats        *Stats `json:"stats,omitempty"`
+	Job          *view.Job  `json:"job,omitempty"`
+	Jobs         []view.Job `json:"jobs,omitzero"` // ps: [] when none
+	AlreadyEnded bool       `json:"already_ended,omitempty"`
+	TodoID       int64      `json:"todo_id,omitempty"`
+	Stats        *Stats     `json:"stats,omitempty"`
 
 	MessageID int64  `json:"message_id,omitempty"` // wake
 	Requeued  *int   `json:"requeued,omitempty"`   // inbox_requeue
@@ -305,37 +305,6 @@ type Stats struct {
 	HTTPSessions int `json:"http_sessions"`
 	// InboxWaiters are the connections waiting in inbox_next.
 	InboxWaiters int `json:"inbox_waiters"`
-}
-
-// Job is a job as the CLI shows it.
-type Job struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name,omitempty"`
-	Cmd           string    `json:"cmd"`
-	Cwd           string    `json:"cwd,omitempty"`
-	Source        string    `json:"source,omitempty"`
-	State         string    `json:"state"`
-	ExitCode      *int      `json:"exit_code"`
-	Signal        *int      `json:"signal,omitempty"`
-	Error         string    `json:"error,omitempty"`
-	Pid           int       `json:"pid,omitempty"`
-	Created       time.Time `json:"created"`
-	Started       time.Time `json:"started,omitzero"`
-	Ended         time.Time `json:"ended,omitzero"`
-	DurationMs    int64     `json:"duration_ms"`
-	StdoutPath    string    `json:"stdout_path,omitempty"` // none while the stream is empty (its file does not exist)
-	StderrPath    string    `json:"stderr_path,omitempty"`
-	StdoutBytes   int64     `json:"stdout_bytes"`
-	StderrBytes   int64     `json:"stderr_bytes"`
-	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
-	StderrDropped int64     `json:"stderr_dropped,omitempty"`
-	Leftover      int       `json:"leftover_processes,omitempty"`
-	// The rest of the record (inspect shows it; ps --format json too).
-	Argv      []string `json:"argv,omitempty"`
-	ShellKind string   `json:"shell_kind,omitempty"`
-	TimeoutMs int64    `json:"timeout_ms,omitempty"`
-	LooseEnd  bool     `json:"loose_end"` // the job raises a loose end for the agent
-	IndexPath string   `json:"index_path,omitempty"`
 }
 
 // Setting is one daemon setting: its flag name, its value as the flag

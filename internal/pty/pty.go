@@ -35,6 +35,7 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Errors returned by this package. Test with errors.Is.
@@ -177,6 +178,12 @@ type Info struct {
 	ExitCode *int
 	Started  time.Time
 	Bytes    int64 // output bytes so far
+}
+
+// View is the session as every surface shows it (package view).
+func (i Info) View() view.Session {
+	return view.Session{ID: i.ID, Name: i.Name, Cmd: i.Cmd, Pid: i.Pid, Cols: i.Cols, Rows: i.Rows,
+		Running: i.Running, ExitCode: i.ExitCode, Started: view.Time(i.Started), Bytes: i.Bytes}
 }
 
 // ReadResult is the answer of Read and SendWait.

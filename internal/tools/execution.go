@@ -143,8 +143,8 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		st.Note = note
 		return h.replyStatus(st), st, nil
 	}
-	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: streamPath(in2.StdoutPath, in2.StdoutBytes),
-		StderrPath: streamPath(in2.StderrPath, in2.StderrBytes), Note: note}
+	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: job.StreamPath(in2.StdoutPath, in2.StdoutBytes),
+		StderrPath: job.StreamPath(in2.StderrPath, in2.StderrBytes), Note: note}
 	msg := "task started: id=" + in2.ID
 	if in2.State == job.Pending {
 		msg += " (pending: the concurrency limit is reached)"
@@ -228,7 +228,7 @@ func (h *handlers) taskStatus(in job.Info) TaskStatus {
 	st := TaskStatus{
 		ID: in.ID, Status: string(in.State), ExitCode: in.ExitCode, SemanticStatus: m.Status, SemanticMessage: m.Message,
 		Signal: in.Signal, Error: in.Error, DurationMs: in.Duration().Milliseconds(),
-		StdoutPath: streamPath(in.StdoutPath, in.StdoutBytes), StderrPath: streamPath(in.StderrPath, in.StderrBytes),
+		StdoutPath: job.StreamPath(in.StdoutPath, in.StdoutBytes), StderrPath: job.StreamPath(in.StderrPath, in.StderrBytes),
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
 		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
 	}
@@ -240,16 +240,6 @@ func (h *handlers) taskStatus(in job.Info) TaskStatus {
 		st.StderrTail = decodeTail(fileTail(in.StderrPath, tailBytes))
 	}
 	return st
-}
-
-// streamPath is the path to tell of a stream's file: none for a stream
-// that is empty so far, whose file does not exist (it is created at the
-// first byte).
-func streamPath(path string, bytes int64) string {
-	if bytes == 0 {
-		return ""
-	}
-	return path
 }
 
 func fileTail(path string, n int64) []byte {

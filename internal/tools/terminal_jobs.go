@@ -12,6 +12,7 @@ import (
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/view"
 )
 
 type jobStartIn struct {
@@ -73,18 +74,29 @@ type jobListIn struct {
 	State string `json:"state,omitempty" jsonschema:"filter by state"`
 }
 
-// JobEntry is one job of terminal_job_list.
+// JobEntry is one job of terminal_job_list: a part of the job's view
+// (view.Job), with the seed's job_id, status and runtime_ms for its id,
+// state and duration_ms; every other field is spelled and encoded as
+// view.Job's (jobEntry is the one mapping).
 type JobEntry struct {
-	JobID       string `json:"job_id"`
-	Name        string `json:"name,omitempty"`
-	Cmd         string `json:"cmd"`
-	Status      string `json:"status"`
-	ExitCode    *int   `json:"exit_code"`
-	Pid         int    `json:"pid,omitempty"`
-	RuntimeMs   int64  `json:"runtime_ms"`
-	StdoutBytes int64  `json:"stdout_bytes"`
-	StderrBytes int64  `json:"stderr_bytes"`
-	StartedAt   int64  `json:"started_at,omitempty"`
+	JobID          string    `json:"job_id"`
+	Name           string    `json:"name,omitempty"`
+	Cmd            string    `json:"cmd"`
+	Status         string    `json:"status"`
+	ExitCode       *int      `json:"exit_code"`
+	SemanticStatus string    `json:"semantic_status,omitempty"`
+	Pid            int       `json:"pid,omitempty"`
+	RuntimeMs      int64     `json:"runtime_ms"`
+	StdoutBytes    int64     `json:"stdout_bytes"`
+	StderrBytes    int64     `json:"stderr_bytes"`
+	Started        time.Time `json:"started,omitzero"`
+	Ended          time.Time `json:"ended,omitzero"`
+}
+
+func jobEntry(v view.Job) JobEntry {
+	return JobEntry{JobID: v.ID, Name: v.Name, Cmd: v.Cmd, Status: v.State, ExitCode: v.ExitCode,
+		SemanticStatus: v.SemanticStatus, Pid: v.Pid, RuntimeMs: v.DurationMs, StdoutBytes: v.StdoutBytes,
+		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended}
 }
 
 // JobList is terminal_job_list's answer.
@@ -398,12 +410,7 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 	out := JobList{Jobs: []JobEntry{}}
 	var b strings.Builder
 	for _, in := range infos {
-		e := JobEntry{JobID: in.ID, Name: in.Name, Cmd: in.Cmd, Status: string(in.State), ExitCode: in.ExitCode,
-			Pid: in.Pid, RuntimeMs: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes}
-		if !in.Started.IsZero() {
-			e.StartedAt = in.Started.Unix()
-		}
-		out.Jobs = append(out.Jobs, e)
+		out.Jobs = append(out.Jobs, jobEntry(in.View()))
 		exit := "-"
 		if in.ExitCode != nil {
 			exit = fmt.Sprint(*in.ExitCode)

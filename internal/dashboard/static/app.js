@@ -111,6 +111,8 @@ async function loadJobs() {
   $("p-newest").disabled = jobs.cursor.length === 0;
   drawTimeline(v.jobs);
 }
+// A view's time (RFC 3339) in ms since the epoch; 0 for none.
+function at(s) { return s ? Date.parse(s) : 0; }
 function statusText(j) {
   if (j.state === "running" || j.state === "pending") return "";
   let s = j.exit_code != null ? "exit " + j.exit_code : "";
@@ -123,7 +125,7 @@ function jobCells(j) {
     el("td", { class: "s-" + j.state }, j.state),
     el("td", {}, el("a", { href: "#/job/" + encodeURIComponent(j.id) }, j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id)),
     el("td", { class: "cmd", title: j.cmd }, j.cmd),
-    el("td", { class: "hide-narrow" }, j.started_ms ? ago(j.started_ms) : "–"),
+    el("td", { class: "hide-narrow" }, at(j.started) ? ago(at(j.started)) : "–"),
     el("td", {}, dur(j.duration_ms)),
     el("td", { class: j.semantic_status === "ok" ? "ok" : j.semantic_status ? "bad" : "" }, statusText(j)),
     el("td", { class: "hide-narrow" }, bytes(j.stdout_bytes + j.stderr_bytes)),
@@ -142,7 +144,7 @@ function jobRow(j) {
 setInterval(() => {
   for (const tr of jobs.rows.values()) {
     const j = tr.job;
-    if (j.state === "running" && j.started_ms) tr.cells[4].textContent = dur(Date.now() - j.started_ms);
+    if (j.state === "running" && at(j.started)) tr.cells[4].textContent = dur(Date.now() - at(j.started));
   }
 }, 1000);
 // A job event's command may be cut (cmd_truncated): keep the whole one
@@ -182,12 +184,12 @@ function drawTimeline(list) {
   t.replaceChildren();
   let lane = 0;
   for (const j of list) {
-    if (!j.started_ms) continue;
-    const end = j.ended_ms || now;
+    if (!at(j.started)) continue;
+    const end = at(j.ended) || now;
     if (end < now - span) continue;
-    const x0 = Math.max(0, (j.started_ms - (now - span)) / span), x1 = Math.min(1, (end - (now - span)) / span);
+    const x0 = Math.max(0, (at(j.started) - (now - span)) / span), x1 = Math.min(1, (end - (now - span)) / span);
     const w = Math.max(0.4, (x1 - x0) * 100);
-    t.append(el("span", { class: j.ended_ms ? "ended" : "", title: j.id + ": " + j.cmd,
+    t.append(el("span", { class: at(j.ended) ? "ended" : "", title: j.id + ": " + j.cmd,
       style: { left: Math.min(x0 * 100, 100 - w).toFixed(2) + "%", width: w.toFixed(2) + "%", top: 2 + (lane++ % 6) * 6 + "px" } }));
   }
 }
@@ -333,7 +335,7 @@ function onViewedJob(j) {
   v.info = j;
   $("jv-title").textContent = "Job " + (j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id);
   $("jv-cmd").textContent = j.cmd;
-  const facts = [["state", j.state], ["status", statusText(j) || "–"], ["started", j.started_ms ? new Date(j.started_ms).toLocaleString() : "–"],
+  const facts = [["state", j.state], ["status", statusText(j) || "–"], ["started", at(j.started) ? new Date(at(j.started)).toLocaleString() : "–"],
     ["duration", dur(j.duration_ms)], ["cwd", j.cwd || "–"], ["pid", j.pid || "–"], ["source", j.source || "–"]];
   $("jv-facts").replaceChildren(...facts.map(([k, x]) => el("div", {}, el("dt", {}, k), el("dd", { class: k === "state" ? "s-" + j.state : "" }, String(x)))));
   $("jv-out-n").textContent = bytes(j.stdout_bytes) + (j.stdout_dropped ? ", " + bytes(j.stdout_dropped) + " dropped" : "");

@@ -1,0 +1,81 @@
+package job
+
+import (
+	"fmt"
+
+	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/view"
+)
+
+// View is the job as every surface shows it (package view): the one
+// mapping from a job's record to its external form.
+func (i Info) View() view.Job {
+	v := view.Job{
+		ID: i.ID, Name: i.Name, Cmd: i.Cmd, Argv: i.Argv, ShellKind: i.ShellKind, Cwd: i.Cwd, Source: i.Source,
+		State: string(i.State), ExitCode: i.ExitCode, Signal: i.Signal, Error: i.Error, Pid: i.Pid,
+		Created: view.Time(i.Created), Started: view.Time(i.Started), Ended: view.Time(i.Ended),
+		DurationMs: i.Duration().Milliseconds(), TimeoutMs: i.Timeout.Milliseconds(),
+		StdoutPath: StreamPath(i.StdoutPath, i.StdoutBytes), StderrPath: StreamPath(i.StderrPath, i.StderrBytes),
+		IndexPath: i.IndexPath(), StdoutBytes: i.StdoutBytes, StderrBytes: i.StderrBytes,
+		StdoutDropped: i.StdoutDropped, StderrDropped: i.StderrDropped, Leftover: i.Leftover, LooseEnd: !i.Quiet,
+	}
+	m := i.Meaning()
+	v.SemanticStatus, v.SemanticMessage = m.Status, m.Message
+	return v
+}
+
+// Meaning is what a job's end means; the zero Meaning while it has not
+// ended.
+type Meaning struct {
+	Status   string // shell.StatusOK, StatusSignal or StatusError; "" while the job has not ended
+	Message  string // a short explanation; "" when there is nothing to say
+	TimedOut bool
+}
+
+// Meaning reads the end of a job: its exit status judged for its command
+// (shell.Semantic: grep's exit 1 is ok, "No matches found"), or why it
+// has no exit status to judge (it could not start, timed out, was
+// stopped, or the daemon stopped under it). Every view of a job tells
+// this one meaning.
+func (i Info) Meaning() Meaning {
+	if !i.State.Terminal() {
+		return Meaning{}
+	}
+	var m Meaning
+	if i.ExitCode != nil {
+		st := shell.Semantic(i.Cmd, *i.ExitCode)
+		m = Meaning{Status: st.Kind, Message: st.Message}
+	}
+	switch i.State {
+	case Failed:
+		m = Meaning{Status: shell.StatusError, Message: "Could not start: " + i.Error}
+	case TimedOut:
+		m = Meaning{Status: shell.StatusError, Message: fmt.Sprintf("Timed out after %s; its process group was stopped", i.Timeout), TimedOut: true}
+	case Killed:
+		msg := "Stopped on request"
+		if m.Status == shell.StatusSignal && m.Message != "" {
+			msg += ": " + m.Message
+		}
+		m = Meaning{Status: shell.StatusSignal, Message: msg}
+	case Interrupted:
+		msg := "Interrupted: the daemon stopped"
+		if i.Error != "" {
+			msg = "Interrupted: " + i.Error
+		}
+		m = Meaning{Status: shell.StatusError, Message: msg}
+	default:
+		if i.ExitCode == nil {
+			m = Meaning{Status: shell.StatusError, Message: i.Error}
+		}
+	}
+	return m
+}
+
+// StreamPath is the path to tell of a stream's file: none while the
+// stream is empty, as its file is made at its first byte.
+func StreamPath(path string, bytes int64) string {
+	if bytes == 0 {
+		return ""
+	}
+	return path
+}

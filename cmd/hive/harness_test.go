@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the hive binary: with HIVE_E2E_MAIN set it
@@ -32,7 +34,17 @@ func TestMain(m *testing.M) {
 	if _, ok := os.LookupEnv("GORACE"); !ok {
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	// Every goroutine the tests started has ended (the bridge's, the
+	// daemons' and the CLI's run in processes of their own: this checks
+	// the harness and the MCP client).
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // hive runs a hive subcommand as a real process and returns its stdout.

@@ -35,7 +35,9 @@ type Options struct {
 
 // Run connects (starting the daemon if needed) and forwards until stdin
 // ends or the daemon closes the connection. The bridge's working directory
-// and environment become the session's.
+// and environment become the session's. When it forwards bytes and the
+// daemon ends first, Run sets a read deadline on Stdin, if it takes one,
+// to end its read (see stopReading).
 func Run(o Options) error {
 	if o.StartWait == 0 {
 		o.StartWait = 2 * time.Second
@@ -70,17 +72,23 @@ func Run(o Options) error {
 	}
 	defer c.Close()
 	var inputDone atomic.Bool
+	reading := make(chan struct{})
 	go func() {
+		defer close(reading)
 		io.Copy(c, o.Stdin)
 		inputDone.Store(true)
 		c.CloseWrite() // the client is done: the daemon ends the session
 	}()
-	// Daemon → client until the daemon closes. The stdin goroutine may
-	// stay blocked in a read of stdin; the process exits right after.
+	// Daemon → client until the daemon closes.
 	_, err = io.Copy(writerOnly{o.Stdout}, c)
 	if inputDone.Load() {
+		<-reading
 		return nil // the client ended the session
 	}
+	// The stdin reader may be blocked in a read of stdin, or in a write
+	// to a daemon that no longer reads: end both.
+	c.SetWriteDeadline(time.Now())
+	stopReading(o.Stdin, reading)
 	var we *writeError
 	if errors.As(err, &we) {
 		return fmt.Errorf("forward to the client: %w", we.err)
@@ -91,6 +99,20 @@ func Run(o Options) error {
 		return fmt.Errorf("the daemon ended the session (see %s for why)", o.Layout.Log())
 	}
 	return fmt.Errorf("the daemon stopped or died under the session (see %s)", o.Layout.Log())
+}
+
+// stopReading ends the read of stdin in flight after the daemon ended the
+// session, and waits for its reader (done), where stdin takes a read
+// deadline (a pipe or socket in non-blocking mode, as os.Pipe makes). A
+// stdin that does not (a terminal, a process's usual blocking stdin)
+// cannot be interrupted: its reader stays in Read until stdin has a line
+// or ends, which for hive mcp is when its process exits, right after.
+func stopReading(stdin io.Reader, done <-chan struct{}) {
+	d, ok := stdin.(interface{ SetReadDeadline(time.Time) error })
+	if !ok || d.SetReadDeadline(time.Now()) != nil {
+		return
+	}
+	<-done
 }
 
 // writeError marks an error of the client's side (our stdout), to tell it

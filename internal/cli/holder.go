@@ -37,12 +37,7 @@ func runHolder(ctx context.Context, e Env, args []string) error {
 	// reason to drop the jobs. SIGTERM stops them, then the holder.
 	// Caught, not ignored: an ignored signal would stay ignored in every
 	// job (exec keeps SIG_IGN), and SIGINT is how a job is stopped.
-	sink := make(chan os.Signal, 1)
-	signal.Notify(sink, syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
-	go func() {
-		for range sink {
-		}
-	}()
+	defer dropSignals(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
 	tuneGC() // as the daemon's: a small live heap, and garbage per job
@@ -63,6 +58,25 @@ func runHolder(ctx context.Context, e Env, args []string) error {
 	}
 	b := build.Read(Version).WithFile(build.SelfExe())
 	return serveHolder(ctx, l, r, tracking, b.String(), log)
+}
+
+// dropSignals catches sigs and drops them until the returned func is
+// called; that func stops catching them (their default action applies
+// again) and returns once the goroutine that drops them has ended.
+func dropSignals(sigs ...os.Signal) (stop func()) {
+	sink := make(chan os.Signal, 1)
+	signal.Notify(sink, sigs...)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range sink {
+		}
+	}()
+	return func() {
+		signal.Stop(sink) // no send on sink once Stop returns
+		close(sink)
+		<-done
+	}
 }
 
 // tuneProcs gives the holder a quarter of the Go runtime's processors (at

@@ -44,7 +44,8 @@ func runLogs(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	defer c.Close()
-	go func() { <-ctx.Done(); c.Close() }()
+	// A cancelled ctx ends the copy (no goroutine waits for it meanwhile).
+	defer context.AfterFunc(ctx, func() { c.Close() })()
 	if err := c.Copy(e.Stdout); err != nil {
 		return err
 	}

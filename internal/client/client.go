@@ -215,7 +215,9 @@ func Ensure(l paths.Layout, exe string, wait time.Duration) error {
 // Start starts `exe args...` (a daemon of l) detached in its own session,
 // in dir (if not ""), with its output going to the state dir's daemon.log,
 // and returns once a daemon answers on the socket (maybe another that won
-// a start race), or fails after wait.
+// a start race), or fails after wait. A goroutine of Start waits for the
+// started process (it reaps it when it exits): it ends when that process
+// does, not when Start returns.
 func Start(l paths.Layout, exe string, args []string, dir string, wait time.Duration) error {
 	if err := l.Create(); err != nil {
 		return err

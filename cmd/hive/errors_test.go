@@ -49,8 +49,8 @@ func TestErrorsKeepTheirClass(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"kill", "nosuchjob"}, `hive: kill nosuchjob: job "nosuchjob": no such job`},
-		{[]string{"inspect", "nosuchjob"}, `hive: inspect nosuchjob: job "nosuchjob": no such job`},
+		{[]string{"kill", "nosuchjob"}, `hive: job "nosuchjob": no such job`},
+		{[]string{"inspect", "nosuchjob"}, `hive: job "nosuchjob": no such job`},
 		{[]string{"run", "--name", "busy", "--", "true"}, `hive: name "busy": name in use by a pending or running job`},
 		{[]string{"run", "--name", "Busy", "--", "true"}, `hive: name "Busy": must match [a-z0-9-]{1,63}`},
 	} {

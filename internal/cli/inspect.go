@@ -35,7 +35,7 @@ func runInspect(ctx context.Context, e Env, args []string) error {
 		if err != nil {
 			// Each failure once, on its own line (docker's way); main
 			// then prints nothing more.
-			fmt.Fprintf(e.Stderr, "hive: inspect %s: %v\n", id, err)
+			fmt.Fprintf(e.Stderr, "hive: %v\n", err) // the error names the job
 			failed++
 			continue
 		}

@@ -30,7 +30,7 @@ func runKill(ctx context.Context, e Env, args []string) error {
 	for _, id := range fs.Args() {
 		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdKill, ID: id, Force: *force})
 		if err != nil {
-			fmt.Fprintf(e.Stderr, "hive: kill %s: %v\n", id, err)
+			fmt.Fprintf(e.Stderr, "hive: %v\n", err) // the error names the job
 			failed++
 			continue
 		}

@@ -29,7 +29,7 @@ type APILooseEnds struct {
 }
 
 func (d *daemon) apiState(ctx context.Context) (any, error) {
-	st := d.deps.Agent.State()
+	st := d.svc.Agent.State()
 	out := APIState{Name: st.Name, Version: d.cfg.Version, PID: pid, UptimeSecs: int64(time.Since(d.started).Seconds()),
 		TurnState: st.Turn, TurnStateSince: st.TurnSince.Unix(), Status: st.StatusText,
 		ContextUsage: st.ContextUsage, CompactPending: st.CompactPending}

@@ -30,6 +30,7 @@ import (
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/tools"
 )
@@ -134,7 +135,7 @@ type daemon struct {
 	// Config.Subreaper and no holder, where the machine allows).
 	cgroups *proc.JobCgroups
 	holder  jobHolder // nil without Config.Holder
-	deps    *tools.Deps
+	svc     *service.Service
 	// peerLogged is when an http connection of another user was last
 	// refused and logged (unix nanoseconds).
 	peerLogged atomic.Int64
@@ -341,7 +342,7 @@ func (d *daemon) prune(ctx context.Context) {
 		} else if n > 0 {
 			d.log.Info("pruned old jobs", "count", n, "older_than", keep)
 		}
-		if n, err := d.deps.PTY.Prune(ctx, time.Now().Add(-keep)); err != nil {
+		if n, err := d.svc.PTY.Prune(ctx, time.Now().Add(-keep)); err != nil {
 			d.log.Error("prune old pty sessions", "err", err)
 		} else if n > 0 {
 			d.log.Info("pruned old pty sessions", "count", n, "older_than", keep)
@@ -436,7 +437,7 @@ func (d *daemon) open() error {
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {
-			return store.Todo{Subsystem: tools.TodoSubsystem, Key: in.ID, Summary: tools.TodoSummary(in), News: in.State.Terminal()}
+			return service.JobTodo(in)
 		},
 		OnCommit: func(changed []store.Todo, of []job.Info) {
 			for i, t := range changed {
@@ -475,8 +476,13 @@ func (d *daemon) open() error {
 			ptys.Close()
 		}
 	})
-	d.deps = &tools.Deps{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log, Version: d.cfg.Version,
-		PTY: ptys, Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})}
+	var act *service.Activity
+	if d.cfg.HTTPAddr != "" {
+		act = &service.Activity{} // the dashboard's feed of tool calls
+	}
+	d.svc = service.New(service.Service{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log,
+		Version: d.cfg.Version, PTY: ptys, Activity: act,
+		Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})})
 	return nil
 }
 
@@ -686,7 +692,7 @@ func (r rwc) Close() error { return r.c.Close() }
 // before it closes it, so the bridge can tell its user.
 func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
 	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c), Answers: req.Answers}
-	srv, stop, err := tools.NewServer(d.deps, sess, req.Groups)
+	srv, stop, err := tools.NewServer(d.svc, sess, req.Groups)
 	if err != nil {
 		closeFDs(fds)
 		writeResp(c, proto.Fail(err))

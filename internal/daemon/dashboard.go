@@ -6,17 +6,13 @@ import (
 	"net/http"
 
 	"github.com/hivetools/hive/internal/dashboard"
-	"github.com/hivetools/hive/internal/tools"
 )
 
 // dashboard makes the front end's dashboard (the page at /, /login and
 // /api/) and returns its handler, behind the Host and Origin checks. It
 // authenticates by itself: the bearer token or a session cookie.
 func (f *httpFront) dashboard(d *daemon) http.Handler {
-	if d.deps.Activity == nil {
-		d.deps.Activity = &tools.Activity{}
-	}
-	o := dashboard.Options{Deps: d.deps, State: d.apiState, Logger: d.log,
+	o := dashboard.Options{Service: d.svc, State: d.apiState, Logger: d.log,
 		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, LogoutsFile: d.layout.DashboardLogouts(),
 		TakeoverLife: d.cfg.DashboardTakeoverLife}
 	if t := f.token; t != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/dashboard"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/tools"
 )
 
@@ -45,7 +46,7 @@ const (
 // deadline, and caps connections and sessions.
 type httpFront struct {
 	log       *slog.Logger
-	deps      *tools.Deps
+	svc       *service.Service
 	addCloser func(func())
 	srv       *http.Server
 	ln        *limitListener
@@ -99,7 +100,7 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 		}
 	}
 	f := &httpFront{
-		log: d.log, deps: d.deps, addCloser: d.addCloser, loopback: loopback,
+		log: d.log, svc: d.svc, addCloser: d.addCloser, loopback: loopback,
 		readTimeout: orDefault(cfg.HTTPReadTimeout, DefaultHTTPReadTimeout), writeTimeout: orDefault(cfg.HTTPWriteTimeout, DefaultHTTPWriteTimeout),
 		sessions: &sessionTable{log: d.log, max: orDefault(cfg.HTTPMaxSessions, DefaultHTTPMaxSessions)},
 		servers:  map[string]*mcp.Server{},
@@ -252,7 +253,7 @@ func (f *httpFront) server(groups []string, answers, cwd string) (*mcp.Server, e
 	if len(f.servers) >= maxHTTPServers {
 		return nil, errTooManyServers
 	}
-	s, stop, err := tools.NewServer(f.deps, &tools.Session{Cwd: cwd, ID: "http", Answers: answers}, groups)
+	s, stop, err := tools.NewServer(f.svc, &tools.Session{Cwd: cwd, ID: "http", Answers: answers}, groups)
 	if err != nil {
 		return nil, err
 	}

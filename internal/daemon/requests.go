@@ -22,7 +22,6 @@ import (
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
-	"github.com/hivetools/hive/internal/tools"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -103,55 +102,38 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
 		}
-		j, err := d.jobs.Start(spec)
+		w, err := d.svc.RunJob(spec)
 		if err != nil {
 			return fail(err)
 		}
-		in, err := d.jobs.Durable(j)
-		if err != nil {
-			return fail(err)
-		}
-		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdKill:
-		in, err := d.jobs.Kill(req.ID, req.Force)
+		w, err := d.svc.KillJob(req.ID, req.Force)
 		if errors.Is(err, job.ErrEnded) {
-			w := in.View()
 			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
 		}
 		if err != nil {
 			return fail(err)
 		}
-		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdRm:
 		if req.ID == "" {
 			return fail(errdefs.New(errdefs.ErrInvalid, "id: must not be empty"))
 		}
-		in, err := d.jobs.Remove(ctx, req.ID)
+		w, err := d.svc.RemoveJob(ctx, req.ID)
 		if err != nil {
 			return fail(err)
 		}
-		if err := d.inbox.ClearKey(ctx, tools.TodoSubsystem, in.ID); err != nil {
-			d.log.Warn("rm: the job's loose end could not be cleared", "job", in.ID, "err", err)
-		}
-		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdWait:
 		// A wait that must wait is served by serveWait; this answers an
 		// ended job (or an error) at once.
-		in, err := d.jobs.Lookup(ctx, req.ID)
-		if err != nil {
-			return fail(err)
-		}
-		w := in.View()
-		return proto.Response{OK: true, Job: &w}
+		fallthrough
 	case proto.CmdStatus:
-		in, err := d.jobs.Lookup(ctx, req.ID)
+		w, err := d.svc.Job(ctx, req.ID)
 		if err != nil {
 			return fail(err)
 		}
-		w := in.View()
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdTodo:
 		t, err := d.inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
@@ -222,7 +204,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		return proto.Response{OK: true, Message: &proto.Message{ID: m.ID, From: m.From, At: m.At.Unix(), Body: m.Body}}
 	case proto.CmdTurn:
-		pending, err := d.deps.Agent.SetTurn(ctx, req.State, req.ContextUsage)
+		pending, err := d.svc.Agent.SetTurn(ctx, req.State, req.ContextUsage)
 		if err != nil {
 			return fail(err)
 		}
@@ -486,8 +468,8 @@ func (d *daemon) stats() *proto.Stats {
 			st.Zombies++
 		}
 	}
-	if d.deps.PTY != nil {
-		st.PTYSessions = len(d.deps.PTY.List())
+	if d.svc.PTY != nil {
+		st.PTYSessions = len(d.svc.PTY.List())
 	}
 	if d.http != nil {
 		st.HTTPConns, st.HTTPSessions = d.http.ln.open(), d.http.sessions.count()

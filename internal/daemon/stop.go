@@ -70,8 +70,8 @@ func (d *daemon) answerStopped() {
 func (d *daemon) activity() proto.Activity {
 	a := proto.Activity{Jobs: d.jobs.Running() + d.jobs.Pending(), MCPSessions: int(d.mcpSessions.Load()),
 		InboxWaiters: int(d.waiters.Load())}
-	if d.deps.PTY != nil {
-		for _, s := range d.deps.PTY.List() {
+	if d.svc.PTY != nil {
+		for _, s := range d.svc.PTY.List() {
 			if s.Running {
 				a.PTYSessions++
 			}

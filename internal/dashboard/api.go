@@ -224,7 +224,7 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 		}
 		q.BeforeCreated, q.BeforeID = time.UnixMilli(n), id
 	}
-	infos, err := d.o.Deps.Jobs.Page(r.Context(), q)
+	infos, err := d.o.Service.Jobs.Page(r.Context(), q)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 }
 
 func (d *Dashboard) job(r *http.Request) (any, error) {
-	in, err := d.o.Deps.Jobs.Lookup(r.Context(), r.PathValue("id"))
+	in, err := d.o.Service.Jobs.Lookup(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 		off = n
 	}
 	id := r.PathValue("id")
-	in, err := d.o.Deps.Jobs.Lookup(r.Context(), id)
+	in, err := d.o.Service.Jobs.Lookup(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 	if off < 0 {
 		off = max(0, total+off)
 	}
-	if j, err := d.o.Deps.Jobs.Get(in.ID); err == nil { // the job read, not a newer one of that name
+	if j, err := d.o.Service.Jobs.Get(in.ID); err == nil { // the job read, not a newer one of that name
 		s := j.Stdout()
 		if stream == "stderr" {
 			s = j.Stderr()
@@ -395,29 +395,25 @@ func (d *Dashboard) stop(r *http.Request, body []byte) (any, error) {
 		return nil, err
 	}
 	id := r.PathValue("id")
-	in, err := d.o.Deps.Jobs.Kill(id, req.Force)
+	v, err := d.o.Service.KillJob(id, req.Force)
 	if errors.Is(err, job.ErrEnded) {
-		return nil, fmt.Errorf("job %s: %w (%s)", id, err, in.State)
+		return nil, fmt.Errorf("job %s: %w (%s)", id, err, v.State)
 	}
 	if err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: job stopped", "job", id, "force", req.Force)
-	return toJob(in), nil
+	return v, nil
 }
 
 func (d *Dashboard) rerun(r *http.Request, _ []byte) (any, error) {
-	in, err := d.o.Deps.Jobs.Lookup(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	v, err := d.o.Service.RerunJob(r.Context(), id, "dashboard")
 	if err != nil {
 		return nil, err
 	}
-	j, err := d.o.Deps.Jobs.Start(job.Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
-		Timeout: in.Timeout, Source: "dashboard"})
-	if err != nil {
-		return nil, err
-	}
-	d.log.Info("dashboard: job run again", "job", in.ID, "new_job", j.ID())
-	return toJob(j.Info()), nil
+	d.log.Info("dashboard: job run again", "job", id, "new_job", v.ID)
+	return v, nil
 }
 
 // LooseEnds is the answer of GET /api/loose-ends.
@@ -460,7 +456,7 @@ const maxMessagesListed = 200
 
 func (d *Dashboard) looseEnds(r *http.Request) (any, error) {
 	ctx := r.Context()
-	in := d.o.Deps.Inbox
+	in := d.o.Service.Inbox
 	out := LooseEnds{Todos: []Todo{}, Reminders: []Reminder{}, Messages: []Message{}}
 	todos, err := in.Todos(ctx)
 	if err != nil {
@@ -508,7 +504,7 @@ func (d *Dashboard) clearTodos(r *http.Request, body []byte) (any, error) {
 	if len(req.IDs) == 0 {
 		return nil, badRequest("ids: give at least one todo id")
 	}
-	n, err := d.o.Deps.Inbox.MarkDone(r.Context(), req.IDs)
+	n, err := d.o.Service.Inbox.MarkDone(r.Context(), req.IDs)
 	if err != nil {
 		return nil, err
 	}
@@ -521,7 +517,7 @@ func (d *Dashboard) cancelReminder(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.o.Deps.Inbox.CancelReminder(r.Context(), id); err != nil {
+	if err := d.o.Service.Inbox.CancelReminder(r.Context(), id); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: reminder cancelled", "id", id)
@@ -541,7 +537,7 @@ func (d *Dashboard) send(r *http.Request, body []byte) (any, error) {
 	if strings.TrimSpace(req.Body) == "" {
 		return nil, badRequest("body: the message must not be empty")
 	}
-	m, err := d.o.Deps.Inbox.Wake(r.Context(), operator, req.Body)
+	m, err := d.o.Service.Inbox.Wake(r.Context(), operator, req.Body)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
@@ -554,7 +550,7 @@ func (d *Dashboard) message(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := d.o.Deps.Inbox.Peek(r.Context(), id)
+	m, err := d.o.Service.Inbox.Peek(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -566,7 +562,7 @@ func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.o.Deps.Inbox.DropMessage(r.Context(), id); err != nil {
+	if err := d.o.Service.Inbox.DropMessage(r.Context(), id); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: message dropped", "id", id)
@@ -574,7 +570,7 @@ func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
 }
 
 func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
-	st, err := d.o.Deps.Agent.Compact(r.Context())
+	st, err := d.o.Service.Agent.Compact(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -618,8 +614,8 @@ func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
 
 func (d *Dashboard) ptys(r *http.Request) (any, error) {
 	out := []PTY{}
-	if d.o.Deps.PTY != nil {
-		for _, in := range d.o.Deps.PTY.List() {
+	if d.o.Service.PTY != nil {
+		for _, in := range d.o.Service.PTY.List() {
 			out = append(out, d.withHold(toPTY(in), r))
 		}
 	}
@@ -627,10 +623,10 @@ func (d *Dashboard) ptys(r *http.Request) (any, error) {
 }
 
 func (d *Dashboard) session(r *http.Request) (*pty.Session, error) {
-	if d.o.Deps.PTY == nil {
+	if d.o.Service.PTY == nil {
 		return nil, fmt.Errorf("pty session %q: %w", r.PathValue("id"), pty.ErrNotFound)
 	}
-	return d.o.Deps.PTY.Get(r.PathValue("id"))
+	return d.o.Service.PTY.Get(r.PathValue("id"))
 }
 
 func (d *Dashboard) ptyScreen(r *http.Request) (any, error) {
@@ -725,7 +721,7 @@ func (d *Dashboard) activity(r *http.Request) (any, error) {
 		}
 		since = n
 	}
-	calls, _ := d.o.Deps.Activity.Since(since)
+	calls, _ := d.o.Service.Activity.Since(since)
 	if calls == nil {
 		return map[string]any{"calls": []any{}}, nil
 	}

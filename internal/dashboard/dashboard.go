@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/paths"
-	"github.com/hivetools/hive/internal/tools"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // Defaults of Options' zero values.
@@ -70,8 +70,8 @@ func cookieName(r *http.Request) string {
 
 // Options configures a Dashboard.
 type Options struct {
-	// Deps are the engines it reads and acts on. Required.
-	Deps *tools.Deps
+	// Service is the engines it reads and acts on. Required.
+	Service *service.Service
 	// State answers GET /api/state. Required.
 	State func(ctx context.Context) (any, error)
 	// Bearer reports whether r carries the bearer token, and an error

@@ -137,8 +137,8 @@ func (d *Dashboard) startWatch() {
 func (d *Dashboard) watchLoop() {
 	var dirty atomic.Bool
 	dirty.Store(true)
-	if d.o.Deps.Inbox != nil {
-		cancel := d.o.Deps.Inbox.Subscribe(func(inbox.Change) { dirty.Store(true) })
+	if d.o.Service.Inbox != nil {
+		cancel := d.o.Service.Inbox.Subscribe(func(inbox.Change) { dirty.Store(true) })
 		defer cancel()
 	}
 	type jobKey struct {
@@ -162,7 +162,7 @@ func (d *Dashboard) watchLoop() {
 				d.hub.publish("usage", smp)
 			}
 		}
-		if a := d.o.Deps.Agent; a != nil {
+		if a := d.o.Service.Agent; a != nil {
 			b, _ := json.Marshal(a.State())
 			if string(b) != string(agentWas) {
 				agentWas = b
@@ -170,7 +170,7 @@ func (d *Dashboard) watchLoop() {
 			}
 		}
 		seen := map[string]bool{}
-		for _, in := range d.o.Deps.Jobs.Recent() {
+		for _, in := range d.o.Service.Jobs.Recent() {
 			seen[in.ID] = true
 			was, key := jobs[in.ID], jobKey{fmt.Sprint(in.State, in.Pid, in.ExitCode != nil, in.Error), in.StdoutBytes, in.StderrBytes}
 			switch {
@@ -186,7 +186,7 @@ func (d *Dashboard) watchLoop() {
 				delete(jobs, id)
 			}
 		}
-		if p := d.o.Deps.PTY; p != nil {
+		if p := d.o.Service.PTY; p != nil {
 			seen := map[string]bool{}
 			for _, in := range p.List() {
 				seen[in.ID] = true
@@ -208,7 +208,7 @@ func (d *Dashboard) watchLoop() {
 		if dirty.Swap(false) {
 			d.hub.publish("loose_ends", map[string]bool{"changed": true})
 		}
-		calls, _ := d.o.Deps.Activity.Since(callSeq)
+		calls, _ := d.o.Service.Activity.Since(callSeq)
 		for _, c := range calls {
 			callSeq = c.Seq
 			d.hub.publish("activity", c)

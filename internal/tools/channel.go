@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // Claude Code channels: a server that declares the experimental capability
@@ -84,7 +85,7 @@ type channelEvent struct {
 // channelEventOf is the event a change is worth, if any: a new message, or
 // a job's todo updated to its end summary. A removal names the key of the
 // pending event it cancels (ok false).
-func channelEventOf(d *Deps, c inbox.Change) (ev channelEvent, removes string, ok bool) {
+func channelEventOf(d *service.Service, c inbox.Change) (ev channelEvent, removes string, ok bool) {
 	switch c.Kind {
 	case inbox.KindMessage:
 		key := "message/" + strconv.FormatInt(c.Message.ID, 10)
@@ -97,7 +98,7 @@ func channelEventOf(d *Deps, c inbox.Change) (ev channelEvent, removes string, o
 			Meta:    map[string]string{"kind": "message", "id": id, "from": c.Message.From},
 		}}, "", true
 	case inbox.KindTodo:
-		if c.Todo.Subsystem != TodoSubsystem {
+		if c.Todo.Subsystem != service.TodoSubsystem {
 			return ev, "", false
 		}
 		key := "todo/" + c.Todo.Key
@@ -120,7 +121,7 @@ func channelEventOf(d *Deps, c inbox.Change) (ev channelEvent, removes string, o
 			meta["exit"] = exit
 		}
 		return channelEvent{key: key, kind: "job", id: in.ID, exit: exit, params: ChannelParams{
-			Content: TodoSummary(in), Meta: meta,
+			Content: service.TodoSummary(in), Meta: meta,
 		}}, "", true
 	}
 	return ev, "", false

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"github.com/hivetools/hive/internal/service"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestServerPushesAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ib.Close()
-	srv, stop, err := NewServer(&Deps{Inbox: ib, Layout: l}, &Session{ID: "t"}, []string{GroupInbox})
+	srv, stop, err := NewServer(service.New(service.Service{Inbox: ib, Layout: l}), &Session{ID: "t"}, []string{GroupInbox})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,11 +13,8 @@ import (
 
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
-	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/service"
 )
-
-// TodoSubsystem is the subsystem of the todos jobs raise.
-const TodoSubsystem = "bash"
 
 // maxWait caps wait_seconds of run and status.
 const maxWait = 30
@@ -106,7 +103,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
-	j, err := h.d.Jobs.Start(job.Spec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
+	j, err := h.d.StartJob(job.Spec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
 		Name: in.Name, Source: "run", Attached: wait > 0})
 	if err != nil {
 		return nil, TaskStatus{}, err
@@ -180,10 +177,7 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 			}
 		}
 	}
-	if info.State.Terminal() {
-		// The caller has the result now: its completion todo is done.
-		h.d.Inbox.ClearKey(ctx, TodoSubsystem, info.ID)
-	}
+	h.d.EndSeen(ctx, info) // the caller has the result now: its completion todo is done
 	st := h.taskStatus(info)
 	st.Note = note
 	return h.replyStatus(st), st, nil
@@ -328,63 +322,4 @@ func renderStatus(st TaskStatus, tails bool) string {
 	return b.String()
 }
 
-// TodoSummary is the loose-end text of a job.
-func TodoSummary(in job.Info) string {
-	label := in.ID
-	if in.Name != "" {
-		label += " (" + in.Name + ")"
-	}
-	switch in.State {
-	case job.Pending:
-		return fmt.Sprintf("task %s pending (queued): %s", label, clip(in.Cmd, 120))
-	case job.Running:
-		return fmt.Sprintf("task %s running: %s", label, clip(in.Cmd, 120))
-	}
-	s := fmt.Sprintf("task %s %s", label, in.State)
-	if in.ExitCode != nil {
-		s += fmt.Sprintf(", exit %d", *in.ExitCode)
-	}
-	m := meaningOf(in)
-	s += " (" + m.text() + ")"
-	if !in.Started.IsZero() {
-		s += fmt.Sprintf(" after %s", in.Duration().Round(time.Millisecond))
-	}
-	s += ": " + clip(in.Cmd, 120)
-	if in.Error != "" && !strings.Contains(m.Message, in.Error) {
-		s += " (" + in.Error + ")"
-	}
-	s += "; " + outputSummary(in)
-	if w := shell.Warning(in.Cmd); w != "" {
-		s += "; warning: " + w
-	}
-	if d := in.StdoutDropped + in.StderrDropped; d > 0 {
-		s += fmt.Sprintf("; %d B past the file cap dropped", d)
-	}
-	if in.Leftover > 0 {
-		s += fmt.Sprintf("; %d leftover process(es) terminated", in.Leftover)
-	}
-	return s
-}
-
-// outputSummary tells where a job's output is: each stream's file and
-// size, or that it is empty (an empty stream has no file).
-func outputSummary(in job.Info) string {
-	part := func(name, path string, n int64) string {
-		if n == 0 {
-			return name + " empty"
-		}
-		return fmt.Sprintf("%s %s (%d B)", name, path, n)
-	}
-	if in.StdoutBytes == 0 && in.StderrBytes == 0 {
-		return "no output"
-	}
-	return "output: " + part("stdout", in.StdoutPath, in.StdoutBytes) + ", " + part("stderr", in.StderrPath, in.StderrBytes)
-}
-
-func clip(s string, n int) string {
-	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
+func clip(s string, n int) string { return service.Clip(s, n) }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"github.com/hivetools/hive/internal/service"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,7 +17,7 @@ import (
 func registerAll(t testing.TB) *mcp.Server {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hive-test"}, nil)
-	h := &handlers{d: &Deps{}, sess: &Session{}}
+	h := &handlers{d: service.New(service.Service{}), sess: &Session{}}
 	h.addExecution(srv)
 	h.addInbox(srv)
 	h.addTerminal(srv, &terminal{})

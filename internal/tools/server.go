@@ -17,12 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/agent"
-	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/inbox"
-	"github.com/hivetools/hive/internal/job"
-	"github.com/hivetools/hive/internal/paths"
-	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // Group names.
@@ -36,26 +32,6 @@ const (
 
 // AllGroups is the default selection. The "always" tools come with any.
 var AllGroups = []string{GroupExecution, GroupTerminal, GroupSearch, GroupInbox, GroupMeta}
-
-// Deps are the daemon's engines the tools are views of.
-type Deps struct {
-	Jobs    *job.Manager
-	Inbox   *inbox.Inbox
-	Agent   *agent.Agent
-	Layout  paths.Layout
-	Logger  *slog.Logger
-	Version string
-	// PTY runs the terminal_pty sessions. Required for the terminal group.
-	PTY *pty.Manager
-	// Handles keeps terminal_exec output handles. If nil, one with the
-	// defaults is made.
-	Handles *handles.Store
-	// Activity, if set, keeps the latest tool calls (the dashboard's feed).
-	Activity *Activity
-
-	term *terminal
-	once sync.Once
-}
 
 // Session is what hive knows of one client session.
 type Session struct {
@@ -178,7 +154,7 @@ func logLegacy(log *slog.Logger, groups []string) {
 // detaches it from the inbox and waits for its notification sender; call it
 // once the session's transport is closed (a send blocked on a client that
 // stopped reading ends only then).
-func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), error) {
+func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server, func(), error) {
 	asked := groups
 	groups, err := ParseGroups(groups)
 	if err != nil {
@@ -187,15 +163,7 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 	if sess.Answers, err = ParseAnswers(sess.Answers); err != nil {
 		return nil, nil, err
 	}
-	d.once.Do(func() {
-		if d.Logger == nil {
-			d.Logger = slog.New(slog.DiscardHandler)
-		}
-		if d.Handles == nil {
-			d.Handles = handles.New(nil)
-		}
-		d.term = &terminal{d: d, handles: d.Handles}
-	})
+	term := &terminal{d: d, handles: d.Handles}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hive", Version: d.Version}, &mcp.ServerOptions{
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
@@ -219,7 +187,7 @@ func NewServer(d *Deps, sess *Session, groups []string) (*mcp.Server, func(), er
 		h.addInbox(srv)
 	}
 	if slices.Contains(groups, GroupTerminal) {
-		h.addTerminal(srv, d.term)
+		h.addTerminal(srv, term)
 		if d.PTY != nil {
 			h.addPTY(srv, d.PTY)
 		}
@@ -343,7 +311,7 @@ func notifyChange(srv *mcp.Server, c inbox.Change) {
 			msg["preview"] = clip(c.Reminder.Body, previewLen)
 		}
 	default:
-		if c.Todo.Subsystem == TodoSubsystem {
+		if c.Todo.Subsystem == service.TodoSubsystem {
 			srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: TaskURIPrefix + c.Todo.Key})
 		}
 		msg = map[string]any{"loose_end": "todo", "id": c.Todo.ID, "subsystem": c.Todo.Subsystem, "key": c.Todo.Key}
@@ -373,7 +341,7 @@ func LogID(base, transportID string) string {
 
 // envelope logs every tool call before and after: time, session, tool,
 // arguments, duration, outcome.
-func envelope(log *slog.Logger, sess *Session, act *Activity) mcp.Middleware {
+func envelope(log *slog.Logger, sess *Session, act *service.Activity) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method != "tools/call" {
@@ -406,7 +374,7 @@ func envelope(log *slog.Logger, sess *Session, act *Activity) mcp.Middleware {
 				}
 			}
 			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
-			act.add(Call{At: t0, Session: id, Tool: tool, DurationMS: time.Since(t0).Milliseconds(), Outcome: outcome})
+			act.Add(service.Call{At: t0, Session: id, Tool: tool, DurationMS: time.Since(t0).Milliseconds(), Outcome: outcome})
 			return res, err
 		}
 	}
@@ -436,7 +404,7 @@ func textOnly(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 type handlers struct {
-	d    *Deps
+	d    *service.Service
 	sess *Session
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/shell"
 )
 
@@ -80,7 +81,7 @@ type OutputPage struct {
 
 // terminal holds the state the terminal tools share across sessions.
 type terminal struct {
-	d       *Deps
+	d       *service.Service
 	handles *handles.Store
 }
 
@@ -274,7 +275,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if in.Stdin != "" {
 		spec.Stdin = []byte(in.Stdin)
 	}
-	j, err := t.d.Jobs.Start(spec)
+	j, err := t.d.StartJob(spec)
 	if err != nil {
 		return nil, Envelope{}, err
 	}

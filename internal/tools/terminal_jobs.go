@@ -159,19 +159,15 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	j, err := t.d.Jobs.Start(job.Spec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
+	v, err := t.d.RunJob(job.Spec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
 		Name: in.Name, Timeout: timeout, Source: "terminal"})
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	info, err := t.d.Jobs.Durable(j)
-	if err != nil {
-		return nil, JobStarted{}, err
-	}
-	out := JobStarted{JobID: info.ID, Status: string(info.State), Pid: info.Pid, ShellKind: kind, Error: info.Error}
+	out := JobStarted{JobID: v.ID, Status: v.State, Pid: v.Pid, ShellKind: kind, Error: v.Error}
 	msg := fmt.Sprintf("job %s %s (pid %d)", out.JobID, out.Status, out.Pid)
-	if info.Error != "" {
-		msg += ": " + info.Error
+	if v.Error != "" {
+		msg += ": " + v.Error
 	}
 	return text(msg), out, nil
 }
@@ -239,11 +235,8 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 	if stream != "stdout" {
 		out.Stderr = readChunk(j, info, true, errOff, maxKB<<10)
 	}
-	if info.State.Terminal() {
-		// The caller has the end now: its loose end is done, as with status.
-		t.d.Inbox.ClearKey(ctx, TodoSubsystem, info.ID)
-	}
-	return nil, out, nil // the caller adds the text block (replyLogs)
+	t.d.EndSeen(ctx, info) // the caller has the end now: its loose end is done, as with status
+	return nil, out, nil   // the caller adds the text block (replyLogs)
 }
 
 // replyLogs is terminal_job_logs' text block: the data only in a text

@@ -1,4 +1,4 @@
-package tools
+package service
 
 import (
 	"sync"
@@ -35,7 +35,7 @@ type Activity struct {
 	changed chan struct{} // closed and replaced on each Add
 }
 
-func (a *Activity) add(c Call) {
+func (a *Activity) Add(c Call) {
 	if a == nil {
 		return
 	}

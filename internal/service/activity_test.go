@@ -1,4 +1,4 @@
-package tools
+package service
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ func TestActivityRing(t *testing.T) {
 		t.Fatalf("empty ring: %v", calls)
 	}
 	for i := range 5 {
-		a.add(Call{Tool: fmt.Sprint("t", i)})
+		a.Add(Call{Tool: fmt.Sprint("t", i)})
 	}
 	select {
 	case <-changed:
@@ -27,5 +27,5 @@ func TestActivityRing(t *testing.T) {
 		t.Fatalf("since 4: %+v", calls)
 	}
 	var none *Activity
-	none.add(Call{}) // a nil Activity records nothing, without panicking
+	none.Add(Call{}) // a nil Activity records nothing, without panicking
 }

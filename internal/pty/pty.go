@@ -171,19 +171,18 @@ type Info struct {
 	Cols int
 	Rows int
 	// Running is false once the session's process has exited; background
-	// processes it left behind may still write until Close.
-	Running bool
-	// ExitCode is set once the process has exited: its exit status, or
-	// 128+signal when a signal killed it (like bash's $?).
-	ExitCode *int
-	Started  time.Time
-	Bytes    int64 // output bytes so far
+	// processes it left behind may still write until Close. ExitCode is
+	// set once the process has exited: its exit status, or 128+signal
+	// when a signal killed it (like bash's $?).
+	view.SessionState
+	Started time.Time
+	Bytes   int64 // output bytes so far
 }
 
 // View is the session as every surface shows it (package view).
 func (i Info) View() view.Session {
 	return view.Session{ID: i.ID, Name: i.Name, Cmd: i.Cmd, Pid: i.Pid, Cols: i.Cols, Rows: i.Rows,
-		Running: i.Running, ExitCode: i.ExitCode, Started: view.Time(i.Started), Bytes: i.Bytes}
+		SessionState: i.SessionState, Started: view.Time(i.Started), Bytes: i.Bytes}
 }
 
 // ReadResult is the answer of Read and SendWait.
@@ -199,9 +198,8 @@ type ReadResult struct {
 	Skipped int64
 	// Matched reports that SendWait's pattern matched.
 	Matched bool
-	// Running and ExitCode are the session's state when the result was made.
-	Running  bool
-	ExitCode *int
+	// The session's state when the result was made.
+	view.SessionState
 	// EOF is true when the output has ended for good and Next is its end.
 	EOF bool
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/view"
 )
 
 const (
@@ -404,7 +405,7 @@ func (s *Session) Info() Info {
 	running, code := s.state()
 	return Info{
 		ID: s.id, Name: s.name, Cmd: s.cmdText, Cwd: s.cwd, Pid: s.pid,
-		Cols: cols, Rows: rows, Running: running, ExitCode: code,
+		Cols: cols, Rows: rows, SessionState: view.SessionState{Running: running, ExitCode: code},
 		Started: s.started, Bytes: s.stream.Stats().Total,
 	}
 }

@@ -39,11 +39,20 @@ type killIn struct {
 	Force bool   `json:"force,omitempty"`
 }
 
+// jobState is how a job stands, in the seeds' words (status for the
+// view's state, exit_code): every tool answer about a job carries it,
+// spelled once.
+type jobState struct {
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exit_code"`
+}
+
+func stateOf(in job.Info) jobState { return jobState{Status: string(in.State), ExitCode: in.ExitCode} }
+
 // TaskStatus is the structured answer of run, status and kill.
 type TaskStatus struct {
-	ID            string `json:"id"`
-	Status        string `json:"status"`
-	ExitCode      *int   `json:"exit_code"`
+	ID string `json:"id"`
+	jobState
 	Signal        *int   `json:"signal,omitempty"`
 	Error         string `json:"error,omitempty"`
 	DurationMs    int64  `json:"duration_ms"`
@@ -140,7 +149,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		st.Note = note
 		return h.replyStatus(st), st, nil
 	}
-	st := TaskStatus{ID: in2.ID, Status: string(in2.State), StdoutPath: job.StreamPath(in2.StdoutPath, in2.StdoutBytes),
+	st := TaskStatus{ID: in2.ID, jobState: jobState{Status: string(in2.State)}, StdoutPath: job.StreamPath(in2.StdoutPath, in2.StdoutBytes),
 		StderrPath: job.StreamPath(in2.StderrPath, in2.StderrBytes), Note: note}
 	msg := "task started: id=" + in2.ID
 	if in2.State == job.Pending {
@@ -185,10 +194,9 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 
 // KillOut is the answer of kill and terminal_job_kill.
 type KillOut struct {
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	ExitCode     *int   `json:"exit_code"`
-	AlreadyEnded bool   `json:"already_ended,omitempty"`
+	ID string `json:"id"`
+	jobState
+	AlreadyEnded bool `json:"already_ended,omitempty"`
 }
 
 func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) (*mcp.CallToolResult, KillOut, error) {
@@ -198,7 +206,7 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 	info, err := h.d.Jobs.Kill(in.ID, in.Force)
 	switch {
 	case errors.Is(err, job.ErrEnded):
-		out := KillOut{ID: info.ID, Status: string(info.State), ExitCode: info.ExitCode, AlreadyEnded: true}
+		out := KillOut{ID: info.ID, jobState: stateOf(info), AlreadyEnded: true}
 		return text(fmt.Sprintf("task %s had already ended (%s)", info.ID, describeEnd(info))), out, nil
 	case errors.Is(err, job.ErrNotFound):
 		return nil, KillOut{}, fmt.Errorf("id %q: no such task", in.ID)
@@ -209,7 +217,7 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 	if in.Force {
 		sig = "SIGKILL"
 	}
-	out := KillOut{ID: info.ID, Status: string(info.State), ExitCode: info.ExitCode}
+	out := KillOut{ID: info.ID, jobState: stateOf(info)}
 	if info.State.Terminal() {
 		return text(fmt.Sprintf("task %s cancelled before it started", info.ID)), out, nil
 	}
@@ -220,7 +228,7 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 func (h *handlers) taskStatus(in job.Info) TaskStatus {
 	m := meaningOf(in)
 	st := TaskStatus{
-		ID: in.ID, Status: string(in.State), ExitCode: in.ExitCode, SemanticStatus: m.Status, SemanticMessage: m.Message,
+		ID: in.ID, jobState: stateOf(in), SemanticStatus: m.Status, SemanticMessage: m.Message,
 		Signal: in.Signal, Error: in.Error, DurationMs: in.Duration().Milliseconds(),
 		StdoutPath: job.StreamPath(in.StdoutPath, in.StdoutBytes), StderrPath: job.StreamPath(in.StderrPath, in.StderrBytes),
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,

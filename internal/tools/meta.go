@@ -50,7 +50,9 @@ var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 func (h *handlers) agentMeta(ctx context.Context, _ *mcp.CallToolRequest, in metaIn) (*mcp.CallToolResult, AgentMeta, error) {
 	self := h.d.Agent.State()
-	if in.Name == "" || in.Name == self.Name {
+	// This daemon's own agent, by its name or by its state dir's: its
+	// data is here, in process (never a call to its own socket).
+	if in.Name == "" || in.Name == self.Name || in.Name == filepath.Base(h.d.Layout.Dir) {
 		m, err := h.selfMeta(ctx)
 		if err != nil {
 			return nil, AgentMeta{}, err

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/view"
 )
 
 type ptyOpenIn struct {
@@ -30,9 +31,8 @@ type PTYInfo struct {
 	Pid       int    `json:"pid"`
 	Cols      int    `json:"cols"`
 	Rows      int    `json:"rows"`
-	Running   bool   `json:"running"`
-	ExitCode  *int   `json:"exit_code"`
-	Bytes     int64  `json:"bytes"`
+	view.SessionState
+	Bytes int64 `json:"bytes"`
 }
 
 type ptySendIn struct {
@@ -50,11 +50,10 @@ type PTYOutput struct {
 	NextOffset   int64  `json:"next_offset"`
 	DroppedBytes int64  `json:"dropped_bytes,omitempty"`
 	Matched      bool   `json:"matched,omitempty"`
-	Running      bool   `json:"running"`
-	ExitCode     *int   `json:"exit_code"`
-	Screen       string `json:"screen,omitempty"`
-	CursorRow    int    `json:"cursor_row,omitempty"`
-	CursorCol    int    `json:"cursor_col,omitempty"`
+	view.SessionState
+	Screen    string `json:"screen,omitempty"`
+	CursorRow int    `json:"cursor_row,omitempty"`
+	CursorCol int    `json:"cursor_col,omitempty"`
 }
 
 type ptyReadIn struct {
@@ -82,7 +81,7 @@ type PTYList struct {
 
 func ptyInfo(in pty.Info) PTYInfo {
 	return PTYInfo{SessionID: in.ID, Name: in.Name, Cmd: in.Cmd, Pid: in.Pid, Cols: in.Cols, Rows: in.Rows,
-		Running: in.Running, ExitCode: in.ExitCode, Bytes: in.Bytes}
+		SessionState: in.SessionState, Bytes: in.Bytes}
 }
 
 // readyLimit bounds terminal_pty_send's default wait for the program to
@@ -91,7 +90,7 @@ const readyLimit = 10 * time.Second
 
 func ptyOutput(r pty.ReadResult) PTYOutput {
 	return PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
-		Matched: r.Matched, Running: r.Running, ExitCode: r.ExitCode}
+		Matched: r.Matched, SessionState: r.SessionState}
 }
 
 func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
@@ -169,7 +168,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 					return nil, PTYOutput{}, err
 				}
 				info := sess.Info()
-				out := PTYOutput{Offset: start, NextOffset: start, Running: info.Running, ExitCode: info.ExitCode}
+				out := PTYOutput{Offset: start, NextOffset: start, SessionState: info.SessionState}
 				return text("sent"), out, nil
 			}
 			limit := 30 * time.Second
@@ -207,7 +206,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				if rerr != nil {
 					return nil, PTYOutput{}, fmt.Errorf("%w; reading its output: %w", err, rerr)
 				}
-				out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped, ExitCode: r.ExitCode}
+				out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped, SessionState: r.SessionState}
 				return replyPTY(h.sess, out, "["+err.Error()+"]"), out, nil
 			}
 			if err != nil {
@@ -217,7 +216,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			if in.Screen {
 				sc := sess.Screen()
 				out := PTYOutput{Screen: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol,
-					Running: info.Running, ExitCode: info.ExitCode, Offset: info.Bytes, NextOffset: info.Bytes}
+					SessionState: info.SessionState, Offset: info.Bytes, NextOffset: info.Bytes}
 				return h.sess.reply(fmt.Sprintf("screen %d bytes in structuredContent, cursor at %d,%d", len(sc.Text), sc.CursorRow, sc.CursorCol),
 					func() string { return sc.Text }), out, nil
 			}
@@ -226,7 +225,7 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 				return nil, PTYOutput{}, err
 			}
 			out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
-				Running: r.Running, ExitCode: r.ExitCode}
+				SessionState: r.SessionState}
 			return replyPTY(h.sess, out, ""), out, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_resize", Description: "Resize a PTY session."},

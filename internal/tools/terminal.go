@@ -44,7 +44,9 @@ type execIn struct {
 
 // Envelope is terminal_exec's answer.
 type Envelope struct {
-	ExitCode             *int    `json:"exit_code"`
+	// The job's state and exit code (status: running when it was
+	// auto-backgrounded).
+	jobState
 	Stdout               string  `json:"stdout"`
 	Stderr               string  `json:"stderr"`
 	StdoutTruncatedBytes int64   `json:"stdout_truncated_bytes"`
@@ -331,11 +333,14 @@ func (t *terminal) envelope(sess *Session, j *job.Job, info job.Info, e Envelope
 	if backgrounded {
 		id := info.ID
 		e.AutoBackgrounded, e.JobID = true, &id
+		// Told as running, as the rest of this answer: its end comes as
+		// a loose end, even if it came already.
+		e.jobState = jobState{Status: string(job.Running)}
 		e.SemanticStatus = "ok"
 		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
 		e.SemanticMessage = &msg
 	} else {
-		e.ExitCode = info.ExitCode
+		e.jobState = stateOf(info)
 		m := meaningOf(info)
 		e.SemanticStatus, e.SemanticMessage = m.Status, m.msg()
 	}

@@ -57,9 +57,8 @@ type StreamChunk struct {
 // while the job runs, semantic_message and warning when there is nothing
 // to say.
 type JobLogs struct {
-	JobID           string       `json:"job_id"`
-	Status          string       `json:"status"`
-	ExitCode        *int         `json:"exit_code"`
+	JobID string `json:"job_id"`
+	jobState
 	TimedOut        bool         `json:"timed_out"`
 	SemanticStatus  string       `json:"semantic_status,omitempty"`
 	SemanticMessage string       `json:"semantic_message,omitempty"`
@@ -79,11 +78,10 @@ type jobListIn struct {
 // state and duration_ms; every other field is spelled and encoded as
 // view.Job's (jobEntry is the one mapping).
 type JobEntry struct {
-	JobID          string    `json:"job_id"`
-	Name           string    `json:"name,omitempty"`
-	Cmd            string    `json:"cmd"`
-	Status         string    `json:"status"`
-	ExitCode       *int      `json:"exit_code"`
+	JobID string `json:"job_id"`
+	Name  string `json:"name,omitempty"`
+	Cmd   string `json:"cmd"`
+	jobState
 	SemanticStatus string    `json:"semantic_status,omitempty"`
 	Pid            int       `json:"pid,omitempty"`
 	RuntimeMs      int64     `json:"runtime_ms"`
@@ -94,7 +92,7 @@ type JobEntry struct {
 }
 
 func jobEntry(v view.Job) JobEntry {
-	return JobEntry{JobID: v.ID, Name: v.Name, Cmd: v.Cmd, Status: v.State, ExitCode: v.ExitCode,
+	return JobEntry{JobID: v.ID, Name: v.Name, Cmd: v.Cmd, jobState: jobState{Status: v.State, ExitCode: v.ExitCode},
 		SemanticStatus: v.SemanticStatus, Pid: v.Pid, RuntimeMs: v.DurationMs, StdoutBytes: v.StdoutBytes,
 		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended}
 }
@@ -226,7 +224,7 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 		}
 	}
 	m := meaningOf(info)
-	out := JobLogs{JobID: info.ID, Status: string(info.State), ExitCode: info.ExitCode,
+	out := JobLogs{JobID: info.ID, jobState: stateOf(info),
 		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: shell.Warning(info.Cmd),
 		RuntimeMs: info.Duration().Milliseconds(), WaitedMs: time.Since(t0).Milliseconds()}
 	if stream != "stderr" {

@@ -77,13 +77,20 @@ type Session struct {
 	Pid  int    `json:"pid,omitempty"`
 	Cols int    `json:"cols"`
 	Rows int    `json:"rows"`
-	// Running is false once the session's process exited; ExitCode is
-	// then its status (128+n for a signal n), null before.
-	Running  bool      `json:"running"`
-	ExitCode *int      `json:"exit_code"`
-	Started  time.Time `json:"started,omitzero"`
+	SessionState
+	Started time.Time `json:"started,omitzero"`
 	// Bytes counts the session's output so far.
 	Bytes int64 `json:"bytes"`
+}
+
+// SessionState is how a PTY session stands, as every answer about a
+// session tells it (the session's view, the PTY tools' answers, the pty
+// engine's own results).
+type SessionState struct {
+	// Running is false once the session's process exited; ExitCode is
+	// then its status (128+n for a signal n), null before.
+	Running  bool `json:"running"`
+	ExitCode *int `json:"exit_code"`
 }
 
 // Time is t as a view holds it: in UTC, to the millisecond; the zero

@@ -133,13 +133,6 @@ func decode(body []byte, v any) error {
 	return nil
 }
 
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
 // toJob is a job as the API shows it: the one view of a job (package
 // view), as `hive inspect` and the MCP tools show it too.
 func toJob(in job.Info) view.Job { return in.View() }
@@ -176,7 +169,7 @@ func eventJob(in job.Info) view.Job {
 type Counters struct {
 	ID            string    `json:"id"`
 	State         job.State `json:"state"`
-	DurationMS    int64     `json:"duration_ms"`
+	DurationMs    int64     `json:"duration_ms"`
 	StdoutBytes   int64     `json:"stdout_bytes"`
 	StderrBytes   int64     `json:"stderr_bytes"`
 	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
@@ -184,7 +177,7 @@ type Counters struct {
 }
 
 func toCounters(in job.Info) Counters {
-	return Counters{ID: in.ID, State: in.State, DurationMS: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes,
+	return Counters{ID: in.ID, State: in.State, DurationMs: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes,
 		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped}
 }
 
@@ -416,39 +409,13 @@ func (d *Dashboard) rerun(r *http.Request, _ []byte) (any, error) {
 	return v, nil
 }
 
-// LooseEnds is the answer of GET /api/loose-ends.
+// LooseEnds is the answer of GET /api/loose-ends: the one view of each
+// record (package view).
 type LooseEnds struct {
-	Todos       []Todo     `json:"todos"`
-	Reminders   []Reminder `json:"reminders"`
-	Messages    []Message  `json:"messages"`
-	Undelivered int        `json:"undelivered"`
-}
-
-// Todo is a loose-end todo.
-type Todo struct {
-	ID        int64  `json:"id"`
-	Subsystem string `json:"subsystem"`
-	Key       string `json:"key"`
-	Summary   string `json:"summary"`
-	Updated   int64  `json:"updated_ms"`
-}
-
-// Reminder is a pending reminder (Body: its preview when it is long).
-type Reminder struct {
-	ID   int64  `json:"id"`
-	Body string `json:"body"`
-	Size int64  `json:"size"`
-	Due  int64  `json:"due_ms"`
-}
-
-// Message is an inbox message (Body: its preview when it is long).
-type Message struct {
-	ID       int64  `json:"id"`
-	From     string `json:"from"`
-	Body     string `json:"body"`
-	Size     int64  `json:"size"`
-	At       int64  `json:"at_ms"`
-	InFlight bool   `json:"in_flight,omitempty"`
+	Todos       []view.Todo     `json:"todos"`
+	Reminders   []view.Reminder `json:"reminders"`
+	Messages    []view.Message  `json:"messages"`
+	Undelivered int             `json:"undelivered"`
 }
 
 // maxMessagesListed bounds the messages GET /api/loose-ends lists.
@@ -457,27 +424,27 @@ const maxMessagesListed = 200
 func (d *Dashboard) looseEnds(r *http.Request) (any, error) {
 	ctx := r.Context()
 	in := d.o.Service.Inbox
-	out := LooseEnds{Todos: []Todo{}, Reminders: []Reminder{}, Messages: []Message{}}
+	out := LooseEnds{Todos: []view.Todo{}, Reminders: []view.Reminder{}, Messages: []view.Message{}}
 	todos, err := in.Todos(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range todos {
-		out.Todos = append(out.Todos, Todo{ID: t.ID, Subsystem: t.Subsystem, Key: t.Key, Summary: t.Summary, Updated: ms(t.Updated)})
+		out.Todos = append(out.Todos, t.View())
 	}
 	rs, err := in.Reminders(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, x := range rs {
-		out.Reminders = append(out.Reminders, Reminder{ID: x.ID, Body: x.Body, Size: x.Size, Due: ms(x.Due)})
+		out.Reminders = append(out.Reminders, x.View())
 	}
 	msgs, err := in.Messages(ctx, maxMessagesListed)
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range msgs {
-		out.Messages = append(out.Messages, Message{ID: m.ID, From: m.From, Body: m.Body, Size: m.Size, At: ms(m.At), InFlight: m.InFlight})
+		out.Messages = append(out.Messages, m.View())
 	}
 	if out.Undelivered, err = in.Undelivered(ctx); err != nil {
 		return nil, err
@@ -554,7 +521,9 @@ func (d *Dashboard) message(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Message{ID: m.ID, From: m.From, Body: m.Body, Size: m.Size, At: ms(m.At), InFlight: m.InFlight}, nil
+	v := m.View() // whole: the body, not the preview
+	v.Body, v.Preview = m.Body, ""
+	return v, nil
 }
 
 func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
@@ -584,10 +553,10 @@ type PTY struct {
 	view.Session
 	// HeldBy is who has taken the session over (only they may type into
 	// it), until HeldUntil; HeldByYou: the one asking.
-	HeldBy    string  `json:"held_by,omitempty"`
-	HeldUntil int64   `json:"held_until_ms,omitempty"`
-	HeldByYou bool    `json:"held_by_you,omitempty"`
-	Screen    *Screen `json:"screen,omitempty"`
+	HeldBy    string    `json:"held_by,omitempty"`
+	HeldUntil time.Time `json:"held_until,omitzero"`
+	HeldByYou bool      `json:"held_by_you,omitempty"`
+	Screen    *Screen   `json:"screen,omitempty"`
 }
 
 // Screen is a rendered terminal screen.
@@ -603,7 +572,7 @@ func toPTY(in pty.Info) PTY { return PTY{Session: in.View()} }
 // withHold adds pty's take-over, as r's sender sees it (r nil: anyone).
 func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
 	if x, ok := d.holds.get(p.ID, time.Now()); ok {
-		p.HeldBy, p.HeldUntil = x.by.label, x.until.UnixMilli()
+		p.HeldBy, p.HeldUntil = x.by.label, view.Time(x.until)
 		if r != nil {
 			me, _ := r.Context().Value(holderKey{}).(holder)
 			p.HeldByYou = me.key == x.by.key
@@ -663,7 +632,7 @@ func (d *Dashboard) takeover(r *http.Request, body []byte) (any, error) {
 		return nil, &apiError{http.StatusConflict, err.Error()}
 	}
 	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
-	return map[string]any{"taken_over": true, "until_ms": time.Now().Add(d.o.TakeoverLife).UnixMilli()}, nil
+	return map[string]any{"taken_over": true, "until": view.Time(time.Now().Add(d.o.TakeoverLife))}, nil
 }
 
 // release is POST /api/ptys/{id}/release: it ends the sender's take-over.

@@ -101,7 +101,7 @@ func TestAuth(t *testing.T) {
 	}
 	var le dashboard.LooseEnds
 	e.get("/api/loose-ends", &le)
-	if len(le.Messages) != 2 || le.Messages[0].From != "operator" || le.Messages[0].Body != "from the page" {
+	if len(le.Messages) != 2 || le.Messages[0].From != "operator" || le.Messages[0].Preview != "from the page" {
 		t.Errorf("messages %+v", le.Messages)
 	}
 }
@@ -269,7 +269,7 @@ func TestTakeover(t *testing.T) {
 	step("input without a take-over", a, "/input", input, http.StatusConflict)
 	step("input with the token, no take-over", nil, "/input", input, http.StatusConflict)
 	step("A takes over", a, "/takeover", "", http.StatusOK)
-	if p := held(ca); p.HeldBy == "" || !p.HeldByYou || p.HeldUntil <= time.Now().UnixMilli() {
+	if p := held(ca); p.HeldBy == "" || !p.HeldByYou || !p.HeldUntil.After(time.Now()) {
 		t.Errorf("A's view of its take-over: %+v", p)
 	}
 	if p := held(cb); p.HeldBy == "" || p.HeldByYou || strings.Contains(p.HeldBy, ca.Value[:10]) {

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"github.com/hivetools/hive/internal/view"
 	"os"
 	"runtime/metrics"
 	"sync"
@@ -14,9 +15,9 @@ import (
 // estimate) and RSS (from /proc on Linux; elsewhere the memory the Go
 // runtime holds).
 type Sample struct {
-	At  int64   `json:"at_ms"`
-	CPU float64 `json:"cpu"`
-	RSS int64   `json:"rss_bytes"`
+	At  time.Time `json:"at"`
+	CPU float64   `json:"cpu"`
+	RSS int64     `json:"rss_bytes"`
 }
 
 // Usage sampling: every sampleEvery while the watcher runs, the latest
@@ -68,7 +69,7 @@ func (s *sampler) sample() (smp Sample, ok bool) {
 		return Sample{}, false
 	}
 	cpu := max(0, (busy-s.lastCPU)/dt)
-	smp = Sample{At: now.UnixMilli(), CPU: cpu, RSS: rss}
+	smp = Sample{At: view.Time(now), CPU: cpu, RSS: rss}
 	s.samples = append(s.samples, smp)
 	if len(s.samples) > keepSamples {
 		s.samples = append(s.samples[:0], s.samples[len(s.samples)-keepSamples:]...)

@@ -13,7 +13,7 @@ type Call struct {
 	At         time.Time `json:"at"`
 	Session    string    `json:"session"`
 	Tool       string    `json:"tool"`
-	DurationMS int64     `json:"duration_ms"`
+	DurationMs int64     `json:"duration_ms"`
 	Outcome    string    `json:"outcome"`
 }
 

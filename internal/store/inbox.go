@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Reminder is a pending reminder. The inbox package owns the meaning of
@@ -31,6 +33,18 @@ type Message struct {
 	// InFlight is set while a harness has popped the message and not yet
 	// acked it; such a message is delivered again after a restart.
 	InFlight bool
+}
+
+// View is the reminder as lists show it.
+func (r Reminder) View() view.Reminder {
+	return view.Reminder{ID: r.ID, Preview: view.Preview(r.Body), Size: r.Size, Due: view.Time(r.Due),
+		Created: view.Time(r.Created)}
+}
+
+// View is the message as lists show it: its preview, not its body.
+func (m Message) View() view.Message {
+	return view.Message{ID: m.ID, From: m.From, At: view.Time(m.At), Size: m.Size, Preview: view.Preview(m.Body),
+		InFlight: m.InFlight}
 }
 
 // Spill writes the whole body of a reminder or message with id to its

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Todo is a keyed loose end: one row per (Subsystem, Key).
@@ -21,6 +23,12 @@ type Todo struct {
 	// wake for (a job's end, a producer's todo; not a job's start). It
 	// stays set until TakeNews; Summary unchanged leaves it as it was.
 	News bool
+}
+
+// View is the todo as every surface shows it.
+func (t Todo) View() view.Todo {
+	return view.Todo{ID: t.ID, Subsystem: t.Subsystem, Key: t.Key, Summary: t.Summary,
+		Created: view.Time(t.Created), Updated: view.Time(t.Updated)}
 }
 
 // UpsertTodo creates the todo (subsystem, key) or updates its summary,

@@ -374,7 +374,7 @@ func envelope(log *slog.Logger, sess *Session, act *service.Activity) mcp.Middle
 				}
 			}
 			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
-			act.Add(service.Call{At: t0, Session: id, Tool: tool, DurationMS: time.Since(t0).Milliseconds(), Outcome: outcome})
+			act.Add(service.Call{At: t0, Session: id, Tool: tool, DurationMs: time.Since(t0).Milliseconds(), Outcome: outcome})
 			return res, err
 		}
 	}

@@ -16,7 +16,11 @@
 // spelled and encoded as here.
 package view
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // Job is a job as every surface shows it. An answer may leave fields
 // out (a list, an event); it never spells or encodes one differently.
@@ -91,6 +95,57 @@ type SessionState struct {
 	// then its status (128+n for a signal n), null before.
 	Running  bool `json:"running"`
 	ExitCode *int `json:"exit_code"`
+}
+
+// Todo is a loose-end todo as every surface shows it: a job's (subsystem
+// "bash", key its id) or another program's.
+type Todo struct {
+	ID        int64     `json:"id"`
+	Subsystem string    `json:"subsystem"`
+	Key       string    `json:"key"`
+	Summary   string    `json:"summary"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+}
+
+// Reminder is a pending reminder as every surface shows it: Preview is
+// the start of its message (Preview's rule), Size the whole message's
+// bytes.
+type Reminder struct {
+	ID      int64     `json:"id"`
+	Preview string    `json:"preview"`
+	Size    int64     `json:"size"`
+	Due     time.Time `json:"due"`
+	Created time.Time `json:"created"`
+}
+
+// Message is an inbox message as every surface shows it. A list shows
+// its Preview (Preview's rule) and Size; a message delivered or read
+// whole has its Body instead.
+type Message struct {
+	ID      int64     `json:"id"`
+	From    string    `json:"from"`
+	At      time.Time `json:"at"`
+	Size    int64     `json:"size"`
+	Preview string    `json:"preview,omitempty"`
+	Body    string    `json:"body,omitempty"`
+	// InFlight: a harness took it (inbox_next) and has not acked it yet.
+	InFlight bool `json:"in_flight,omitempty"`
+}
+
+// PreviewLen bounds a preview, in characters.
+const PreviewLen = 120
+
+// Preview is the start of a message as lists show it: its whitespace
+// folded to single spaces, at most PreviewLen characters with "…" after
+// a cut.
+func Preview(body string) string {
+	body = strings.Join(strings.Fields(body), " ")
+	if utf8.RuneCountInString(body) <= PreviewLen {
+		return body
+	}
+	r := []rune(body)
+	return string(r[:PreviewLen-1]) + "…"
 }
 
 // Time is t as a view holds it: in UTC, to the millisecond; the zero

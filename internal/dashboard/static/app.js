@@ -217,16 +217,16 @@ async function loadLooseEnds() {
   if (!v.todos.length && !todos.children.length) todos.append(el("li", { class: "dim" }, "none"));
   const rs = $("reminders");
   if (changed("reminders", v.reminders)) rs.replaceChildren(...v.reminders.map((r) => el("li", { "data-id": r.id },
-    el("span", { class: "dim" }, "due " + new Date(r.due_ms).toLocaleString()),
-    el("span", { class: "body" }, r.body),
+    el("span", { class: "dim" }, "due " + new Date(at(r.due)).toLocaleString()),
+    el("span", { class: "body" }, r.preview),
     el("button", { type: "button", class: "cancel", on: { click: () => act("/api/reminders/" + r.id + "/cancel") } }, "Cancel"))));
   if (!v.reminders.length && !rs.children.length) rs.append(el("li", { class: "dim" }, "none"));
   $("undelivered").textContent = "(" + v.undelivered + " undelivered)";
   const ms = $("messages");
   if (changed("messages", v.messages)) ms.replaceChildren(...v.messages.map((m) => {
-    const body = el("span", { class: "body" }, m.body);
+    const body = el("span", { class: "body" }, m.preview);
     return el("li", { "data-id": m.id },
-      el("span", { class: "dim" }, "from " + m.from + ", " + ago(m.at_ms) + (m.in_flight ? " (in flight)" : "")),
+      el("span", { class: "dim" }, "from " + m.from + ", " + ago(at(m.at)) + (m.in_flight ? " (in flight)" : "")),
       body,
       el("button", { type: "button", class: "read", on: { click: async () => {
         try { const f = await api("GET", "/api/messages/" + m.id); body.textContent = f.body; } catch (e) { body.textContent = e.message; }
@@ -384,7 +384,7 @@ async function drawPty() {
   try { p = await api("GET", "/api/ptys/" + encodeURIComponent(v.id)); } catch (e) { $("pv-msg").textContent = e.message; return; }
   if (view.pty !== v) return;
   $("pv-title").textContent = "Shell " + (p.name ? p.name + " (" + p.id + ")" : p.id) + " · " + p.cmd + " · " + (p.running ? "running" : "exited " + p.exit_code);
-  $("pv-held").textContent = p.held_by && !p.held_by_you ? "taken over by " + p.held_by + " until " + clock(p.held_until_ms) : "";
+  $("pv-held").textContent = p.held_by && !p.held_by_you ? "taken over by " + p.held_by + " until " + clock(at(p.held_until)) : "";
   if (v.live && !p.held_by_you && asked > v.takenAt) stopTyping("the take-over ended (expired, or taken by another)");
   const lines = p.screen.text.split("\n");
   while (lines.length < p.rows) lines.push("");

@@ -409,47 +409,13 @@ func (d *Dashboard) rerun(r *http.Request, _ []byte) (any, error) {
 	return v, nil
 }
 
-// LooseEnds is the answer of GET /api/loose-ends: the one view of each
-// record (package view).
-type LooseEnds struct {
-	Todos       []view.Todo     `json:"todos"`
-	Reminders   []view.Reminder `json:"reminders"`
-	Messages    []view.Message  `json:"messages"`
-	Undelivered int             `json:"undelivered"`
-}
-
 // maxMessagesListed bounds the messages GET /api/loose-ends lists.
 const maxMessagesListed = 200
 
+// looseEnds is GET /api/loose-ends: the service's LooseEnds, each record
+// in its one view.
 func (d *Dashboard) looseEnds(r *http.Request) (any, error) {
-	ctx := r.Context()
-	in := d.o.Service.Inbox
-	out := LooseEnds{Todos: []view.Todo{}, Reminders: []view.Reminder{}, Messages: []view.Message{}}
-	todos, err := in.Todos(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, t := range todos {
-		out.Todos = append(out.Todos, t.View())
-	}
-	rs, err := in.Reminders(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range rs {
-		out.Reminders = append(out.Reminders, x.View())
-	}
-	msgs, err := in.Messages(ctx, maxMessagesListed)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range msgs {
-		out.Messages = append(out.Messages, m.View())
-	}
-	if out.Undelivered, err = in.Undelivered(ctx); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return d.o.Service.LooseEnds(r.Context(), maxMessagesListed)
 }
 
 func pathID(r *http.Request) (int64, error) {

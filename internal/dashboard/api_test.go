@@ -14,6 +14,7 @@ import (
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/dashboard"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -99,7 +100,7 @@ func TestAuth(t *testing.T) {
 	if r := e.call("POST", "/api/messages", nil, body); r.status != http.StatusOK {
 		t.Errorf("POST with the token: %d %s", r.status, r.body)
 	}
-	var le dashboard.LooseEnds
+	var le service.LooseEnds
 	e.get("/api/loose-ends", &le)
 	if len(le.Messages) != 2 || le.Messages[0].From != "operator" || le.Messages[0].Preview != "from the page" {
 		t.Errorf("messages %+v", le.Messages)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/service"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Claude Code channels: a server that declares the experimental capability
@@ -94,7 +95,7 @@ func channelEventOf(d *service.Service, c inbox.Change) (ev channelEvent, remove
 		}
 		id := strconv.FormatInt(c.Message.ID, 10)
 		return channelEvent{key: key, kind: "message", id: id, params: ChannelParams{
-			Content: fmt.Sprintf("inbox message %s from %s: %s (read_inbox takes it)", id, c.Message.From, clip(c.Message.Body, previewLen)),
+			Content: fmt.Sprintf("inbox message %s from %s: %s (read_inbox takes it)", id, c.Message.From, view.Preview(c.Message.Body)),
 			Meta:    map[string]string{"kind": "message", "id": id, "from": c.Message.From},
 		}}, "", true
 	case inbox.KindTodo:

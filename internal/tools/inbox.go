@@ -115,34 +115,22 @@ func (h *handlers) addAlways(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "compact", Description: "Compact your context after this turn; granted above 66% context use."}, h.compact)
 }
 
-// previewLen bounds the previews get_loose_ends shows.
-const previewLen = 120
-
+// looseEnds is the service's LooseEnds in get_loose_ends' words (unix
+// seconds, as remind takes them).
 func (h *handlers) looseEnds(ctx context.Context) (LooseEnds, error) {
-	out := LooseEnds{Reminders: []ReminderOut{}, Todos: []TodoOut{}, Inbox: InboxOut{Oldest: []MessageOut{}}}
-	rs, err := h.d.Inbox.Reminders(ctx)
+	le, err := h.d.LooseEnds(ctx, 5)
 	if err != nil {
 		return LooseEnds{}, err
 	}
-	for _, r := range rs {
-		out.Reminders = append(out.Reminders, ReminderOut{ID: r.ID, DueAt: r.Due.Unix(), Preview: clip(r.Body, previewLen)})
+	out := LooseEnds{Reminders: []ReminderOut{}, Todos: []TodoOut{}, Inbox: InboxOut{Undelivered: le.Undelivered, Oldest: []MessageOut{}}}
+	for _, r := range le.Reminders {
+		out.Reminders = append(out.Reminders, ReminderOut{ID: r.ID, DueAt: r.Due.Unix(), Preview: r.Preview})
 	}
-	todos, err := h.d.Inbox.Todos(ctx)
-	if err != nil {
-		return LooseEnds{}, err
-	}
-	for _, t := range todos {
+	for _, t := range le.Todos {
 		out.Todos = append(out.Todos, TodoOut{ID: t.ID, Subsystem: t.Subsystem, Key: t.Key, Summary: t.Summary, UpdatedAt: t.Updated.Unix()})
 	}
-	if out.Inbox.Undelivered, err = h.d.Inbox.Undelivered(ctx); err != nil {
-		return LooseEnds{}, err
-	}
-	ms, err := h.d.Inbox.Messages(ctx, 5)
-	if err != nil {
-		return LooseEnds{}, err
-	}
-	for _, m := range ms {
-		out.Inbox.Oldest = append(out.Inbox.Oldest, MessageOut{ID: m.ID, From: m.From, At: m.At.Unix(), Preview: clip(m.Body, previewLen)})
+	for _, m := range le.Messages {
+		out.Inbox.Oldest = append(out.Inbox.Oldest, MessageOut{ID: m.ID, From: m.From, At: m.At.Unix(), Preview: m.Preview})
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/service"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Group names.
@@ -302,13 +303,13 @@ func notifyChange(srv *mcp.Server, c inbox.Change) {
 		if c.Removed {
 			return // read, acked or dropped: the resources tell
 		}
-		msg = map[string]any{"inbox": "message", "id": c.Message.ID, "from": c.Message.From, "preview": clip(c.Message.Body, previewLen)}
+		msg = map[string]any{"inbox": "message", "id": c.Message.ID, "from": c.Message.From, "preview": view.Preview(c.Message.Body)}
 	case inbox.KindReminder:
 		msg = map[string]any{"loose_end": "reminder", "id": c.Reminder.ID, "due_at": c.Reminder.Due.Unix()}
 		if c.Removed {
 			msg["removed"] = true
 		} else {
-			msg["preview"] = clip(c.Reminder.Body, previewLen)
+			msg["preview"] = view.Preview(c.Reminder.Body)
 		}
 	default:
 		if c.Todo.Subsystem == service.TodoSubsystem {

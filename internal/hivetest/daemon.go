@@ -51,7 +51,8 @@ func StartDaemon(tb testing.TB, state string, args ...string) *Daemon {
 // request on its socket with that pid. If the caller left cmd.Stdout and
 // cmd.Stderr nil, both go to a log file of the harness (Log). The daemon's
 // exit before it answers, or 20 s without an answer, fails the test
-// (tb.Fatalf) with its log. When the test ends, Stop stops it.
+// (tb.Fatalf) with its log. When the test ends, Stop stops it, and the
+// holder of its jobs must end with it (see Stop).
 func StartDaemonCmd(tb testing.TB, state string, cmd *exec.Cmd) *Daemon {
 	tb.Helper()
 	d := &Daemon{Dir: state, tb: tb, cmd: cmd, exited: make(chan struct{})}
@@ -74,7 +75,20 @@ func StartDaemonCmd(tb testing.TB, state string, cmd *exec.Cmd) *Daemon {
 	d.Pid = cmd.Process.Pid
 	go func() { d.err = cmd.Wait(); close(d.exited) }()
 	tb.Cleanup(func() {
+		// A daemon stopped at the test's end stops the holder of its jobs
+		// with it: one still there 25 s later is a leak.
+		holder := 0
+		select {
+		case <-d.exited:
+		default:
+			holder = HolderPid(state)
+		}
 		d.Stop()
+		if holder != 0 {
+			if err := Wait(holderStopTimeout, Gone(holder)); err != nil {
+				tb.Errorf("the holder %d outlived its daemon %d's SIGTERM: %v", holder, d.Pid, err)
+			}
+		}
 		if d.log != "" {
 			os.Remove(d.log)
 		}
@@ -131,10 +145,14 @@ func versionPid(state string) (int, error) {
 }
 
 // Stop ends the daemon and waits for it: SIGTERM, then SIGKILL after 30 s,
-// which fails the test (tb.Errorf). A daemon stops the holder of its jobs
-// with it: a holder still there 25 s later fails the test too. Stop
-// returns what waiting for the daemon returned (nil: it exited 0). It may
-// be called more than once, also after Kill; the test's cleanup calls it.
+// which fails the test (tb.Errorf). It returns what waiting for the daemon
+// returned (nil: it exited 0). It may be called more than once, also after
+// Kill. Stop does not wait for the holder of the daemon's jobs, which
+// ends by itself once it has handed over what it holds (or stays with
+// what it could not, e.g. ends a daemon on a full disk could not record,
+// for the next daemon). If the daemon still runs when the test ends, the
+// test's cleanup stops it, and then checks that its holder ends within
+// 25 s (tb.Errorf).
 func (d *Daemon) Stop() error {
 	d.stopOnce.Do(func() {
 		select {
@@ -142,7 +160,6 @@ func (d *Daemon) Stop() error {
 			return
 		default:
 		}
-		holder := HolderPid(d.Dir)
 		d.cmd.Process.Signal(syscall.SIGTERM)
 		t := time.NewTimer(daemonStopTimeout)
 		defer t.Stop()
@@ -152,11 +169,6 @@ func (d *Daemon) Stop() error {
 			d.tb.Errorf("hive daemon %d did not stop on SIGTERM within %v", d.Pid, daemonStopTimeout)
 			d.cmd.Process.Kill()
 			<-d.exited
-		}
-		if holder != 0 {
-			if err := Wait(holderStopTimeout, Gone(holder)); err != nil {
-				d.tb.Errorf("the holder %d outlived its daemon %d's SIGTERM: %v", holder, d.Pid, err)
-			}
 		}
 	})
 	<-d.exited

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 const captureBytes = 1 << 30 // 1 GiB
@@ -38,20 +40,20 @@ const captureBytes = 1 << 30 // 1 GiB
 func BenchmarkCapture1G(b *testing.B) {
 	d := startDaemon(b)
 	var fs syscall.Statfs_t
-	if err := syscall.Statfs(d.dir, &fs); err != nil {
-		b.Fatalf("statfs %s: %v", d.dir, err)
+	if err := syscall.Statfs(d.Dir, &fs); err != nil {
+		b.Fatalf("statfs %s: %v", d.Dir, err)
 	}
 	if free := int64(fs.Bavail) * int64(fs.Bsize); free < 4<<30 {
-		b.Skipf("%s: %d MiB free, need 4 GiB", d.dir, free>>20)
+		b.Skipf("%s: %d MiB free, need 4 GiB", d.Dir, free>>20)
 	}
 	sess := connectMCP(b, d)
 	ctx := context.Background()
 	cmdline := fmt.Sprintf("head -c %d /dev/zero", captureBytes)
-	baseFile := filepath.Join(d.dir, "baseline.out")
+	baseFile := filepath.Join(d.Dir, "baseline.out")
 
 	// cpu reads the CPU time of the daemon and of the holder (0 without one).
 	cpu := func() (daemonCPU, holderCPU time.Duration) {
-		daemonCPU, err := procCPU(d.pid)
+		daemonCPU, err := procCPU(d.Pid)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -127,7 +129,7 @@ func BenchmarkCapture1G(b *testing.B) {
 		b.Logf("iteration %d: hive %v, bash %v", i, hiveI.Round(time.Millisecond), bashI.Round(time.Millisecond))
 	}
 	b.StopTimer()
-	hwm, err := procStatusKiB(d.pid, "VmHWM")
+	hwm, err := procStatusKiB(d.Pid, "VmHWM")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,20 +162,23 @@ func runAndWait(ctx context.Context, sess *mcp.ClientSession, cmd string) (taskS
 	if err != nil {
 		return st, err
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for !st.terminal() {
-		if time.Now().After(deadline) {
-			return st, fmt.Errorf("task %s still %s after 5 min", st.ID, st.Status)
-		}
+	if st.terminal() {
+		return st, nil
+	}
+	err = hivetest.Wait(5*time.Minute, func() error {
 		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "status", Arguments: map[string]any{"id": st.ID, "wait_seconds": 30}})
 		if err != nil {
-			return st, fmt.Errorf("call status %s: %w", st.ID, err)
+			return hivetest.Abort(fmt.Errorf("call status %s: %w", st.ID, err))
 		}
 		if st, err = decodeStatus(res); err != nil {
-			return st, err
+			return hivetest.Abort(err)
 		}
-	}
-	return st, nil
+		if !st.terminal() {
+			return fmt.Errorf("task %s still %s", st.ID, st.Status)
+		}
+		return nil
+	})
+	return st, err
 }
 
 func wantSize(path string, n int64) error {

@@ -119,7 +119,7 @@ func measureSleeps(b *testing.B, args []string, held bool) sleepsRSS {
 		return kib
 	}
 	var r sleepsRSS
-	r.idleDaemon = rss(d.pid)
+	r.idleDaemon = rss(d.Pid)
 	if held {
 		r.idleHolder = rss(d.holderPID)
 	}
@@ -128,7 +128,7 @@ func measureSleeps(b *testing.B, args []string, held bool) sleepsRSS {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := paths.Layout{Dir: d.dir}
+	l := paths.Layout{Dir: d.Dir}
 	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdStats})
 	if err != nil {
 		b.Fatalf("stats: %v", err)
@@ -136,7 +136,7 @@ func measureSleeps(b *testing.B, args []string, held bool) sleepsRSS {
 	if st := resp.Stats; st == nil || st.JobsRunning != heldJobs || st.Children < heldJobs {
 		b.Fatalf("stats after %d sleep jobs: %+v, want %d running and as many children", heldJobs, resp.Stats, heldJobs)
 	}
-	r.daemon = rss(d.pid)
+	r.daemon = rss(d.Pid)
 	if held {
 		r.holder = rss(d.holderPID)
 	}
@@ -174,7 +174,7 @@ type sleepJob struct {
 // startSleeps starts n `sleep 600` jobs on d through the socket protocol,
 // 8 requests at a time, and checks each is running with a live process.
 func startSleeps(d *daemon, n int) ([]sleepJob, error) {
-	l := paths.Layout{Dir: d.dir}
+	l := paths.Layout{Dir: d.Dir}
 	env := os.Environ()
 	jobs := make([]sleepJob, n)
 	errs := make([]error, n)
@@ -183,7 +183,7 @@ func startSleeps(d *daemon, n int) ([]sleepJob, error) {
 	for range 8 {
 		wg.Go(func() {
 			for i := range next {
-				resp, err := client.Call(l, proto.Request{Cmd: proto.CmdRun, Argv: []string{"sleep 600"}, Cwd: d.dir, Env: env})
+				resp, err := client.Call(l, proto.Request{Cmd: proto.CmdRun, Argv: []string{"sleep 600"}, Cwd: d.Dir, Env: env})
 				if err != nil {
 					errs[i] = fmt.Errorf("run sleep 600 (job %d): %w", i, err)
 					continue
@@ -333,7 +333,7 @@ func BenchmarkHeldRoundTrip(b *testing.B) {
 	}
 	var runD, execD [2]time.Duration // [held, own]
 	var bashD, spawnD time.Duration
-	cpu0 := [3]time.Duration{cpu(held.pid), cpu(held.holderPID), cpu(own.pid)}
+	cpu0 := [3]time.Duration{cpu(held.Pid), cpu(held.holderPID), cpu(own.Pid)}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		order := [2]int{0, 1}
@@ -356,7 +356,7 @@ func BenchmarkHeldRoundTrip(b *testing.B) {
 		spawnD += spawn("true")
 	}
 	b.StopTimer()
-	cpu1 := [3]time.Duration{cpu(held.pid), cpu(held.holderPID), cpu(own.pid)}
+	cpu1 := [3]time.Duration{cpu(held.Pid), cpu(held.holderPID), cpu(own.Pid)}
 	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
 	b.ReportMetric(per(cpu1[0]-cpu0[0])/1e3, "held-daemon-cpu-us/op")
 	b.ReportMetric(per(cpu1[1]-cpu0[1])/1e3, "holder-cpu-us/op")

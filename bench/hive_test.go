@@ -2,9 +2,7 @@ package bench
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,79 +12,28 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
-// The hive binary is built once per test process, on first use: plain
-// `go test ./...` (no -bench) never builds or starts anything.
-var (
-	buildOnce sync.Once
-	binDir    string
-	hiveBin   string
-	buildErr  error
-)
-
+// The hive binary is built on first use (hivetest.Main's build mode):
+// plain `go test ./...` (no -bench) never builds or starts anything.
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// hiveBinary returns the path of a freshly built hive binary.
-func hiveBinary(b *testing.B) string {
-	b.Helper()
-	buildOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir, err = os.MkdirTemp("", "hive-bench-bin-")
-		if err != nil {
-			buildErr = fmt.Errorf("create bin dir: %w", err)
-			return
-		}
-		hiveBin = filepath.Join(binDir, "hive")
-		cmd := exec.Command("go", "build", "-o", hiveBin, "./cmd/hive")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/hive: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return hiveBin
-}
-
-// moduleRoot is the directory holding go.mod: the parent of bench/.
-func moduleRoot() (string, error) {
-	dir, err := filepath.Abs("..")
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return "", fmt.Errorf("module root %q: %w", dir, err)
-	}
-	return dir, nil
+	hivetest.Main(m, nil)
 }
 
 // daemon is a `hive daemon` started by a benchmark in its own state dir.
 type daemon struct {
-	bin string
-	dir string // state dir
-	cmd *exec.Cmd
-	pid int
-	// holderPID is the holder of the jobs (`hive holder`, reported by
-	// `hive version --json` as holder.pid), 0 when the daemon runs its
-	// jobs itself (--hold-jobs=false, or not Linux).
+	*hivetest.Daemon
+	// holderPID is the holder of the jobs (hivetest.HolderPid once the
+	// daemon answers), 0 when the daemon runs its jobs itself
+	// (--hold-jobs=false, or not Linux).
 	holderPID int
+	stopOnce  sync.Once
 }
 
 // daemonArgsEnv names the environment variable whose fields (split at
@@ -95,11 +42,11 @@ type daemon struct {
 // jobs itself.
 const daemonArgsEnv = "HIVE_BENCH_DAEMON_ARGS"
 
-// startDaemon starts `hive daemon` in a fresh temp state dir, with the
-// arguments of HIVE_BENCH_DAEMON_ARGS, and waits until `hive version` sees
-// it. Cleanup stops it (SIGTERM, wait for exit) and removes the state dir.
-// A prefix runs the daemon through a command that execs it (as `nohup`
-// would), so the pid stays the daemon's.
+// startDaemon starts `hive daemon` in a fresh state dir, with the
+// arguments of HIVE_BENCH_DAEMON_ARGS, and waits until it answers.
+// Cleanup stops it (stop) and removes the state dir. A prefix runs the
+// daemon through a command that execs it (as `nohup` would), so the pid
+// stays the daemon's.
 func startDaemon(b *testing.B, prefix ...string) *daemon {
 	b.Helper()
 	return startDaemonArgs(b, prefix, strings.Fields(os.Getenv(daemonArgsEnv)))
@@ -109,95 +56,31 @@ func startDaemon(b *testing.B, prefix ...string) *daemon {
 // (HIVE_BENCH_DAEMON_ARGS is not read).
 func startDaemonArgs(b *testing.B, prefix, args []string) *daemon {
 	b.Helper()
-	bin := hiveBinary(b)
-	// A short path: the socket path must fit in sun_path (108 bytes).
-	dir, err := os.MkdirTemp("", "hive-bench-")
-	if err != nil {
-		b.Fatal(err)
+	dir := hivetest.StateDir(b)
+	cmd := hivetest.Command(b, dir, append([]string{"daemon"}, args...)...)
+	if len(prefix) > 0 {
+		env := cmd.Env
+		cmd = exec.Command(prefix[0], append(slices.Clone(prefix[1:]), cmd.Args...)...)
+		cmd.Env = env
 	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	logf, err := os.Create(filepath.Join(dir, "bench-daemon.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	argv := append(append(slices.Clone(prefix), bin, "daemon", "--state-dir", dir), args...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		b.Fatalf("start hive daemon: %v", err)
-	}
-	logf.Close() // the child has its own copy
-	d := &daemon{bin: bin, dir: dir, cmd: cmd}
+	d := &daemon{Daemon: hivetest.StartDaemonCmd(b, dir, cmd)}
+	d.holderPID = hivetest.HolderPid(dir)
 	b.Cleanup(func() { d.stop(b) })
-
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		v, err := d.version()
-		if err == nil && v.DaemonPID == cmd.Process.Pid {
-			d.pid = v.DaemonPID
-			if v.Holder != nil {
-				d.holderPID = v.Holder.Pid
-			}
-			return d
-		}
-		if err == nil {
-			b.Fatalf("hive version reports daemon pid %d, want %d (another daemon on %s?)", v.DaemonPID, cmd.Process.Pid, dir)
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "bench-daemon.log"))
-			b.Fatalf("daemon not answering after 10s: %v\n%s", err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return d
 }
 
-// versionInfo is the part of `hive version --json` the benchmarks read.
-type versionInfo struct {
-	DaemonPID int `json:"daemon_pid"`
-	Holder    *struct {
-		Pid int `json:"pid"`
-	} `json:"holder"`
-}
-
-// version runs `hive version --json`; no daemon answering is an error.
-func (d *daemon) version() (versionInfo, error) {
-	var v versionInfo
-	out, err := exec.Command(d.bin, "version", "--json", "--state-dir", d.dir).Output()
-	if err != nil {
-		return v, fmt.Errorf("hive version: %w", err)
-	}
-	if err := json.Unmarshal(out, &v); err != nil {
-		return v, fmt.Errorf("hive version --json %q: %w", out, err)
-	}
-	if v.DaemonPID == 0 {
-		return v, errors.New("no daemon answers yet")
-	}
-	return v, nil
-}
-
-// stop sends SIGTERM and waits for the daemon to exit (SIGKILL after 20 s).
+// stop stops the daemon (SIGTERM, hivetest.Daemon.Stop) and fails b if
+// it did not exit 0, with the end of its log. Only its first call checks.
 func (d *daemon) stop(b *testing.B) {
-	if d.cmd.Process == nil || d.cmd.ProcessState != nil {
-		return
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			log, _ := os.ReadFile(filepath.Join(d.dir, "bench-daemon.log"))
+	d.stopOnce.Do(func() {
+		if err := d.Stop(); err != nil {
+			log := d.Log()
 			if len(log) > 8192 {
 				log = log[len(log)-8192:]
 			}
 			b.Errorf("hive daemon exit after SIGTERM: %v; its log ends:\n%s", err, log)
 		}
-	case <-time.After(20 * time.Second):
-		d.cmd.Process.Kill()
-		<-done
-		b.Errorf("hive daemon did not exit 20 s after SIGTERM; killed")
-	}
+	})
 }
 
 // procStatusKiB reads a "Vm*" line of /proc/PID/status in KiB.
@@ -238,24 +121,19 @@ func procCPU(pid int) (time.Duration, error) {
 }
 
 // connectMCP opens one MCP session through a real `hive mcp` bridge
-// process. Cleanup closes the session, which ends the bridge.
+// process, its stderr in the state dir's bench-bridge.log. Cleanup closes
+// the session, which ends the bridge.
 func connectMCP(b *testing.B, d *daemon, args ...string) *mcp.ClientSession {
 	b.Helper()
-	logf, err := os.OpenFile(filepath.Join(d.dir, "bench-bridge.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	logf, err := os.OpenFile(filepath.Join(d.Dir, "bench-bridge.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { logf.Close() })
-	cmd := exec.Command(d.bin, append([]string{"mcp", "--state-dir", d.dir}, args...)...)
+	cmd := hivetest.Command(b, d.Dir, append([]string{"mcp"}, args...)...)
 	cmd.Stderr = logf
-	c := mcp.NewClient(&mcp.Implementation{Name: "hive-bench", Version: "0"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sess, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		b.Fatalf("connect to hive mcp: %v", err)
-	}
-	b.Cleanup(func() {
+	sess := hivetest.ConnectCmd(b, cmd).ClientSession
+	b.Cleanup(func() { // before the harness's own close, which would hide an error
 		if err := sess.Close(); err != nil {
 			b.Errorf("close MCP session: %v", err)
 		}
@@ -334,7 +212,7 @@ type rawSession struct {
 
 func connectRaw(b *testing.B, d *daemon, args ...string) *rawSession {
 	b.Helper()
-	cmd := exec.Command(d.bin, append([]string{"mcp", "--state-dir", d.dir}, args...)...)
+	cmd := hivetest.Command(b, d.Dir, append([]string{"mcp"}, args...)...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

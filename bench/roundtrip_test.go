@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // BenchmarkRunRoundTrip compares one `run` tool call of a trivial command
@@ -107,7 +109,7 @@ type runCall struct{ sent, answered time.Time }
 // reportPhases reports the medians of the phases of the run calls whose
 // jobs `hive ps --all --json` still lists.
 func reportPhases(b *testing.B, d *daemon, calls map[string]runCall) {
-	out, err := exec.Command(d.bin, "ps", "--all", "--json", "--state-dir", d.dir).Output()
+	out, err := hivetest.Command(b, d.Dir, "ps", "--all", "--json").Output()
 	if err != nil {
 		b.Fatalf("hive ps --all --json: %v", err)
 	}

@@ -2,13 +2,10 @@ package reliability
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/hivetools/hive/internal/cli"
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
@@ -27,25 +25,32 @@ import (
 
 var full = flag.Bool("full", false, "run every row at its full count (docs/reliability.md)")
 
-// The test binary doubles as hive: with HIVE_RELIABILITY_MAIN=1 it runs
-// the CLI, so every daemon and bridge here is a real process of this tree.
+// The test binary doubles as hive (hivetest.Main): every daemon and
+// bridge here is a real process of this tree.
 func TestMain(m *testing.M) {
-	if os.Getenv("HIVE_RELIABILITY_MAIN") == "1" {
-		exe, _ := os.Executable()
-		err := cli.Run(context.Background(), cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Exe: exe}, os.Args[1:])
-		switch {
-		case err == nil:
-			os.Exit(0)
-		case errors.Is(err, cli.ErrUsage):
-			fmt.Fprintln(os.Stderr, "hive:", err)
-			os.Exit(2)
-		default:
-			fmt.Fprintln(os.Stderr, "hive:", err)
-			os.Exit(1)
-		}
+	hivetest.Main(m, hiveMain)
+}
+
+// hiveMain is cmd/hive's main, which a test cannot import: the CLI, its
+// error turned into an exit code.
+func hiveMain() {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
 	}
-	flag.Parse()
-	os.Exit(m.Run())
+	err = cli.Run(context.Background(), cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Exe: exe}, os.Args[1:])
+	var exit *cli.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		os.Exit(exit.Code)
+	case errors.Is(err, cli.ErrUsage):
+		fmt.Fprintln(os.Stderr, "hive:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "hive:", err)
+		os.Exit(1)
+	}
 }
 
 // count is small in CI and full with -full.
@@ -74,27 +79,13 @@ func figure(t *testing.T, row int, format string, args ...any) {
 	}
 }
 
-// hiveCmd is a hive subcommand of this tree for the state dir.
-func hiveCmd(dir string, args ...string) *exec.Cmd {
-	self, err := os.Executable()
-	if err != nil {
-		self = os.Args[0]
-	}
-	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), "HIVE_RELIABILITY_MAIN=1", "HIVE_STATE_DIR="+dir)
-	return cmd
-}
-
-// newStateDir makes a state dir (short: it holds a unix socket) that is
-// removed when the test ends, after every process still carrying its
-// job mark is killed by pid.
+// newStateDir makes a state dir (hivetest.StateDir) that, once the
+// test's end has stopped its daemon and holder and removed it, has every
+// process still carrying its job mark killed by pid.
 func newStateDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "hive-rel-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
+	var dir string
+	t.Cleanup(func() { // after StateDir's own: cleanups run last first
 		for _, pid := range marked(dir) {
 			// Pinned, then checked again: the pid is still the marked one.
 			if p, ok := proc.Pin(pid, func(proc.Stat) bool { return proc.HasEnv(pid, "HIVE_JOB_OWNER="+dir) }); ok {
@@ -102,8 +93,8 @@ func newStateDir(t *testing.T) string {
 				p.Close()
 			}
 		}
-		os.RemoveAll(dir)
 	})
+	dir = hivetest.StateDir(t)
 	return dir
 }
 
@@ -120,116 +111,30 @@ func marked(dir string) []int {
 	return out
 }
 
-// daemon is one `hive daemon` process started by a test.
+// noneMarked is a condition for hivetest.Wait: no live process carries
+// the job mark of state dir dir.
+func noneMarked(dir string) func() error {
+	return func() error {
+		if left := marked(dir); len(left) > 0 {
+			return fmt.Errorf("processes of jobs left: %v", left)
+		}
+		return nil
+	}
+}
+
+// daemon is one `hive daemon` process started by a test, with what the
+// rows read of it through the socket protocol.
 type daemon struct {
-	t      *testing.T
-	Dir    string
-	Pid    int
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once the process was waited for
-	err    error         // its exit, once exited is closed
+	*hivetest.Daemon
+	t *testing.T
 }
 
 // startDaemon starts `hive daemon ARGS` on dir and returns once it
-// answers on its socket. Its stderr goes to dir/daemon.log. The test's
-// cleanup stops it (SIGTERM, then SIGKILL).
+// answers on its socket (hivetest.StartDaemon: its output in Log, stopped
+// when the test ends).
 func startDaemon(t *testing.T, dir string, args ...string) *daemon {
 	t.Helper()
-	d, err := tryStartDaemon(t, dir, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func tryStartDaemon(t *testing.T, dir string, args ...string) (*daemon, error) {
-	t.Helper()
-	cmd := hiveCmd(dir, append([]string{"daemon"}, args...)...)
-	logf, err := os.OpenFile(filepath.Join(os.TempDir(), "hive-rel-"+filepath.Base(dir)+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	d := &daemon{t: t, Dir: dir, Pid: cmd.Process.Pid, cmd: cmd, exited: make(chan struct{})}
-	go func() { d.err = cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() { d.Stop() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := d.Call(proto.Request{Cmd: proto.CmdVersion})
-		if err == nil && resp.PID == d.Pid {
-			return d, nil
-		}
-		select {
-		case <-d.exited:
-			return nil, fmt.Errorf("daemon exited at start (%v); log:\n%s", d.err, d.Log())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("daemon did not answer within 20 s; log:\n%s", d.Log())
-		}
-	}
-}
-
-// Log is what the daemon wrote to its stderr.
-func (d *daemon) Log() string {
-	b, _ := os.ReadFile(filepath.Join(os.TempDir(), "hive-rel-"+filepath.Base(d.Dir)+".log"))
-	return string(b)
-}
-
-// Stop ends the daemon with SIGTERM (SIGKILL after 30 s) and waits; then
-// the holder of the jobs, if one is left (a daemon killed with -9 leaves
-// it running its jobs).
-func (d *daemon) Stop() {
-	defer d.stopHolder()
-	select {
-	case <-d.exited:
-		return
-	default:
-	}
-	syscall.Kill(d.Pid, syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		d.t.Errorf("daemon %d did not stop on SIGTERM within 30 s", d.Pid)
-		syscall.Kill(d.Pid, syscall.SIGKILL)
-		<-d.exited
-	}
-}
-
-// stopHolder ends the state dir's holder of the jobs, if it runs (by
-// the pid in its lock file, checked to be this dir's holder).
-func (d *daemon) stopHolder() {
-	b, err := os.ReadFile(filepath.Join(d.Dir, "holder.sock.lock"))
-	if err != nil {
-		return
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	isHolder := func() bool {
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return pid > 0 && strings.Contains(string(cmdline), "holder\x00--state-dir\x00"+d.Dir)
-	}
-	if !isHolder() {
-		return
-	}
-	syscall.Kill(pid, syscall.SIGTERM)
-	for deadline := time.Now().Add(30 * time.Second); isHolder(); {
-		if time.Now().After(deadline) {
-			d.t.Errorf("holder %d did not stop on SIGTERM within 30 s", pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// Kill9 kills the daemon with SIGKILL and waits for it.
-func (d *daemon) Kill9() {
-	syscall.Kill(d.Pid, syscall.SIGKILL)
-	<-d.exited
+	return &daemon{Daemon: hivetest.StartDaemon(t, dir, args...), t: t}
 }
 
 // Call sends one socket request.
@@ -251,17 +156,14 @@ func (d *daemon) Stats() proto.Stats {
 // returns its figures.
 func (d *daemon) Settled() proto.Stats {
 	d.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := d.Stats()
-		if st.JobsRunning == 0 && st.Children == 0 {
-			return st
+	var st proto.Stats
+	hivetest.Eventually(d.t, 30*time.Second, "the daemon to settle", func() error {
+		if st = d.Stats(); st.JobsRunning != 0 || st.Children != 0 {
+			return fmt.Errorf("%+v", st)
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("daemon did not settle within 30 s: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 // CheckBaseline is row 12: after a row, goroutines and open fds are back
@@ -270,85 +172,32 @@ func (d *daemon) Settled() proto.Stats {
 // waits up to 30 s for that.
 func (d *daemon) CheckBaseline(base proto.Stats) {
 	d.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := d.Stats()
-		if st.Goroutines <= base.Goroutines && st.FDs <= base.FDs && st.Children == 0 && st.JobsRunning == 0 {
-			d.t.Logf("row 12: back to baseline: %d goroutines (was %d), %d fds (was %d), 0 children", st.Goroutines, base.Goroutines, st.FDs, base.FDs)
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Errorf("row 12: not back to baseline after 30 s: %d goroutines (baseline %d), %d fds (baseline %d), %d children (%d zombies), %d jobs running",
+	var st proto.Stats
+	if err := hivetest.Wait(30*time.Second, func() error {
+		if st = d.Stats(); st.Goroutines > base.Goroutines || st.FDs > base.FDs || st.Children != 0 || st.JobsRunning != 0 {
+			return fmt.Errorf("%d goroutines (baseline %d), %d fds (baseline %d), %d children (%d zombies), %d jobs running",
 				st.Goroutines, base.Goroutines, st.FDs, base.FDs, st.Children, st.Zombies, st.JobsRunning)
-			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		d.t.Errorf("row 12: not back to baseline: %v", err)
+		return
 	}
-}
-
-// mcpSession is an MCP client session on the daemon's socket.
-type mcpSession struct {
-	t  *testing.T
-	cs *mcp.ClientSession
+	d.t.Logf("row 12: back to baseline: %d goroutines (was %d), %d fds (was %d), 0 children", st.Goroutines, base.Goroutines, st.FDs, base.FDs)
 }
 
 // MCP opens an MCP session over the daemon's socket (no bridge process).
-func (d *daemon) MCP() *mcpSession {
+// A call may take 120 s.
+func (d *daemon) MCP() *hivetest.Session {
 	d.t.Helper()
 	cwd, _ := os.Getwd()
 	c, _, err := client.Open(paths.Layout{Dir: d.Dir}, proto.Request{Cmd: proto.CmdMCP, Cwd: cwd})
 	if err != nil {
 		d.t.Fatalf("open mcp session: %v", err)
 	}
-	mc := mcp.NewClient(&mcp.Implementation{Name: "reliability", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := mc.Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
-	if err != nil {
-		c.Close()
-		d.t.Fatalf("mcp connect: %v", err)
-	}
-	d.t.Cleanup(func() { cs.Close() })
-	return &mcpSession{t: d.t, cs: cs}
-}
-
-// Close ends the session.
-func (s *mcpSession) Close() { s.cs.Close() }
-
-// Call calls a tool, decodes its structured content into out (unless the
-// result is an error) and returns its text. A protocol error is err.
-func (s *mcpSession) Call(name string, args map[string]any, out any) (text string, isErr bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		return "", false, err
-	}
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	if out != nil && !res.IsError {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, out); err != nil {
-			return text, res.IsError, fmt.Errorf("%s: decode %s: %w", name, b, err)
-		}
-	}
-	return text, res.IsError, nil
-}
-
-// MustCall is Call that fails the test on any error.
-func (s *mcpSession) MustCall(name string, args map[string]any, out any) string {
-	s.t.Helper()
-	text, isErr, err := s.Call(name, args, out)
-	if err != nil {
-		s.t.Fatalf("%s(%v): %v", name, args, err)
-	}
-	if isErr {
-		s.t.Fatalf("%s(%v): tool error: %s", name, args, text)
-	}
-	return text
+	s := hivetest.ConnectTransport(d.t, &mcp.IOTransport{Reader: c, Writer: c})
+	s.CallTimeout = 120 * time.Second
+	return s
 }
 
 // task is the structured answer of run and status.
@@ -363,12 +212,6 @@ type task struct {
 	StdoutB    int64  `json:"stdout_bytes"`
 	StderrB    int64  `json:"stderr_bytes"`
 	StdoutDrop int64  `json:"stdout_dropped"`
-}
-
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	st, ok := proc.Read(pid)
-	return ok && st.Alive()
 }
 
 // readPids parses whitespace-separated pids.

@@ -1,11 +1,13 @@
 package reliability
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -50,15 +52,11 @@ type jobLogs struct {
 
 // waitOutputLines waits (terminal_job_logs with wait_for_output, no
 // polling) until job id has printed n lines on stdout, and returns them.
-func waitOutputLines(t *testing.T, s *mcpSession, id string, n int) []string {
+func waitOutputLines(t *testing.T, s *hivetest.Session, id string, n int) []string {
 	t.Helper()
 	var out strings.Builder
 	var off int64
-	deadline := time.Now().Add(30 * time.Second)
-	for strings.Count(out.String(), "\n") < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: %d lines within 30 s, want %d: %q", id, strings.Count(out.String(), "\n"), n, out.String())
-		}
+	hivetest.Eventually(t, 30*time.Second, fmt.Sprintf("%d lines of job %s", n, id), func() error {
 		var lg jobLogs
 		s.MustCall("terminal_job_logs", map[string]any{"job_id": id, "since_offset": off, "stream": "stdout",
 			"wait_for_output": true, "wait_timeout_sec": 10}, &lg)
@@ -66,10 +64,15 @@ func waitOutputLines(t *testing.T, s *mcpSession, id string, n int) []string {
 			out.WriteString(lg.Stdout.Data)
 			off = lg.Stdout.NextOffset
 		}
-		if lg.Status != "running" && strings.Count(out.String(), "\n") < n {
-			t.Fatalf("job %s ended (%s) before its tree was up: %q", id, lg.Status, out.String())
+		if got := strings.Count(out.String(), "\n"); got < n {
+			err := fmt.Errorf("job %s: %d lines, want %d: %q", id, got, n, out.String())
+			if lg.Status != "running" {
+				return hivetest.Abort(fmt.Errorf("job %s ended (%s) before its tree was up: %w", id, lg.Status, err))
+			}
+			return err
 		}
-	}
+		return nil
+	})
 	return strings.Split(strings.TrimSpace(out.String()), "\n")
 }
 
@@ -93,15 +96,14 @@ func killAndWait(t *testing.T, pids []int) {
 	for _, pid := range pids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("pid %d still alive 10 s after SIGKILL", pid)
+	hivetest.Eventually(t, 10*time.Second, "the killed processes to end", func() error {
+		for _, pid := range pids {
+			if err := hivetest.Gone(pid)(); err != nil {
+				return err
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 }
 
 // Row 2: killing a job kills its whole tree, three levels deep, a branch

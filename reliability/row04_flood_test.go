@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"fmt"
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 	"os"
 	"slices"
@@ -88,7 +89,7 @@ func TestRow04OutputFlood(t *testing.T) {
 	peak := d.Stats().PeakRSS
 	// The bytes flow through the holder of the jobs: its memory counts.
 	var holderPeak int64
-	if h := holderPid(d.Dir); h > 0 {
+	if h := hivetest.HolderPid(d.Dir); h > 0 {
 		if u, ok := proc.ReadUsage(h); ok {
 			holderPeak = u.PeakRSS
 		}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // emfile reports whether s speaks of running out of file descriptors.
@@ -46,7 +48,7 @@ func TestRow05ConcurrentJobs(t *testing.T) {
 	ids := make([]string, n)
 	errs := make([]error, sessions)
 	var wg sync.WaitGroup
-	starters := make([]*mcpSession, sessions)
+	starters := make([]*hivetest.Session, sessions)
 	for w := range sessions {
 		s := d.MCP()
 		starters[w] = s
@@ -56,7 +58,7 @@ func TestRow05ConcurrentJobs(t *testing.T) {
 			for i := w; i < n; i += sessions {
 				var st task
 				cmd := fmt.Sprintf("flock -s %s true; head -c %d /dev/zero; exit %d", gate, size, i%7)
-				text, isErr, err := s.Call("run", map[string]any{"cmd": cmd, "wait_seconds": 0}, &st)
+				text, isErr, err := s.TryCall("run", map[string]any{"cmd": cmd, "wait_seconds": 0}, &st)
 				switch {
 				case err != nil:
 					errs[w] = fmt.Errorf("job %d: %v", i, err)
@@ -80,19 +82,15 @@ func TestRow05ConcurrentJobs(t *testing.T) {
 		}
 	}
 	// Every job is running (waiting at the gate): open the gate.
-	deadline := time.Now().Add(60 * time.Second)
 	var atGate int
-	for {
+	hivetest.Eventually(t, 60*time.Second, "every job to run", func() error {
 		st := d.Stats()
-		if st.JobsRunning == n {
-			atGate = st.FDs
-			break
+		if st.JobsRunning != n {
+			return fmt.Errorf("%d of %d jobs running", st.JobsRunning, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs running after 60 s", st.JobsRunning, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		atGate = st.FDs
+		return nil
+	})
 	t0 := time.Now()
 	syscall.Flock(int(g.Fd()), syscall.LOCK_UN)
 

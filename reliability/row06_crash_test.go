@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/store"
@@ -62,7 +63,7 @@ func sameExit(a, b *int) bool {
 
 // crashStream makes tool calls from two clients until the daemon dies
 // under them, and books every answer.
-func crashStream(s *mcpSession, book *answerBook, stop <-chan struct{}, seed uint64) {
+func crashStream(s *hivetest.Session, book *answerBook, stop <-chan struct{}, seed uint64) {
 	var wg sync.WaitGroup
 	for w := range 2 {
 		wg.Add(1)
@@ -82,12 +83,12 @@ func crashStream(s *mcpSession, book *answerBook, stop <-chan struct{}, seed uin
 				switch op := r.IntN(7); op {
 				case 0, 1: // inline run
 					code := r.IntN(4)
-					_, isErr, err = s.Call("run", map[string]any{"cmd": fmt.Sprintf("exit %d", code), "wait_seconds": 5}, &st)
+					_, isErr, err = s.TryCall("run", map[string]any{"cmd": fmt.Sprintf("exit %d", code), "wait_seconds": 5}, &st)
 					if err == nil && !isErr {
 						book.add(st.ID, st.Status, st.ExitCode, "run")
 					}
 				case 2: // detached run
-					_, isErr, err = s.Call("run", map[string]any{"cmd": fmt.Sprintf("sleep 0.%03d; exit %d", r.IntN(300), r.IntN(3)), "wait_seconds": 0}, &st)
+					_, isErr, err = s.TryCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 0.%03d; exit %d", r.IntN(300), r.IntN(3)), "wait_seconds": 0}, &st)
 					if err == nil && !isErr {
 						book.add(st.ID, st.Status, st.ExitCode, "run&")
 						mine = append(mine, st.ID)
@@ -97,7 +98,7 @@ func crashStream(s *mcpSession, book *answerBook, stop <-chan struct{}, seed uin
 						continue
 					}
 					id := mine[r.IntN(len(mine))]
-					_, isErr, err = s.Call("status", map[string]any{"id": id, "wait_seconds": 0.05}, &st)
+					_, isErr, err = s.TryCall("status", map[string]any{"id": id, "wait_seconds": 0.05}, &st)
 					if err == nil && !isErr {
 						book.add(st.ID, st.Status, st.ExitCode, "status")
 					}
@@ -110,7 +111,7 @@ func crashStream(s *mcpSession, book *answerBook, stop <-chan struct{}, seed uin
 						Status   string `json:"status"`
 						ExitCode *int   `json:"exit_code"`
 					}
-					_, isErr, err = s.Call("kill", map[string]any{"id": mine[r.IntN(len(mine))]}, &k)
+					_, isErr, err = s.TryCall("kill", map[string]any{"id": mine[r.IntN(len(mine))]}, &k)
 					if err == nil && !isErr {
 						book.add(k.ID, k.Status, k.ExitCode, "kill")
 					}
@@ -121,7 +122,7 @@ func crashStream(s *mcpSession, book *answerBook, stop <-chan struct{}, seed uin
 						Auto     bool `json:"auto_backgrounded"`
 					}
 					code := r.IntN(3)
-					_, isErr, err = s.Call("terminal_exec", map[string]any{"cmd": fmt.Sprintf("echo x; exit %d", code)}, &env)
+					_, isErr, err = s.TryCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("echo x; exit %d", code)}, &env)
 					if err == nil && !isErr && !env.Auto && env.ExitCode != nil {
 						book.mu.Lock()
 						book.n++
@@ -130,7 +131,7 @@ func crashStream(s *mcpSession, book *answerBook, stop <-chan struct{}, seed uin
 					}
 				case 6: // a background job
 					var js jobStarted
-					_, isErr, err = s.Call("terminal_job_start", map[string]any{"cmd": "sleep 5"}, &js)
+					_, isErr, err = s.TryCall("terminal_job_start", map[string]any{"cmd": "sleep 5"}, &js)
 					if err == nil && !isErr {
 						book.add(js.JobID, js.Status, nil, "terminal_job_start")
 						mine = append(mine, js.JobID)
@@ -181,7 +182,7 @@ func TestRow06KillNineDuringCalls(t *testing.T) {
 		done := make(chan struct{})
 		go func() { crashStream(s, book, stop, uint64(round)); close(done) }()
 		time.Sleep(time.Duration(10+rand.IntN(300)) * time.Millisecond) // a random moment
-		d.Kill9()
+		d.Kill()
 		close(stop)
 		<-done
 		s.Close()
@@ -205,20 +206,17 @@ func TestRow06KillNineDuringCalls(t *testing.T) {
 	checkAnswers(t, d, book)
 	// The jobs that were running are gone with the daemons, processes and
 	// all (the new daemon's recovery ended them).
-	deadline := time.Now().Add(20 * time.Second)
-	for len(marked(dir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	hivetest.Wait(20*time.Second, noneMarked(dir)) // the check follows
 	left := marked(dir)
 	if len(left) > 0 {
 		t.Errorf("%d processes of jobs survived the crashes: %v", len(left), left)
 	}
-	if !alive(survivor) {
+	if !hivetest.Alive(survivor) {
 		t.Errorf("the unrelated process %d in reused group %d was signalled", survivor, group)
 	}
 	book.mu.Lock()
 	figure(t, 6, "kill -9 ×%d during tool calls: the store opened every time; %d answers (%d jobs) checked, 0 contradicted; 0 half records; %d processes left; planted reused group id (%d records) survived: %v",
-		rounds, book.n, len(book.last)+len(book.pids), len(left), planted, alive(survivor))
+		rounds, book.n, len(book.last)+len(book.pids), len(left), planted, hivetest.Alive(survivor))
 	book.mu.Unlock()
 	d.CheckBaseline(base)
 }

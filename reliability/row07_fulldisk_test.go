@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -121,7 +122,7 @@ func fullDisk(t *testing.T, dir string) {
 			for k, v := range extra {
 				args[k] = v
 			}
-			text, isErr, err := s.Call(tool, args, nil)
+			text, isErr, err := s.TryCall(tool, args, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", tool, err)
 			}
@@ -151,14 +152,11 @@ func fullDisk(t *testing.T, dir string) {
 		t.Errorf("ps on a full disk: %v", err)
 	}
 	s.MustCall("kill", map[string]any{"id": long.ID, "force": true}, nil)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(marked(dir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	hivetest.Wait(10*time.Second, noneMarked(dir)) // what follows holds either way
 	// Its end may not be recordable now: the answer is then an error,
 	// never a state that a later answer contradicts.
 	st = task{}
-	text, isErr, err := s.Call("status", map[string]any{"id": long.ID}, &st)
+	text, isErr, err := s.TryCall("status", map[string]any{"id": long.ID}, &st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,18 +182,17 @@ func fullDisk(t *testing.T, dir string) {
 	}
 	freed := time.Now()
 	var after task
-	for {
-		text, isErr, err := s.Call("run", map[string]any{"cmd": "echo after"}, &after)
+	if err := hivetest.Wait(15*time.Second, func() error {
+		text, isErr, err := s.TryCall("run", map[string]any{"cmd": "echo after"}, &after)
 		if err != nil {
-			t.Fatal(err)
+			return hivetest.Abort(err)
 		}
-		if !isErr {
-			break
+		if isErr {
+			return fmt.Errorf("new work refused: %s", text)
 		}
-		if time.Since(freed) > 15*time.Second {
-			t.Fatalf("new work still refused 15 s after space returned: %s\ndaemon log:\n%s", text, d.Log())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("after space returned: %v\ndaemon log:\n%s", err, d.Log())
 	}
 	recovered := time.Since(freed)
 	if after.Status != "done" || *after.ExitCode != 0 || after.StdoutTail != "after\n" {

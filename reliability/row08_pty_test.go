@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -35,7 +36,7 @@ type shellSession struct {
 
 // openShell opens a PTY session and starts its two programs, waiting for
 // the marker each prints once it runs.
-func openShell(t *testing.T, s *mcpSession) shellSession {
+func openShell(t *testing.T, s *hivetest.Session) shellSession {
 	t.Helper()
 	var o ptyOpened
 	s.MustCall("terminal_pty_open", nil, &o)
@@ -128,7 +129,7 @@ func TestRow08PTYCrashRecovery(t *testing.T) {
 	for range n - nClosed {
 		open = append(open, openShell(t, s))
 	}
-	d.Kill9()
+	d.Kill()
 	orphans := 0
 	for _, ss := range open {
 		// The nohup'd sleep ignores the hangup: it outlives the daemon.
@@ -142,18 +143,17 @@ func TestRow08PTYCrashRecovery(t *testing.T) {
 
 	t0 := time.Now()
 	d2 := startDaemon(t, dir, "--hold-jobs=false")
-	deadline := t0.Add(30 * time.Second)
 	var left []int
-	for {
+	hivetest.Wait(30*time.Second-time.Since(t0), func() error { // the check follows
 		left = left[:0]
 		for _, ss := range open {
 			left = append(left, ss.left()...)
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
+		if len(left) > 0 {
+			return fmt.Errorf("processes of the crashed sessions left: %v", left)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	recovered := time.Since(t0)
 	if len(left) > 0 {
 		t.Errorf("%d processes of the crashed sessions still run 30 s after the restart: %v", len(left), left)
@@ -172,7 +172,7 @@ func TestRow08PTYCrashRecovery(t *testing.T) {
 			t.Errorf("session %s after the restart: read %+v, text %q; want its output and the interrupted note", ss.id, out, text)
 			continue
 		}
-		text, isErr, err := s2.Call("terminal_pty_send", map[string]any{"session_id": ss.id, "input": "echo hi\n"}, nil)
+		text, isErr, err := s2.TryCall("terminal_pty_send", map[string]any{"session_id": ss.id, "input": "echo hi\n"}, nil)
 		if err != nil || !isErr || !interrupted.MatchString(text) {
 			t.Errorf("session %s after the restart: send = %q (error %v, %v); want the interrupted error", ss.id, text, isErr, err)
 			continue

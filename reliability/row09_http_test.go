@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -124,17 +125,14 @@ func (h *httpDaemon) baseline(t *testing.T) proto.Stats {
 // waitStats polls the daemon's figures until cond holds (30 s at most).
 func (h *httpDaemon) waitStats(t *testing.T, what string, cond func(proto.Stats) bool) proto.Stats {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st := h.Stats()
-		if cond(st) {
-			return st
+	var st proto.Stats
+	hivetest.Eventually(t, 30*time.Second, what, func() error {
+		if st = h.Stats(); !cond(st) {
+			return fmt.Errorf("%+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30 s for %s: %+v", what, st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 // (a) Every Host × Origin × Authorization combination gets the status it
@@ -348,18 +346,14 @@ func row09SlowBodies(t *testing.T) {
 			conns[i] = nil
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	hivetest.Eventually(t, 30*time.Second, "HTTP to serve again after the slow clients left", func() error {
 		code, hdr, _, err := h.send("POST", h.auth(), strings.NewReader(row09Init))
-		if err == nil && code == http.StatusOK {
-			h.end(t, hdr.Get("Mcp-Session-Id"))
-			break
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("%d %v", code, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("HTTP did not serve again after the slow clients left: %d %v", code, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		h.end(t, hdr.Get("Mcp-Session-Id"))
+		return nil
+	})
 	h.client.CloseIdleConnections()
 	h.CheckBaseline(base)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -161,10 +163,12 @@ func TestRow10HostileStateDir(t *testing.T) {
 		cmd := nobodyCmd(bin, "dial", "HIVE_ROW10_DIAL="+link)
 		out, err := cmd.CombinedOutput()
 		answered := !strings.Contains(string(out), "read=0 ")
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(d.Log(), "refused a connection from another user") && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
+		hivetest.Wait(10*time.Second, func() error { // r.check follows
+			if !strings.Contains(d.Log(), "refused a connection from another user") {
+				return errors.New("no refusal in the daemon's log")
+			}
+			return nil
+		})
 		log := d.Log()
 		r.check(t, !answered && strings.Contains(log, "refused a connection from another user") && strings.Contains(log, "uid=65534"),
 			"a uid 65534 client got %q (%v); daemon log:\n%s", out, err, log)
@@ -240,16 +244,10 @@ func TestRow10HostileStateDir(t *testing.T) {
 		// Where they will be (a path is named once its file exists).
 		st.StdoutPath = filepath.Join(dir, "bash-tasks", st.ID+".out")
 		st.StderrPath = filepath.Join(dir, "bash-tasks", st.ID+".err")
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if _, err := os.Lstat(st.StderrPath); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s wrote no stderr file within 20 s", st.ID)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		hivetest.Eventually(t, 20*time.Second, "job "+st.ID+"'s stderr file", func() error {
+			_, err := os.Lstat(st.StderrPath)
+			return err
+		})
 		out = r.outsideFile(t)
 		os.Symlink(out, st.StdoutPath)
 		openGate(t, gate)
@@ -479,7 +477,7 @@ func outsideDir(t, owner *testing.T) string {
 func hostileRun(t *testing.T, dir string, args ...string) (string, int) {
 	t.Helper()
 	t.Cleanup(func() { stopBridgeDaemon(t, dir) }) // in case one was started after all
-	cmd := hiveCmd(dir, args...)
+	cmd := hivetest.Command(t, dir, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -505,37 +503,25 @@ func hostileRun(t *testing.T, dir string, args ...string) (string, int) {
 func stopBridgeDaemon(t *testing.T, dir string) {
 	self := os.Getpid()
 	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
-		if !proc.HasEnv(st.Pid, "HIVE_STATE_DIR="+dir) || !proc.HasEnv(st.Pid, "HIVE_RELIABILITY_MAIN=1") {
+		if !proc.HasEnv(st.Pid, "HIVE_STATE_DIR="+dir) || !proc.HasEnv(st.Pid, hivetest.MainEnv) {
 			continue
 		}
 		syscall.Kill(st.Pid, syscall.SIGTERM)
-		deadline := time.Now().Add(30 * time.Second)
-		for alive(st.Pid) {
-			if time.Now().After(deadline) {
-				t.Errorf("process %d did not stop on SIGTERM within 30 s", st.Pid)
-				syscall.Kill(st.Pid, syscall.SIGKILL)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := hivetest.Wait(30*time.Second, hivetest.Gone(st.Pid)); err != nil {
+			t.Errorf("process %d did not stop on SIGTERM: %v", st.Pid, err)
+			syscall.Kill(st.Pid, syscall.SIGKILL)
 		}
 	}
 }
 
 // bridgeSession is an MCP session through a real `hive mcp` bridge,
 // which starts the daemon (its output in daemon.log).
-func bridgeSession(t *testing.T, dir string) *mcp.ClientSession {
+func bridgeSession(t *testing.T, dir string) *hivetest.Session {
 	t.Helper()
-	cmd := hiveCmd(dir, "mcp")
+	cmd := hivetest.Command(t, dir, "mcp")
 	cmd.Stderr = os.Stderr
-	c := mcp.NewClient(&mcp.Implementation{Name: "row10", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect through hive mcp: %v", err)
-	}
-	t.Cleanup(func() { cs.Close(); stopBridgeDaemon(t, dir) })
-	return cs
+	t.Cleanup(func() { stopBridgeDaemon(t, dir) }) // after the session's close
+	return hivetest.ConnectCmd(t, cmd)
 }
 
 // plantedTask is the part of run and status answers row 10 reads.

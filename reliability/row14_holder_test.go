@@ -2,8 +2,6 @@ package reliability
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,24 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 )
-
-// holderPid is the pid in the state dir's holder lock file, if that
-// process is this dir's holder.
-func holderPid(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, "holder.sock.lock"))
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if pid <= 0 || !strings.Contains(string(cmdline), "holder\x00--state-dir\x00"+dir) {
-		return 0
-	}
-	return pid
-}
 
 // Row 14: the holder of the jobs. PTY sessions (a shell with a nohup'd
 // and a foreground sleep each) and jobs that print run while the daemon
@@ -58,7 +42,7 @@ func TestRow14Holder(t *testing.T) {
 	adopted := 0
 	for round := range rounds {
 		s.Close()
-		d.Kill9()
+		d.Kill()
 		d = startDaemon(t, dir)
 		s = d.MCP()
 		for i := range sess {
@@ -104,28 +88,28 @@ func TestRow14Holder(t *testing.T) {
 		}
 		adopted += running + len(sess)
 	}
-	h := holderPid(dir)
+	h := hivetest.HolderPid(dir)
 	if h == 0 {
 		t.Fatal("no holder runs")
 	}
 	syscall.Kill(h, syscall.SIGKILL)
 	t0 := time.Now()
 	var left []int
-	for deadline := t0.Add(30 * time.Second); ; {
+	hivetest.Wait(30*time.Second, func() error { // the check follows
 		left = left[:0]
 		for _, ss := range sess {
 			left = append(left, ss.left()...)
 		}
-		if len(left) == 0 && len(marked(dir)) == 0 || time.Now().After(deadline) {
-			break
+		if len(left) > 0 {
+			return fmt.Errorf("processes of sessions left: %v", left)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return noneMarked(dir)()
+	})
 	gone := time.Since(t0)
 	if len(left) > 0 || len(marked(dir)) > 0 {
 		t.Errorf("after the holder's kill -9: %d processes of sessions left, %d marked processes: %v %v", len(left), len(marked(dir)), left, marked(dir))
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	hivetest.Eventually(t, 20*time.Second, "the jobs to read interrupted", func() error {
 		resp, err := d.Call(proto.Request{Cmd: proto.CmdPs, All: true})
 		if err != nil {
 			t.Fatal(err)
@@ -136,15 +120,12 @@ func TestRow14Holder(t *testing.T) {
 				n++
 			}
 		}
-		if n == nJobs {
-			break
+		if n != nJobs {
+			return fmt.Errorf("%d of %d jobs interrupted after the holder's kill -9", n, nJobs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs interrupted after the holder's kill -9", n, nJobs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !alive(survivor) {
+		return nil
+	})
+	if !hivetest.Alive(survivor) {
 		t.Errorf("the unrelated process %d was signalled", survivor)
 	}
 	if ps, ok := proc.Read(survivor); !ok || !ps.Alive() {
@@ -152,5 +133,5 @@ func TestRow14Holder(t *testing.T) {
 	}
 	s.Close()
 	figure(t, 14, "the holder: %d PTY sessions (each a shell, a nohup'd and a foreground sleep) and %d printing jobs across %d kill -9 of the daemon: %d adoptions, every session answering and every job running each time; kill -9 of the holder: %d processes left after %v, every job interrupted, the unrelated process alive: %v",
-		nSess, nJobs, rounds, adopted, len(left), gone.Round(time.Millisecond), alive(survivor))
+		nSess, nJobs, rounds, adopted, len(left), gone.Round(time.Millisecond), hivetest.Alive(survivor))
 }

@@ -7,16 +7,18 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // The notification of a cleared todo carries the todo's real id.
 func TestTodoClearedNotificationID(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	if err := s.cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	if err := s.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
-	out, err := hive(t, state, "todo", "upsert", "--subsystem", "ci", "--key", "build-7", "--summary", "build 7 failed", "--json")
+	out, err := hivetest.Run(t, state, "todo", "upsert", "--subsystem", "ci", "--key", "build-7", "--summary", "build 7 failed", "--json")
 	if err != nil {
 		t.Fatalf("todo upsert: %v %s", err, out)
 	}
@@ -26,11 +28,11 @@ func TestTodoClearedNotificationID(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &up); err != nil || up.TodoID < 1 {
 		t.Fatalf("todo upsert --json %q: %v", out, err)
 	}
-	if out, err := hive(t, state, "todo", "clear", "--subsystem", "ci", "--key", "build-7"); err != nil {
+	if out, err := hivetest.Run(t, state, "todo", "clear", "--subsystem", "ci", "--key", "build-7"); err != nil {
 		t.Fatalf("todo clear: %v %s", err, out)
 	}
 	want := fmt.Sprintf(`"id":%d`, up.TodoID)
-	s.ev.waitFor(t, "the cleared notification", func(_, logs []string) bool {
+	s.WaitFor("the cleared notification", func(_, logs []string) bool {
 		for _, l := range logs {
 			if strings.Contains(l, `"cleared":true`) {
 				if !strings.Contains(l, want) {
@@ -46,14 +48,14 @@ func TestTodoClearedNotificationID(t *testing.T) {
 // ls exit 2 (a missing file) is explained as trouble, not as a misused
 // builtin.
 func TestLsMissingFileSemantic(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var res struct {
 		ExitCode        *int   `json:"exit_code"`
 		SemanticStatus  string `json:"semantic_status"`
 		SemanticMessage string `json:"semantic_message"`
 	}
-	s.mustCall("terminal_exec", map[string]any{"cmd": "ls /nonexistent-hive-test-path"}, &res)
+	s.MustCall("terminal_exec", map[string]any{"cmd": "ls /nonexistent-hive-test-path"}, &res)
 	if res.ExitCode == nil || *res.ExitCode != 2 {
 		t.Fatalf("ls of a missing path: exit %v, want 2", res.ExitCode)
 	}

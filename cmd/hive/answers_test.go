@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // rawResult calls a tool and returns its structuredContent as JSON ("" if
@@ -62,7 +64,7 @@ func bulkCalls(t *testing.T, cwd string) []struct {
 // has no output schemas, answers have no structuredContent, and the text
 // block has the bulk, once.
 func TestAnswersCarryBulkOnce(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
 	calls := bulkCalls(t, cwd)
 	for _, form := range []string{"structured", "text"} {
@@ -71,8 +73,8 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 			if form == "text" {
 				args = []string{"--answers", "text"}
 			}
-			s := connect(t, state, cwd, args...)
-			list, err := s.cs.ListTools(t.Context(), &mcp.ListToolsParams{})
+			s := hivetest.Connect(t, state, cwd, args...)
+			list, err := s.ListTools(t.Context(), &mcp.ListToolsParams{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +84,7 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 				}
 			}
 			for _, c := range calls {
-				sc, text := rawResult(t, s.cs, c.name, c.args)
+				sc, text := rawResult(t, s.ClientSession, c.name, c.args)
 				inSC, inText := strings.Count(sc, c.mark), strings.Count(text, c.mark)
 				switch {
 				case form == "structured" && (inSC != 1 || inText != 0):
@@ -93,7 +95,7 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 			}
 			// A truncated output: the head and tail once, the rest once
 			// more page by page, and nothing of it in the text blocks.
-			sc, text := rawResult(t, s.cs, "terminal_exec", map[string]any{"cmd": "seq 1 60000", "max_output_kb": 64})
+			sc, text := rawResult(t, s.ClientSession, "terminal_exec", map[string]any{"cmd": "seq 1 60000", "max_output_kb": 64})
 			var env struct {
 				Stdout string  `json:"stdout"`
 				Handle *string `json:"output_handle"`
@@ -111,7 +113,7 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 				h, _, _ := strings.Cut(text[i+len(`terminal_output_get("`):], `"`)
 				env.Handle = &h
 			}
-			sc, text = rawResult(t, s.cs, "terminal_output_get", map[string]any{"output_handle": *env.Handle, "since_offset": 100000, "max_kb": 1})
+			sc, text = rawResult(t, s.ClientSession, "terminal_output_get", map[string]any{"output_handle": *env.Handle, "since_offset": 100000, "max_kb": 1})
 			const inPage = "\n18600\n" // at offset 100 487, left out inline (the head and tail are 32 KiB each)
 			if form == "structured" {
 				var page struct {
@@ -126,7 +128,7 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 			}
 		})
 	}
-	if out, err := hive(t, state, "mcp", "--answers", "bogus"); err == nil || !strings.Contains(out, `answers: unknown form "bogus"`) {
+	if out, err := hivetest.Run(t, state, "mcp", "--answers", "bogus"); err == nil || !strings.Contains(out, `answers: unknown form "bogus"`) {
 		t.Errorf("hive mcp --answers bogus: %v %q, want an error naming answers", err, out)
 	}
 }
@@ -134,7 +136,7 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 // TestHTTPAnswersForm: ?answers=text gives the text form over HTTP;
 // another value is refused with 400 naming it.
 func TestHTTPAnswersForm(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	tok := httpToken(t, state)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // rawBridge is a `hive mcp` process driven line by line.
@@ -26,7 +28,7 @@ type rawBridge struct {
 
 func startRawBridge(t *testing.T, state string) *rawBridge {
 	t.Helper()
-	cmd := hiveCmd(state, "mcp")
+	cmd := hivetest.Command(t, state, "mcp")
 	cmd.Dir = t.TempDir()
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -97,7 +99,7 @@ func (b *rawBridge) wait() error {
 // error and the next call is served. Closing stdin ends it cleanly: exit
 // 0, nothing on stderr.
 func TestBridgeBadInputKeepsSession(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	b := startRawBridge(t, state)
 	bad := []string{
 		"not json at all",
@@ -154,10 +156,10 @@ func TestBridgeSaysWhyTheSessionEnded(t *testing.T) {
 			tt.want = "stopped or died"
 		}
 		t.Run(tt.sig.String(), func(t *testing.T) {
-			state := stateDir(t)
-			startDaemon(t, state)
+			state := hivetest.StateDir(t)
+			hivetest.StartDaemon(t, state)
 			b := startRawBridge(t, state)
-			syscall.Kill(daemonPid(state), tt.sig)
+			syscall.Kill(hivetest.DaemonPid(state), tt.sig)
 			err := b.wait()
 			if err == nil {
 				t.Fatalf("bridge exited 0 after the daemon got %v", tt.sig)
@@ -172,8 +174,8 @@ func TestBridgeSaysWhyTheSessionEnded(t *testing.T) {
 // A client that writes its calls and closes its input at once still gets
 // every answer, then the bridge exits 0.
 func TestBridgeAnswersCallsSentBeforeEOF(t *testing.T) {
-	state := stateDir(t)
-	cmd := hiveCmd(state, "mcp")
+	state := hivetest.StateDir(t)
+	cmd := hivetest.Command(t, state, "mcp")
 	cmd.Dir = t.TempDir()
 	var in strings.Builder
 	in.WriteString(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"batch","version":"1"}}}` + "\n")

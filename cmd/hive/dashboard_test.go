@@ -4,22 +4,24 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // hive dashboard --print-url prints a one-time login URL of the running
 // daemon's HTTP front end (it works once); without HTTP it says how to
 // get one.
 func TestDashboardURL(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	out, err := hive(t, state, "dashboard", "--print-url")
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	out, err := hivetest.Run(t, state, "dashboard", "--print-url")
 	if err == nil || !strings.Contains(out, "serves no HTTP") || !strings.Contains(out, "--http 127.0.0.1:PORT") {
 		t.Errorf("without --http: %v %q", err, out)
 	}
-	stopDaemon(t, state)
+	hivetest.StopState(t, state)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
-	out, err = hive(t, state, "dashboard", "--print-url")
+	out, err = hivetest.Run(t, state, "dashboard", "--print-url")
 	url := strings.TrimSpace(out)
 	if err != nil || !strings.HasPrefix(url, "http://"+addr+"/login?code=") {
 		t.Fatalf("dashboard --print-url: %v %q", err, out)
@@ -40,22 +42,22 @@ func TestDashboardURL(t *testing.T) {
 	}
 	// --base-url: the link on another scheme and host (a TLS proxy, a
 	// LAN name); plain HTTP off this machine is warned of.
-	out, err = hive(t, state, "dashboard", "--print-url", "--base-url", "https://hive.example:8443")
+	out, err = hivetest.Run(t, state, "dashboard", "--print-url", "--base-url", "https://hive.example:8443")
 	if err != nil || !strings.HasPrefix(out, "https://hive.example:8443/login?code=") || strings.Contains(out, "warning") {
 		t.Errorf("--base-url https: %v %q", err, out)
 	}
-	cmd := hiveCmd(state, "dashboard", "--print-url", "--base-url", "http://hive.lan:8080")
+	cmd := hivetest.Command(t, state, "dashboard", "--print-url", "--base-url", "http://hive.lan:8080")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil || !strings.HasPrefix(stdout.String(), "http://hive.lan:8080/login?code=") || !strings.Contains(stderr.String(), "in clear") {
 		t.Errorf("--base-url http on the LAN: %v %q %q", err, stdout.String(), stderr.String())
 	}
 	for _, bad := range []string{"hive.lan", "ftp://x", "https://x/path"} {
-		if out, err := hive(t, state, "dashboard", "--print-url", "--base-url", bad); err == nil || !strings.Contains(out, "--base-url") {
+		if out, err := hivetest.Run(t, state, "dashboard", "--print-url", "--base-url", bad); err == nil || !strings.Contains(out, "--base-url") {
 			t.Errorf("--base-url %q: %v %q", bad, err, out)
 		}
 	}
-	if out, err := hive(t, state, "dashboard", "extra"); err == nil || !strings.Contains(out, "takes no arguments") {
+	if out, err := hivetest.Run(t, state, "dashboard", "extra"); err == nil || !strings.Contains(out, "takes no arguments") {
 		t.Errorf("an argument: %v %q", err, out)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // cliJob is a job as `hive ps --format json` and `hive inspect` print it.
@@ -77,17 +79,17 @@ func (g gates) open(i int) {
 // the order is the order of writing; `logs -f` then exits with the job's
 // status.
 func TestLogsMergedOrder(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	g := newGates(t, 5)
 	script := fmt.Sprintf(`echo out1; read x < %[1]s; echo err1 >&2; read x < %[2]s; echo out2; read x < %[3]s; echo err2 >&2; read x < %[4]s; echo out3; read x < %[5]s; exit 3`,
 		g.path(0), g.path(1), g.path(2), g.path(3), g.path(4))
-	id, err := hive(t, state, "run", "--name", "mix", "--", script)
+	id, err := hivetest.Run(t, state, "run", "--name", "mix", "--", script)
 	if err != nil {
 		t.Fatalf("run: %v %s", err, id)
 	}
 	id = strings.TrimSpace(id)
 	want := []string{"out1", "err1", "out2", "err2", "out3"}
-	f := hiveCmd(state, "logs", "-f", "mix")
+	f := hivetest.Command(t, state, "logs", "-f", "mix")
 	out, err := f.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -129,12 +131,12 @@ func TestLogsMergedOrder(t *testing.T) {
 		if len(tt.args) == 1 && tt.args[0] == id {
 			args = []string{"logs", id}
 		}
-		got, err := hive(t, state, args...)
+		got, err := hivetest.Run(t, state, args...)
 		if err != nil || got != tt.want {
 			t.Errorf("hive %v: %q %v, want %q (exit 0: only -f has the job's status)", args, got, err, tt.want)
 		}
 	}
-	got, err := hive(t, state, "logs", "--timestamps", "mix")
+	got, err := hivetest.Run(t, state, "logs", "--timestamps", "mix")
 	if err != nil || !regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z (out|err)\d\n){5}$`).MatchString(got) {
 		t.Errorf("logs --timestamps: %q %v", got, err)
 	}
@@ -143,27 +145,27 @@ func TestLogsMergedOrder(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "bash-tasks", id+".idx")); err != nil {
 		t.Errorf("index file: %v", err)
 	}
-	stopDaemon(t, state)
-	if got, err := hive(t, state, "logs", "mix"); err == nil {
+	hivetest.StopState(t, state)
+	if got, err := hivetest.Run(t, state, "logs", "mix"); err == nil {
 		t.Errorf("logs with no daemon: %q, want an error", got)
 	}
-	startDaemon(t, state)
-	if got, err := hive(t, state, "logs", "mix"); err != nil || got != all {
+	hivetest.StartDaemon(t, state)
+	if got, err := hivetest.Run(t, state, "logs", "mix"); err != nil || got != all {
 		t.Errorf("logs from a later daemon: %q %v, want %q", got, err, all)
 	}
-	if out, err := hive(t, state, "logs", "--tail", "-1", "mix"); rc(t, err) != 2 || !strings.Contains(out, "--tail") {
+	if out, err := hivetest.Run(t, state, "logs", "--tail", "-1", "mix"); rc(t, err) != 2 || !strings.Contains(out, "--tail") {
 		t.Errorf("--tail -1: %q %v, want a usage error naming --tail", out, err)
 	}
 }
 
 // A failed job's stderr shows by default.
 func TestLogsShowFailedJobsStderr(t *testing.T) {
-	state := stateDir(t)
-	out, err := hive(t, state, "run", "--", "echo 'make: *** [all] Error 2' >&2; exit 2")
+	state := hivetest.StateDir(t)
+	out, err := hivetest.Run(t, state, "run", "--", "echo 'make: *** [all] Error 2' >&2; exit 2")
 	if err != nil {
 		t.Fatal(out, err)
 	}
-	got, err := hive(t, state, "logs", "-f", strings.TrimSpace(out))
+	got, err := hivetest.Run(t, state, "logs", "-f", strings.TrimSpace(out))
 	if rc(t, err) != 2 || !strings.Contains(got, "Error 2") {
 		t.Errorf("logs -f of a failed make: %q %v, want its stderr and exit 2", got, err)
 	}
@@ -173,11 +175,11 @@ func TestLogsShowFailedJobsStderr(t *testing.T) {
 // for a signal n; for several jobs the first failing one's, in argument
 // order.
 func TestWaitExitCodes(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	g := newGates(t, 1)
 	run := func(name, script string) string {
 		t.Helper()
-		out, err := hive(t, state, "run", "--name", name, "--", script)
+		out, err := hivetest.Run(t, state, "run", "--name", name, "--", script)
 		if err != nil {
 			t.Fatal(out, err)
 		}
@@ -186,7 +188,7 @@ func TestWaitExitCodes(t *testing.T) {
 	run("ok", "true")
 	run("three", fmt.Sprintf("read x < %s; exit 3", g.path(0)))
 	run("term", "kill -TERM $$")
-	w := hiveCmd(state, "wait", "three")
+	w := hivetest.Command(t, state, "wait", "three")
 	var wout strings.Builder
 	w.Stdout, w.Stderr = &wout, os.Stderr
 	if err := w.Start(); err != nil {
@@ -196,23 +198,23 @@ func TestWaitExitCodes(t *testing.T) {
 	if code := rc(t, w.Wait()); code != 3 || wout.String() != "3\n" {
 		t.Errorf("wait three: exit %d, printed %q; want 3", code, wout.String())
 	}
-	out, err := hive(t, state, "wait", "term")
+	out, err := hivetest.Run(t, state, "wait", "term")
 	if code := rc(t, err); code != 128+15 || out != "143\n" {
 		t.Errorf("wait of a job ended by SIGTERM: exit %d %q, want 143", code, out)
 	}
-	out, err = hive(t, state, "logs", "-f", "term")
+	out, err = hivetest.Run(t, state, "logs", "-f", "term")
 	if code := rc(t, err); code != 143 {
 		t.Errorf("logs -f of a job ended by SIGTERM: exit %d %q, want 143", code, out)
 	}
-	out, err = hive(t, state, "wait", "ok", "term", "three")
+	out, err = hivetest.Run(t, state, "wait", "ok", "term", "three")
 	if code := rc(t, err); code != 143 || out != "0\n143\n3\n" {
 		t.Errorf("wait ok term three: exit %d %q, want 143 (the first failing) and each status", code, out)
 	}
-	out, err = hive(t, state, "wait", "ok")
+	out, err = hivetest.Run(t, state, "wait", "ok")
 	if rc(t, err) != 0 || out != "0\n" {
 		t.Errorf("wait ok: %q %v", out, err)
 	}
-	out, err = hive(t, state, "wait", "ok", "nosuch")
+	out, err = hivetest.Run(t, state, "wait", "ok", "nosuch")
 	if rc(t, err) != 1 || !strings.Contains(out, "nosuch") {
 		t.Errorf("wait of an unknown job: %q %v, want exit 1 naming it", out, err)
 	}
@@ -220,7 +222,7 @@ func TestWaitExitCodes(t *testing.T) {
 
 func psJSON(t *testing.T, state string, args ...string) []cliJob {
 	t.Helper()
-	out, err := hive(t, state, append([]string{"ps", "--format", "json"}, args...)...)
+	out, err := hivetest.Run(t, state, append([]string{"ps", "--format", "json"}, args...)...)
 	if err != nil {
 		t.Fatalf("ps: %v %s", err, out)
 	}
@@ -234,19 +236,19 @@ func psJSON(t *testing.T, state string, args ...string) []cliJob {
 // A name is reusable once its job ended; the earlier job keeps its
 // record, id and output, and the name points to the newest.
 func TestNameReuseKeepsHistory(t *testing.T) {
-	state := stateDir(t)
-	first, err := hive(t, state, "run", "--name", "build", "--", "echo first; exit 1")
+	state := hivetest.StateDir(t)
+	first, err := hivetest.Run(t, state, "run", "--name", "build", "--", "echo first; exit 1")
 	if err != nil {
 		t.Fatal(first, err)
 	}
 	first = strings.TrimSpace(first)
-	hive(t, state, "wait", "build")
-	second, err := hive(t, state, "run", "--name", "build", "--", "echo second")
+	hivetest.Run(t, state, "wait", "build")
+	second, err := hivetest.Run(t, state, "run", "--name", "build", "--", "echo second")
 	if err != nil {
 		t.Fatal(second, err)
 	}
 	second = strings.TrimSpace(second)
-	if out, err := hive(t, state, "wait", "build"); err != nil || out != "0\n" {
+	if out, err := hivetest.Run(t, state, "wait", "build"); err != nil || out != "0\n" {
 		t.Fatalf("wait build (the newest): %q %v", out, err)
 	}
 	if first == second {
@@ -259,21 +261,21 @@ func TestNameReuseKeepsHistory(t *testing.T) {
 	if *jobs[1].ExitCode != 1 || *jobs[0].ExitCode != 0 {
 		t.Errorf("exit codes %v %v", *jobs[1].ExitCode, *jobs[0].ExitCode)
 	}
-	if out, _ := hive(t, state, "logs", "build"); out != "second\n" {
+	if out, _ := hivetest.Run(t, state, "logs", "build"); out != "second\n" {
 		t.Errorf("logs build: %q, want the newest job's", out)
 	}
-	if out, _ := hive(t, state, "logs", first); out != "first\n" {
+	if out, _ := hivetest.Run(t, state, "logs", first); out != "first\n" {
 		t.Errorf("logs %s: %q, want the first job's output, kept", first, out)
 	}
 	// A busy name is refused, naming the job that has it.
 	g := newGates(t, 1)
-	hive(t, state, "run", "--name", "build", "--", "read x < "+g.path(0))
-	out, err := hive(t, state, "run", "--name", "build", "--", "true")
+	hivetest.Run(t, state, "run", "--name", "build", "--", "read x < "+g.path(0))
+	out, err := hivetest.Run(t, state, "run", "--name", "build", "--", "true")
 	if err == nil || !strings.Contains(out, `name "build"`) {
 		t.Errorf("a busy name: %q %v, want refused", out, err)
 	}
 	g.open(0)
-	hive(t, state, "wait", "build")
+	hivetest.Run(t, state, "wait", "build")
 	if jobs := psJSON(t, state, "-a", "--filter", "name=build"); len(jobs) != 3 {
 		t.Errorf("ps -a --filter name=build: %d jobs, want 3", len(jobs))
 	}
@@ -282,14 +284,14 @@ func TestNameReuseKeepsHistory(t *testing.T) {
 // rm removes ended jobs, records and files, and refuses a running one;
 // inspect prints whole records.
 func TestRmAndInspect(t *testing.T) {
-	state := stateDir(t)
-	id, err := hive(t, state, "run", "--name", "gone", "--", "echo out; echo err >&2")
+	state := hivetest.StateDir(t)
+	id, err := hivetest.Run(t, state, "run", "--name", "gone", "--", "echo out; echo err >&2")
 	if err != nil {
 		t.Fatal(id, err)
 	}
 	id = strings.TrimSpace(id)
-	hive(t, state, "wait", id)
-	out, err := hive(t, state, "inspect", "gone")
+	hivetest.Run(t, state, "wait", id)
+	out, err := hivetest.Run(t, state, "inspect", "gone")
 	if err != nil {
 		t.Fatal(out, err)
 	}
@@ -310,13 +312,13 @@ func TestRmAndInspect(t *testing.T) {
 	}
 
 	g := newGates(t, 1)
-	busy, _ := hive(t, state, "run", "--", "read x < "+g.path(0))
+	busy, _ := hivetest.Run(t, state, "run", "--", "read x < "+g.path(0))
 	busy = strings.TrimSpace(busy)
-	out, err = hive(t, state, "rm", busy)
+	out, err = hivetest.Run(t, state, "rm", busy)
 	if rc(t, err) != 1 || !strings.Contains(out, "is running") || !strings.Contains(out, "only an ended job") {
 		t.Errorf("rm of a running job: %q %v, want refused saying why", out, err)
 	}
-	if out, err := hive(t, state, "rm", "gone"); err != nil || out != id+"\n" {
+	if out, err := hivetest.Run(t, state, "rm", "gone"); err != nil || out != id+"\n" {
 		t.Fatalf("rm gone: %q %v", out, err)
 	}
 	for _, p := range files {
@@ -327,45 +329,45 @@ func TestRmAndInspect(t *testing.T) {
 	if jobs := psJSON(t, state, "-a"); len(jobs) != 1 || jobs[0].ID != busy {
 		t.Errorf("ps -a after rm: %+v, want only the running job", jobs)
 	}
-	if out, err := hive(t, state, "inspect", id); rc(t, err) != 1 || !strings.Contains(out, "no such job") {
+	if out, err := hivetest.Run(t, state, "inspect", id); rc(t, err) != 1 || !strings.Contains(out, "no such job") {
 		t.Errorf("inspect of a removed job: %q %v", out, err)
 	}
 	g.open(0)
-	hive(t, state, "wait", busy)
-	if out, err := hive(t, state, "rm", busy); err != nil || out != busy+"\n" {
+	hivetest.Run(t, state, "wait", busy)
+	if out, err := hivetest.Run(t, state, "rm", busy); err != nil || out != busy+"\n" {
 		t.Errorf("rm once it ended: %q %v", out, err)
 	}
 }
 
 // ps: -q, --filter state=, a bad filter; kill of several jobs.
 func TestPsAndKillSeveral(t *testing.T) {
-	state := stateDir(t)
-	a, _ := hive(t, state, "run", "--name", "a", "--", "sleep 60")
-	b, _ := hive(t, state, "run", "--name", "b", "--", "sleep 60")
-	hive(t, state, "run", "--name", "c", "--", "true")
-	hive(t, state, "wait", "c")
-	out, err := hive(t, state, "ps", "-q")
+	state := hivetest.StateDir(t)
+	a, _ := hivetest.Run(t, state, "run", "--name", "a", "--", "sleep 60")
+	b, _ := hivetest.Run(t, state, "run", "--name", "b", "--", "sleep 60")
+	hivetest.Run(t, state, "run", "--name", "c", "--", "true")
+	hivetest.Run(t, state, "wait", "c")
+	out, err := hivetest.Run(t, state, "ps", "-q")
 	if err != nil || out != b+a {
 		t.Errorf("ps -q: %q %v, want the running ids, newest first", out, err)
 	}
 	if jobs := psJSON(t, state, "--filter", "state=done"); len(jobs) != 1 || jobs[0].Name != "c" {
 		t.Errorf("--filter state=done: %+v", jobs)
 	}
-	out, err = hive(t, state, "ps", "-a")
+	out, err = hivetest.Run(t, state, "ps", "-a")
 	if err != nil || !regexp.MustCompile(`(?m)^ID\s+NAME\s+STATE\s+EXIT\s+CREATED\s+DURATION\s+CMD$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+c\s+done\s+0\s+\d\d:\d\d:\d\d\s+\d+ms\s+true$`).MatchString(out) {
 		t.Errorf("ps -a table: %q %v", out, err)
 	}
 	for _, bad := range [][]string{{"--filter", "state=sleeping"}, {"--filter", "color=red"}, {"--format", "yaml"}} {
-		if out, err := hive(t, state, append([]string{"ps"}, bad...)...); err == nil || !strings.Contains(out, strings.SplitN(bad[1], "=", 2)[0]) {
+		if out, err := hivetest.Run(t, state, append([]string{"ps"}, bad...)...); err == nil || !strings.Contains(out, strings.SplitN(bad[1], "=", 2)[0]) {
 			t.Errorf("ps %v: %q %v, want an error naming it", bad, out, err)
 		}
 	}
-	out, err = hive(t, state, "kill", "a", "b", "c")
+	out, err = hivetest.Run(t, state, "kill", "a", "b", "c")
 	if err != nil || strings.Count(out, "SIGINT sent") != 2 || !strings.Contains(out, "had already ended") {
 		t.Errorf("kill a b c: %q %v", out, err)
 	}
-	out, err = hive(t, state, "wait", "a", "b")
+	out, err = hivetest.Run(t, state, "wait", "a", "b")
 	if rc(t, err) != 130 || out != "130\n130\n" {
 		t.Errorf("wait of SIGINTed jobs: %q %v", out, err)
 	}
@@ -374,17 +376,17 @@ func TestPsAndKillSeveral(t *testing.T) {
 // Jobs started from the CLI raise no loose end unless --notify; the
 // agent still lists them.
 func TestCLIJobsNotify(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	quiet, _ := hive(t, state, "run", "--", "echo quiet")
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	quiet, _ := hivetest.Run(t, state, "run", "--", "echo quiet")
 	quiet = strings.TrimSpace(quiet)
-	loud, _ := hive(t, state, "run", "--notify", "--", "echo loud")
+	loud, _ := hivetest.Run(t, state, "run", "--notify", "--", "echo loud")
 	loud = strings.TrimSpace(loud)
-	hive(t, state, "wait", quiet, loud)
-	if _, _, ok := s.todoFor(quiet); ok {
+	hivetest.Run(t, state, "wait", quiet, loud)
+	if _, _, ok := todoFor(s, quiet); ok {
 		t.Errorf("a CLI job without --notify raised a loose end")
 	}
-	if _, summary, ok := s.todoFor(loud); !ok || !strings.Contains(summary, "exit 0") {
+	if _, summary, ok := todoFor(s, loud); !ok || !strings.Contains(summary, "exit 0") {
 		t.Errorf("a CLI job with --notify: todo %v %q, want its completion", ok, summary)
 	}
 	var list struct {
@@ -392,7 +394,7 @@ func TestCLIJobsNotify(t *testing.T) {
 			JobID string `json:"job_id"`
 		} `json:"jobs"`
 	}
-	s.mustCall("terminal_job_list", map[string]any{}, &list)
+	s.MustCall("terminal_job_list", map[string]any{}, &list)
 	seen := map[string]bool{}
 	for _, j := range list.Jobs {
 		seen[j.JobID] = true
@@ -408,15 +410,15 @@ func TestCLIJobsNotify(t *testing.T) {
 // todo, inbox and wake follow ps's conventions: -q for ids, --format
 // json (or --json) for scripts.
 func TestProducerOutputConventions(t *testing.T) {
-	state := stateDir(t)
-	id, err := hive(t, state, "todo", "upsert", "-q", "--subsystem", "ci", "--key", "k1", "--summary", "red")
+	state := hivetest.StateDir(t)
+	id, err := hivetest.Run(t, state, "todo", "upsert", "-q", "--subsystem", "ci", "--key", "k1", "--summary", "red")
 	if err != nil || !regexp.MustCompile(`^\d+\n$`).MatchString(id) {
 		t.Fatalf("todo upsert -q: %q %v", id, err)
 	}
-	if out, err := hive(t, state, "todo", "ls", "-q"); err != nil || out != id {
+	if out, err := hivetest.Run(t, state, "todo", "ls", "-q"); err != nil || out != id {
 		t.Errorf("todo ls -q: %q %v, want %q", out, err, id)
 	}
-	out, err := hive(t, state, "todo", "ls", "--format", "json")
+	out, err := hivetest.Run(t, state, "todo", "ls", "--format", "json")
 	var todos struct {
 		Todos []struct {
 			Key string `json:"key"`
@@ -425,20 +427,20 @@ func TestProducerOutputConventions(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(out), &todos) != nil || len(todos.Todos) != 1 || todos.Todos[0].Key != "k1" {
 		t.Errorf("todo ls --format json: %q %v", out, err)
 	}
-	mid, err := hive(t, state, "wake", "-q", "--from", "ci", "hello")
+	mid, err := hivetest.Run(t, state, "wake", "-q", "--from", "ci", "hello")
 	if err != nil || !regexp.MustCompile(`^\d+\n$`).MatchString(mid) {
 		t.Fatalf("wake -q: %q %v", mid, err)
 	}
-	if out, err := hive(t, state, "inbox", "ls", "-q"); err != nil || out != mid {
+	if out, err := hivetest.Run(t, state, "inbox", "ls", "-q"); err != nil || out != mid {
 		t.Errorf("inbox ls -q: %q %v, want %q", out, err, mid)
 	}
-	if out, err := hive(t, state, "inbox", "ls", "--format", "json"); err != nil || !strings.Contains(out, `"preview":"hello"`) {
+	if out, err := hivetest.Run(t, state, "inbox", "ls", "--format", "json"); err != nil || !strings.Contains(out, `"preview":"hello"`) {
 		t.Errorf("inbox ls --format json: %q %v", out, err)
 	}
-	if out, err := hive(t, state, "todo", "clear", "-q", "--subsystem", "ci", "--key", "k1"); err != nil || out != "" {
+	if out, err := hivetest.Run(t, state, "todo", "clear", "-q", "--subsystem", "ci", "--key", "k1"); err != nil || out != "" {
 		t.Errorf("todo clear -q: %q %v", out, err)
 	}
-	if out, err := hive(t, state, "todo", "ls", "--format", "yaml"); rc(t, err) != 2 || !strings.Contains(out, "--format") {
+	if out, err := hivetest.Run(t, state, "todo", "ls", "--format", "yaml"); rc(t, err) != 2 || !strings.Contains(out, "--format") {
 		t.Errorf("todo ls --format yaml: %q %v, want a usage error", out, err)
 	}
 }

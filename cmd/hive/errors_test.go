@@ -10,14 +10,16 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // An error the daemon reports keeps its class across the socket
 // (errors.Is in the CLI's process), and the CLI prints it once, on one
 // line, and exits 1.
 func TestErrorsKeepTheirClass(t *testing.T) {
-	state := stateDir(t)
-	if out, err := hive(t, state, "run", "--name", "busy", "--", "sleep 60"); err != nil {
+	state := hivetest.StateDir(t)
+	if out, err := hivetest.Run(t, state, "run", "--name", "busy", "--", "sleep 60"); err != nil {
 		t.Fatal(out, err)
 	}
 	l := paths.Layout{Dir: state}
@@ -54,7 +56,7 @@ func TestErrorsKeepTheirClass(t *testing.T) {
 		{[]string{"run", "--name", "busy", "--", "true"}, `hive: name "busy": name in use by a pending or running job`},
 		{[]string{"run", "--name", "Busy", "--", "true"}, `hive: name "Busy": must match [a-z0-9-]{1,63}`},
 	} {
-		cmd := hiveCmd(state, tc.args...)
+		cmd := hivetest.Command(t, state, tc.args...)
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()

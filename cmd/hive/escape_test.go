@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -19,8 +20,8 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 	if !proc.Supported {
 		t.Skip("no process table here")
 	}
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	tracking := escapeTracking(t, state)
 	if tracking != proc.TrackSubreaper && tracking != proc.TrackCgroup {
 		t.Errorf("hive version --json: escape_tracking %q, want %q or %q", tracking, proc.TrackSubreaper, proc.TrackCgroup)
@@ -36,7 +37,7 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 	t.Logf("escape_tracking %q", tracking)
 	// The jobs' parent, and so the subreaper that adopts their orphans,
 	// is the holder of the jobs.
-	daemon := holderPid(state)
+	daemon := hivetest.HolderPid(state)
 	if daemon == 0 {
 		t.Fatal("no holder of the jobs runs")
 	}
@@ -53,7 +54,7 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 			}
 			cmd += "wait"
 			var st taskStatus
-			s.mustCall("run", map[string]any{"cmd": cmd, "wait_seconds": 0, "name": "esc-" + via}, &st)
+			s.MustCall("run", map[string]any{"cmd": cmd, "wait_seconds": 0, "name": "esc-" + via}, &st)
 			pids := []int{waitPidFile(t, sid), waitPidFile(t, dbl)}
 			if cgroups {
 				pids = append(pids, waitPidFile(t, scrub))
@@ -68,26 +69,24 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 			}
 			// The double fork's parent goes (just after it wrote the pid
 			// file): the holder adopts it.
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				ps, _ := proc.Read(pids[1])
-				if ps.PPid == daemon {
-					break
+			if err := hivetest.Wait(10*time.Second, func() error {
+				if ps, _ := proc.Read(pids[1]); ps.PPid != daemon {
+					return fmt.Errorf("double-forked %d: parent %d, want the holder %d", pids[1], ps.PPid, daemon)
 				}
-				if time.Now().After(deadline) {
-					t.Errorf("double-forked %d: parent %d, want the holder %d", pids[1], ps.PPid, daemon)
-					break
-				}
+				return nil
+			}); err != nil {
+				t.Error(err)
 			}
 			if via == "tool" {
-				s.mustCall("kill", map[string]any{"id": st.ID}, nil)
-			} else if out, err := hive(t, state, "kill", st.ID); err != nil {
+				s.MustCall("kill", map[string]any{"id": st.ID}, nil)
+			} else if out, err := hivetest.Run(t, state, "kill", st.ID); err != nil {
 				t.Fatalf("hive kill: %s %v", out, err)
 			}
 			var end struct {
 				taskStatus
 				Leftover int `json:"leftover_processes"`
 			}
-			s.mustCall("status", map[string]any{"id": st.ID, "wait_seconds": 30}, &end)
+			s.MustCall("status", map[string]any{"id": st.ID, "wait_seconds": 30}, &end)
 			if end.Status != "killed" || end.Leftover != len(pids) {
 				t.Errorf("after kill: %s with %d leftover processes, want killed with %d (the escapees)", end.Status, end.Leftover, len(pids))
 			}
@@ -108,7 +107,7 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 // --json).
 func escapeTracking(t *testing.T, state string) string {
 	t.Helper()
-	out, err := hive(t, state, "version", "--json")
+	out, err := hivetest.Run(t, state, "version", "--json")
 	if err != nil {
 		t.Fatal(out, err)
 	}
@@ -138,23 +137,20 @@ func TestDaemonStartedByAJobOutlivesIt(t *testing.T) {
 	if !proc.Supported {
 		t.Skip("no process table here")
 	}
-	state := stateDir(t)
-	other := stateDir(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	other := hivetest.StateDir(t)
+	bin := hivetest.Bin(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var st taskStatus
-	s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("HIVE_E2E_MAIN=1 HIVE_STATE_DIR=%s %s run -- true", other, self), "wait_seconds": 30}, &st)
+	s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("%s HIVE_STATE_DIR=%s %s run -- true", strings.Join(bin.Env, " "), other, bin.Path), "wait_seconds": 30}, &st)
 	if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 0 {
 		t.Fatalf("the job: %+v", st)
 	}
-	pid := daemonPid(other)
-	if pid == 0 || !processAlive(pid) {
+	pid := hivetest.DaemonPid(other)
+	if pid == 0 || !hivetest.Alive(pid) {
 		t.Fatalf("the other state dir's daemon (pid %d) did not outlive the job that started it", pid)
 	}
-	if out, err := hive(t, other, "ps", "--json"); err != nil {
+	if out, err := hivetest.Run(t, other, "ps", "--json"); err != nil {
 		t.Fatalf("the other daemon does not answer: %v %s", err, out)
 	}
 }

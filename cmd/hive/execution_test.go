@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 type taskStatus struct {
@@ -41,9 +43,10 @@ type looseEnds struct {
 	} `json:"todos"`
 }
 
-func (s *session) todoFor(key string) (id int64, summary string, ok bool) {
+// todoFor is the loose-end todo whose key is key.
+func todoFor(s *hivetest.Session, key string) (id int64, summary string, ok bool) {
 	var le looseEnds
-	s.mustCall("get_loose_ends", nil, &le)
+	s.MustCall("get_loose_ends", nil, &le)
 	for _, t := range le.Todos {
 		if t.Key == key {
 			return t.ID, t.Summary, true
@@ -53,11 +56,11 @@ func (s *session) todoFor(key string) (id int64, summary string, ok bool) {
 }
 
 func TestRunInlineResult(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
-	s := connect(t, state, cwd)
+	s := hivetest.Connect(t, state, cwd)
 	var st taskStatus
-	text := s.mustCall("run", map[string]any{"cmd": "pwd; echo out; echo err >&2; exit 3"}, &st)
+	text := s.MustCall("run", map[string]any{"cmd": "pwd; echo out; echo err >&2; exit 3"}, &st)
 	if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 3 {
 		t.Fatalf("status %+v", st)
 	}
@@ -70,15 +73,14 @@ func TestRunInlineResult(t *testing.T) {
 	if !strings.Contains(text, "exit 3") {
 		t.Errorf("text %q does not say the exit code", text)
 	}
-	if _, _, ok := s.todoFor(st.ID); ok {
+	if _, _, ok := todoFor(s, st.ID); ok {
 		t.Errorf("inline result left a todo")
 	}
 	// The tool envelope logged the call before and after. The daemon
 	// writes its log off the call's path, so the last line may trail the
 	// answer by a moment.
 	wants := []string{`msg="tool call"`, `tool=run`, `exit 3`, `msg="tool done"`, `duration_ms=`, `outcome=ok`}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	hivetest.Eventually(t, 5*time.Second, "the tool call in daemon.log", func() error {
 		log, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
 		var missing []string
 		for _, want := range wants {
@@ -86,30 +88,27 @@ func TestRunInlineResult(t *testing.T) {
 				missing = append(missing, want)
 			}
 		}
-		if len(missing) == 0 {
-			break
+		if len(missing) > 0 {
+			return fmt.Errorf("daemon.log lacks %q", missing)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon.log lacks %q", missing)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRunBackgroundStatusAndTodo(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	ctx := t.Context()
-	if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	if err := s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "hive://loose-ends"}); err != nil {
+	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: "hive://loose-ends"}); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
 	var st taskStatus
-	text := s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; echo finished", gate), "wait_seconds": 0}, &st)
+	text := s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; echo finished", gate), "wait_seconds": 0}, &st)
 	if text != "task started: id="+st.ID || st.Status != "running" && st.Status != "pending" {
 		t.Fatalf("started answer %q %+v", text, st)
 	}
@@ -117,59 +116,59 @@ func TestRunBackgroundStatusAndTodo(t *testing.T) {
 		t.Errorf("id %q is not short lower-case hex", st.ID)
 	}
 	// A todo says it is running, and the change was pushed.
-	_, summary, ok := s.todoFor(st.ID)
+	_, summary, ok := todoFor(s, st.ID)
 	if !ok || !strings.Contains(summary, "running") {
 		t.Fatalf("running todo: %v %q", ok, summary)
 	}
-	s.ev.waitFor(t, "resources/updated and log for the running todo", func(up, logs []string) bool {
+	s.WaitFor("resources/updated and log for the running todo", func(up, logs []string) bool {
 		return len(up) > 0 && up[0] == "hive://loose-ends" && len(logs) > 0 && strings.Contains(logs[0], "running")
 	})
 	os.WriteFile(gate, nil, 0o600)
 	// The completion replaces the todo's summary.
-	s.ev.waitFor(t, "completion pushed", func(up, logs []string) bool {
+	s.WaitFor("completion pushed", func(up, logs []string) bool {
 		return len(logs) > 1 && strings.Contains(logs[len(logs)-1], "done, exit 0")
 	})
-	_, summary, _ = s.todoFor(st.ID)
+	_, summary, _ = todoFor(s, st.ID)
 	if !strings.Contains(summary, "done, exit 0") || !strings.Contains(summary, st.ID+".out") {
 		t.Errorf("completion todo %q lacks exit code or output path", summary)
 	}
 	// status sees the end and clears the todo.
 	var st2 taskStatus
-	s.mustCall("status", map[string]any{"id": st.ID}, &st2)
+	s.MustCall("status", map[string]any{"id": st.ID}, &st2)
 	if st2.Status != "done" || *st2.ExitCode != 0 || st2.StdoutTail != "finished\n" {
 		t.Fatalf("status %+v", st2)
 	}
-	if _, _, ok := s.todoFor(st.ID); ok {
+	if _, _, ok := todoFor(s, st.ID); ok {
 		t.Errorf("status observed the end but the todo remains")
 	}
 }
 
 func TestStatusWaitAndRunWindow(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var st taskStatus
-	s.mustCall("run", map[string]any{"cmd": "sleep 0.5; echo late", "wait_seconds": 0.05}, &st)
+	s.MustCall("run", map[string]any{"cmd": "sleep 0.5; echo late", "wait_seconds": 0.05}, &st)
 	if st.Status != "running" {
 		t.Fatalf("run with a short window: %+v", st)
 	}
 	var st2 taskStatus
-	s.mustCall("status", map[string]any{"id": st.ID, "wait_seconds": 10}, &st2)
+	s.MustCall("status", map[string]any{"id": st.ID, "wait_seconds": 10}, &st2)
 	if st2.Status != "done" || st2.StdoutTail != "late\n" {
 		t.Fatalf("status wait: %+v", st2)
 	}
-	if _, _, ok := s.todoFor(st.ID); ok {
+	if _, _, ok := todoFor(s, st.ID); ok {
 		t.Errorf("todo left after status observed the end")
 	}
 	var st3 taskStatus
-	s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 99}, &st3)
+	s.MustCall("run", map[string]any{"cmd": "true", "wait_seconds": 99}, &st3)
 	if st3.Status != "done" || !strings.Contains(st3.Note, "clamped to 30") {
 		t.Errorf("wait over the cap: %+v", st3)
 	}
 }
 
 func TestBadInput(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	tests := []struct {
 		tool string
 		args map[string]any
@@ -196,7 +195,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s %v", tt.tool, tt.args), func(t *testing.T) {
-			text, isErr := s.call(tt.tool, tt.args, nil)
+			text, isErr := s.Call(tt.tool, tt.args, nil)
 			if !isErr || !strings.Contains(text, tt.want) {
 				t.Errorf("got isError=%v %q, want an error naming %q", isErr, text, tt.want)
 			}
@@ -205,79 +204,79 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestNamesAndKill(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var st taskStatus
-	s.mustCall("run", map[string]any{"cmd": "sleep 60", "name": "web", "wait_seconds": 0}, &st)
+	s.MustCall("run", map[string]any{"cmd": "sleep 60", "name": "web", "wait_seconds": 0}, &st)
 	if !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(st.ID) {
 		t.Fatalf("named task id %q: want an id of its own", st.ID)
 	}
-	if text, isErr := s.call("run", map[string]any{"cmd": "true", "name": "web"}, nil); !isErr || !strings.Contains(text, "name") {
+	if text, isErr := s.Call("run", map[string]any{"cmd": "true", "name": "web"}, nil); !isErr || !strings.Contains(text, "name") {
 		t.Fatalf("busy name accepted: %q", text)
 	}
-	text := s.mustCall("kill", map[string]any{"id": "web"}, &st)
+	text := s.MustCall("kill", map[string]any{"id": "web"}, &st)
 	if !strings.Contains(text, "SIGINT") {
 		t.Errorf("kill text %q", text)
 	}
 	var end taskStatus
-	s.mustCall("status", map[string]any{"id": "web", "wait_seconds": 10}, &end)
+	s.MustCall("status", map[string]any{"id": "web", "wait_seconds": 10}, &end)
 	if end.Status != "killed" || *end.ExitCode != 130 {
 		t.Fatalf("after kill: %+v", end)
 	}
 	var again taskStatus
-	text = s.mustCall("kill", map[string]any{"id": "web"}, &again)
+	text = s.MustCall("kill", map[string]any{"id": "web"}, &again)
 	if !again.AlreadyEnded || !strings.Contains(text, "already ended") {
 		t.Errorf("kill of an ended task: %q %+v", text, again)
 	}
 	// The name is free again.
-	s.mustCall("run", map[string]any{"cmd": "echo reuse", "name": "web"}, &st)
+	s.MustCall("run", map[string]any{"cmd": "echo reuse", "name": "web"}, &st)
 	if st.Status != "done" || st.StdoutTail != "reuse\n" {
 		t.Errorf("reuse: %+v", st)
 	}
 }
 
 func TestPendingCancelledByKill(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state, "--max-running", "1")
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--max-running", "1")
+	s := hivetest.Connect(t, state, t.TempDir())
 	var a, b taskStatus
-	s.mustCall("run", map[string]any{"cmd": "sleep 30", "wait_seconds": 0}, &a)
-	text := s.mustCall("run", map[string]any{"cmd": "touch should-not-exist", "wait_seconds": 0}, &b)
+	s.MustCall("run", map[string]any{"cmd": "sleep 30", "wait_seconds": 0}, &a)
+	text := s.MustCall("run", map[string]any{"cmd": "touch should-not-exist", "wait_seconds": 0}, &b)
 	if b.Status != "pending" || !strings.Contains(text, "pending") {
 		t.Fatalf("second task with max-running 1: %q %+v", text, b)
 	}
-	s.mustCall("kill", map[string]any{"id": b.ID}, nil)
+	s.MustCall("kill", map[string]any{"id": b.ID}, nil)
 	var end taskStatus
-	s.mustCall("status", map[string]any{"id": b.ID}, &end)
+	s.MustCall("status", map[string]any{"id": b.ID}, &end)
 	if end.Status != "killed" || end.ExitCode != nil {
 		t.Errorf("cancelled pending task: %+v", end)
 	}
-	s.mustCall("kill", map[string]any{"id": a.ID, "force": true}, nil)
+	s.MustCall("kill", map[string]any{"id": a.ID, "force": true}, nil)
 }
 
 func TestLooseEndTools(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var ids []int64
 	for i := 0; i < 3; i++ {
 		var st taskStatus
-		s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 0}, &st)
-		id, _, ok := s.todoFor(st.ID)
+		s.MustCall("run", map[string]any{"cmd": "true", "wait_seconds": 0}, &st)
+		id, _, ok := todoFor(s, st.ID)
 		if !ok {
 			t.Fatalf("no todo for %s", st.ID)
 		}
 		ids = append(ids, id)
 	}
-	s.mustCall("cancel_loose_end", map[string]any{"kind": "todo", "id": ids[0]}, nil)
+	s.MustCall("cancel_loose_end", map[string]any{"kind": "todo", "id": ids[0]}, nil)
 	var cl struct {
 		Cleared int `json:"cleared"`
 	}
-	s.mustCall("mark_todos_done", map[string]any{"ids": []int64{ids[1], ids[2], 424242}}, &cl)
+	s.MustCall("mark_todos_done", map[string]any{"ids": []int64{ids[1], ids[2], 424242}}, &cl)
 	if cl.Cleared != 2 {
 		t.Errorf("mark_todos_done cleared %d, want 2 (unknown id skipped)", cl.Cleared)
 	}
 	var le looseEnds
-	s.mustCall("get_loose_ends", nil, &le)
+	s.MustCall("get_loose_ends", nil, &le)
 	for _, td := range le.Todos {
 		for _, id := range ids {
 			if td.ID == id {
@@ -288,16 +287,16 @@ func TestLooseEndTools(t *testing.T) {
 		}
 	}
 	// Other local programs raise todos through the socket.
-	resp, err := hive(t, state, "version")
+	resp, err := hivetest.Run(t, state, "version")
 	if err != nil || !strings.Contains(resp, "daemon") {
 		t.Fatalf("version: %v %q", err, resp)
 	}
 }
 
 func TestSetStatus(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	s.mustCall("set_status", map[string]any{"text": "building the world"}, nil)
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	s.MustCall("set_status", map[string]any{"text": "building the world"}, nil)
 	b, err := os.ReadFile(filepath.Join(state, "hyperhive-status"))
 	if err != nil || string(b) != "building the world" {
 		t.Fatalf("status file %q %v", b, err)
@@ -306,27 +305,27 @@ func TestSetStatus(t *testing.T) {
 
 // Two bridges share one daemon; a bridge exiting never stops a job.
 func TestBridgesShareDaemonAndJobsOutliveThem(t *testing.T) {
-	state := stateDir(t)
-	s1 := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s1 := hivetest.Connect(t, state, t.TempDir())
 	var st taskStatus
-	s1.mustCall("run", map[string]any{"cmd": "sleep 0.7; echo survived", "wait_seconds": 0}, &st)
-	s2 := connect(t, state, t.TempDir())
+	s1.MustCall("run", map[string]any{"cmd": "sleep 0.7; echo survived", "wait_seconds": 0}, &st)
+	s2 := hivetest.Connect(t, state, t.TempDir())
 	var seen taskStatus
-	s2.mustCall("status", map[string]any{"id": st.ID}, &seen)
+	s2.MustCall("status", map[string]any{"id": st.ID}, &seen)
 	if seen.Status != "running" {
 		t.Fatalf("second bridge sees %+v", seen)
 	}
-	pid := daemonPid(state)
-	s1.cs.Close()
-	s2.cs.Close()
-	s3 := connect(t, state, t.TempDir())
+	pid := hivetest.DaemonPid(state)
+	s1.Close()
+	s2.Close()
+	s3 := hivetest.Connect(t, state, t.TempDir())
 	var end taskStatus
-	s3.mustCall("status", map[string]any{"id": st.ID, "wait_seconds": 10}, &end)
+	s3.MustCall("status", map[string]any{"id": st.ID, "wait_seconds": 10}, &end)
 	if end.Status != "done" || end.StdoutTail != "survived\n" {
 		t.Fatalf("after the bridges left: %+v", end)
 	}
-	if daemonPid(state) != pid {
-		t.Errorf("daemon changed: %d → %d", pid, daemonPid(state))
+	if hivetest.DaemonPid(state) != pid {
+		t.Errorf("daemon changed: %d → %d", pid, hivetest.DaemonPid(state))
 	}
 }
 
@@ -335,40 +334,38 @@ func TestBridgesShareDaemonAndJobsOutliveThem(t *testing.T) {
 // processes gone; finished records are intact. (With the holder they
 // keep running: TestJobsOutliveTheDaemon.)
 func TestDaemonCrashRecovery(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state, "--hold-jobs=false")
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--hold-jobs=false")
+	s := hivetest.Connect(t, state, t.TempDir())
 	var done taskStatus
-	s.mustCall("run", map[string]any{"cmd": "echo kept"}, &done)
+	s.MustCall("run", map[string]any{"cmd": "echo kept"}, &done)
 	dir := t.TempDir()
 	var running []string
 	var pids []int
 	for i := 0; i < 2; i++ {
 		pidFile := filepath.Join(dir, strconv.Itoa(i))
 		var st taskStatus
-		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
+		s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
 		running = append(running, st.ID)
 		pids = append(pids, waitPidFile(t, pidFile))
 	}
-	old := daemonPid(state)
+	old := hivetest.DaemonPid(state)
 	syscall.Kill(old, syscall.SIGKILL)
-	for processAlive(old) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(old))
 	// The bridge notices and exits, which ends the client's session.
 	ended := make(chan error, 1)
-	go func() { ended <- s.cs.Wait() }()
+	go func() { ended <- s.Wait() }()
 	select {
 	case <-ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the bridge outlived its daemon")
 	}
-	s2 := connect(t, state, t.TempDir())
-	if p := daemonPid(state); p == old || p == 0 {
+	s2 := hivetest.Connect(t, state, t.TempDir())
+	if p := hivetest.DaemonPid(state); p == old || p == 0 {
 		t.Fatalf("daemon not restarted: pid %d (old %d)", p, old)
 	}
 	var le looseEnds
-	s2.mustCall("get_loose_ends", nil, &le)
+	s2.MustCall("get_loose_ends", nil, &le)
 	n := 0
 	for _, td := range le.Todos {
 		if strings.Contains(td.Summary, "interrupted") {
@@ -380,16 +377,16 @@ func TestDaemonCrashRecovery(t *testing.T) {
 	}
 	for i, id := range running {
 		var st taskStatus
-		s2.mustCall("status", map[string]any{"id": id}, &st)
+		s2.MustCall("status", map[string]any{"id": id}, &st)
 		if st.Status != "interrupted" {
 			t.Errorf("job %s after crash: %+v", id, st)
 		}
-		if processAlive(pids[i]) {
+		if hivetest.Alive(pids[i]) {
 			t.Errorf("process %d of job %s survived the restart", pids[i], id)
 		}
 	}
 	var kept taskStatus
-	s2.mustCall("status", map[string]any{"id": done.ID}, &kept)
+	s2.MustCall("status", map[string]any{"id": done.ID}, &kept)
 	if kept.Status != "done" || kept.StdoutTail != "kept\n" {
 		t.Errorf("finished record changed: %+v", kept)
 	}
@@ -397,30 +394,29 @@ func TestDaemonCrashRecovery(t *testing.T) {
 
 func waitPidFile(t *testing.T, path string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(path); err == nil {
-			if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				return p
-			}
+	var pid int
+	hivetest.Eventually(t, 10*time.Second, "a pid in "+path, func() error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no pid in %s", path)
-	return 0
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err
+	})
+	return pid
 }
 
 func TestCLI(t *testing.T) {
-	state := stateDir(t)
-	id, err := hive(t, state, "run", "--name", "cli-job", "--", "bash", "-c", "for i in 1 2 3; do echo line$i; sleep 0.1; done")
+	state := hivetest.StateDir(t)
+	id, err := hivetest.Run(t, state, "run", "--name", "cli-job", "--", "bash", "-c", "for i in 1 2 3; do echo line$i; sleep 0.1; done")
 	if err != nil || !regexp.MustCompile(`^[0-9a-f]{8}\n$`).MatchString(id) {
 		t.Fatalf("run: %q %v", id, err)
 	}
-	out, err := hive(t, state, "logs", "cli-job", "-f")
+	out, err := hivetest.Run(t, state, "logs", "cli-job", "-f")
 	if err != nil || out != "line1\nline2\nline3\n" {
 		t.Fatalf("logs -f: %q %v", out, err)
 	}
-	out, err = hive(t, state, "ps", "--all", "--json")
+	out, err = hivetest.Run(t, state, "ps", "--all", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,27 +428,27 @@ func TestCLI(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &jobs); err != nil || len(jobs) != 1 || jobs[0].State != "done" {
 		t.Fatalf("ps --json: %q %v", out, err)
 	}
-	out, _ = hive(t, state, "ps", "--all")
+	out, _ = hivetest.Run(t, state, "ps", "--all")
 	if !strings.Contains(out, "cli-job") || !strings.Contains(out, "STATE") {
 		t.Errorf("ps table: %q", out)
 	}
-	hive(t, state, "run", "--name", "long", "--", "sleep 60")
-	out, err = hive(t, state, "kill", "long")
+	hivetest.Run(t, state, "run", "--name", "long", "--", "sleep 60")
+	out, err = hivetest.Run(t, state, "kill", "long")
 	if err != nil || !strings.Contains(out, "SIGINT") {
 		t.Errorf("kill: %q %v", out, err)
 	}
-	out, err = hive(t, state, "kill", "cli-job")
+	out, err = hivetest.Run(t, state, "kill", "cli-job")
 	if err != nil || !strings.Contains(out, "already ended") {
 		t.Errorf("kill ended: %q %v", out, err)
 	}
-	if _, err := hive(t, state, "kill", "no-such-job"); err == nil {
+	if _, err := hivetest.Run(t, state, "kill", "no-such-job"); err == nil {
 		t.Errorf("kill of an unknown job succeeded")
 	}
 	fi, err := os.Stat(filepath.Join(state, "hive.sock"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("socket mode %v %v, want 0600", fi.Mode(), err)
 	}
-	out, err = hive(t, state, "daemon")
+	out, err = hivetest.Run(t, state, "daemon")
 	if err == nil || !strings.Contains(out, "already running") {
 		t.Errorf("second daemon: %q %v", out, err)
 	}
@@ -461,30 +457,24 @@ func TestCLI(t *testing.T) {
 // SIGTERM stops the daemon cleanly: running jobs are stopped (their
 // processes gone) and recorded as interrupted; the socket is removed.
 func TestDaemonSIGTERM(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	var st taskStatus
-	s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
+	s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
 	child := waitPidFile(t, pidFile)
-	pid := daemonPid(state)
+	pid := hivetest.DaemonPid(state)
 	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(20 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal("daemon did not exit on SIGTERM")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if processAlive(child) {
+	hivetest.Eventually(t, 20*time.Second, "the daemon to exit on SIGTERM", hivetest.Gone(pid))
+	if hivetest.Alive(child) {
 		t.Errorf("job process %d survived the daemon's shutdown", child)
 	}
 	if _, err := os.Stat(filepath.Join(state, "hive.sock")); !os.IsNotExist(err) {
 		t.Errorf("socket left behind: %v", err)
 	}
-	s2 := connect(t, state, t.TempDir())
+	s2 := hivetest.Connect(t, state, t.TempDir())
 	var end taskStatus
-	s2.mustCall("status", map[string]any{"id": st.ID}, &end)
+	s2.MustCall("status", map[string]any{"id": st.ID}, &end)
 	if end.Status != "interrupted" {
 		t.Errorf("job after shutdown: %+v", end)
 	}
@@ -494,7 +484,7 @@ func TestDaemonSIGTERM(t *testing.T) {
 func TestBridgeReportsDaemonFailure(t *testing.T) {
 	// A unix socket path longer than the kernel allows: the daemon fails.
 	state := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
-	cmd := hiveCmd(state, "mcp")
+	cmd := hivetest.Command(t, state, "mcp")
 	cmd.Stdin = strings.NewReader("")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), filepath.Join(state, "daemon.log")) {
@@ -506,33 +496,29 @@ func TestBridgeReportsDaemonFailure(t *testing.T) {
 // starts it) moves the log to daemon.log.1 past --log-max, and keeps
 // logging to a fresh daemon.log.
 func TestDaemonLogRotates(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	logPath := filepath.Join(state, "daemon.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := hiveCmd(state, "daemon", "--log-max", "4096")
+	d := hivetest.Command(t, state, "daemon", "--log-max", "4096")
 	d.Stdout, d.Stderr = logf, logf
-	startDaemonCmd(t, state, d)
+	hivetest.StartDaemonCmd(t, state, d)
 	logf.Close()
-	s := connect(t, state, t.TempDir())
+	s := hivetest.Connect(t, state, t.TempDir())
 	for i := range 40 {
-		s.mustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("echo %d", i)}, nil)
+		s.MustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("echo %d", i)}, nil)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	hivetest.Eventually(t, 5*time.Second, "the log's rotation", func() error {
 		cur, _ := os.ReadFile(logPath)
 		prev, _ := os.ReadFile(logPath + ".1")
-		if len(prev) > 0 && strings.Contains(string(cur), `msg="tool done"`) {
-			if len(cur) > 4096+2048 || len(prev) > 4096+2048 {
-				t.Fatalf("daemon.log %d bytes, daemon.log.1 %d bytes: over the cap", len(cur), len(prev))
-			}
-			break
+		if len(prev) == 0 || !strings.Contains(string(cur), `msg="tool done"`) {
+			return fmt.Errorf("no rotation: daemon.log %d bytes, daemon.log.1 %d bytes", len(cur), len(prev))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no rotation: daemon.log %d bytes, daemon.log.1 %d bytes", len(cur), len(prev))
+		if len(cur) > 4096+2048 || len(prev) > 4096+2048 {
+			return hivetest.Abort(fmt.Errorf("daemon.log %d bytes, daemon.log.1 %d bytes: over the cap", len(cur), len(prev)))
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // The CLI's human output, as a person at a terminal sees it: each command
 // line, its exit status, its stdout and its stderr, in
 // testdata/cli_human.txtar.
 func TestGoldenCLI(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir() // jobs record their working directory
 	n := newNormalizer(state, cwd)
 	arch := &txtar.Archive{Comment: []byte(`The human output of hive's CLI: each section is one command line, run in
@@ -30,7 +32,7 @@ placeholders such as <id1>, <dur>, <clock>, <pid>, <state>, <version>. After a c
 	run := func(isVolatile bool, args ...string) string {
 		t.Helper()
 		step++
-		cmd := hiveCmd(state, args...)
+		cmd := hivetest.Command(t, state, args...)
 		cmd.Dir = cwd
 		var out, errb strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errb

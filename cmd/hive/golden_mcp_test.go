@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/tools/txtar"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // The MCP surface as a client sees it through a real `hive mcp` bridge,
@@ -52,9 +54,9 @@ type rawSession struct {
 
 // mcpTranscript runs the session and returns its normalized transcript.
 func mcpTranscript(t *testing.T, env []string) *txtar.Archive {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
-	cmd := hiveCmd(state, "mcp")
+	cmd := hivetest.Command(t, state, "mcp")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = cwd
 	cmd.Stderr = os.Stderr

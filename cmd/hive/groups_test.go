@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // The old system's group names are accepted and grant no tool; an
 // unknown name is refused with the list of the known ones.
 func TestLegacyGroups(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	list := func(groups string) string {
-		s := connect(t, state, t.TempDir(), "--groups", groups)
-		res, err := s.cs.ListTools(t.Context(), &mcp.ListToolsParams{})
+		s := hivetest.Connect(t, state, t.TempDir(), "--groups", groups)
+		res, err := s.ListTools(t.Context(), &mcp.ListToolsParams{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func TestLegacyGroups(t *testing.T) {
 	if got := list("messaging,execution"); got != "compact,kill,mark_todos_done,run,set_status,status" {
 		t.Errorf("legacy and execution: %s", got)
 	}
-	out, err := hive(t, state, "mcp", "--groups", "bogus")
+	out, err := hivetest.Run(t, state, "mcp", "--groups", "bogus")
 	if err == nil || !strings.Contains(out, `unknown group "bogus"`) || !strings.Contains(out, "execution") || !strings.Contains(out, "messaging") {
 		t.Errorf("unknown group: %v %q", err, out)
 	}

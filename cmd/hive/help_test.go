@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // -h, --help and `help CMD` print the command's usage on stdout and exit
@@ -18,7 +20,7 @@ func TestHelpStartsNothing(t *testing.T) {
 		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack",
 		"stop", "restart", "config", "service", "service install", "service uninstall", "service status", "completion", "man", "dashboard", "holder"}
 	// Every command the general help lists is in the table above.
-	general, err := hiveCmd(state, "--help").Output()
+	general, err := hivetest.Command(t, state, "--help").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestHelpStartsNothing(t *testing.T) {
 		}
 		for _, args := range variants {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
-				c := hiveCmd(state, args...)
+				c := hivetest.Command(t, state, args...)
 				var out, errb strings.Builder
 				c.Stdout, c.Stderr = &out, &errb
 				if err := c.Run(); err != nil {
@@ -51,7 +53,7 @@ func TestHelpStartsNothing(t *testing.T) {
 		}
 	}
 	// "--" ends the flags: a -h after it is an argument, not a request for help.
-	c := hiveCmd(state, "kill", "--", "-h")
+	c := hivetest.Command(t, state, "kill", "--", "-h")
 	out, err := c.CombinedOutput()
 	if err == nil || strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "no hive daemon") {
 		t.Errorf("kill -- -h: %v %s", err, out)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -38,7 +40,7 @@ type psJob struct {
 // it has none.
 func psAll(t *testing.T, state string) map[string]psJob {
 	t.Helper()
-	out, err := hive(t, state, "ps", "-a", "--json")
+	out, err := hivetest.Run(t, state, "ps", "-a", "--json")
 	if err != nil {
 		logb, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
 		t.Fatalf("ps: %v %s; daemon.log ends:\n%s", err, out, tail(string(logb), 4000))
@@ -61,8 +63,8 @@ func psAll(t *testing.T, state string) map[string]psJob {
 // killDaemon9 kills the daemon with SIGKILL and waits until it is gone.
 func killDaemon9(t *testing.T, state string) {
 	t.Helper()
-	pid := daemonPid(state)
-	if pid == 0 || !processAlive(pid) {
+	pid := hivetest.DaemonPid(state)
+	if pid == 0 || !hivetest.Alive(pid) {
 		t.Fatal("no daemon to kill")
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
@@ -97,15 +99,15 @@ func tail(s string, n int) string {
 // offset a client saw, and jobs that ended during the gap are recorded
 // with their real exit codes and one loose end each.
 func TestJobsOutliveTheDaemon(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state, "--max-running", "200")
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--max-running", "200")
 	dir := t.TempDir()
 	stop, gap := filepath.Join(dir, "stop"), filepath.Join(dir, "gap")
 	// Each printer prints 1, 2, 3, … until told to stop, then exits 7.
 	printer := fmt.Sprintf(`i=0; while [ ! -e %s ]; do i=$((i+1)); echo $i; if [ $((i %% 50)) = 0 ]; then sleep 0.02; fi; done; exit 7`, stop)
 	const printers, gappers = 100, 5
 	for i := range printers {
-		if out, err := hive(t, state, "run", "--name", fmt.Sprintf("p%d", i), "--", printer); err != nil {
+		if out, err := hivetest.Run(t, state, "run", "--name", fmt.Sprintf("p%d", i), "--", printer); err != nil {
 			t.Fatalf("run: %v %s", err, out)
 		}
 	}
@@ -114,12 +116,12 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 		if i == gappers-1 {
 			cmd = fmt.Sprintf(`while [ ! -e %s ]; do sleep 0.02; done; kill -TERM $$`, gap)
 		}
-		if out, err := hive(t, state, "run", "--notify", "--name", fmt.Sprintf("g%d", i), "--", cmd); err != nil {
+		if out, err := hivetest.Run(t, state, "run", "--notify", "--name", fmt.Sprintf("g%d", i), "--", cmd); err != nil {
 			t.Fatalf("run: %v %s", err, out)
 		}
 	}
 	// A client reads the start of p0's output.
-	s := connect(t, state, t.TempDir())
+	s := hivetest.Connect(t, state, t.TempDir())
 	before := psAll(t, state)
 	p0 := before["p0"].ID
 	var seen struct {
@@ -129,23 +131,23 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 		} `json:"stdout"`
 	}
 	for seen.Stdout.NextOffset == 0 {
-		s.mustCall("terminal_job_logs", map[string]any{"job_id": p0, "wait_for_output": true, "wait_timeout_sec": 10}, &seen)
+		s.MustCall("terminal_job_logs", map[string]any{"job_id": p0, "wait_for_output": true, "wait_timeout_sec": 10}, &seen)
 	}
 	// Every printer has printed.
 	for name, j := range before {
-		for deadline := time.Now().Add(20 * time.Second); strings.HasPrefix(name, "p"); {
-			if fi, err := os.Stat(filepath.Join(state, "bash-tasks", j.ID+".out")); err == nil && fi.Size() > 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s printed nothing", name)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !strings.HasPrefix(name, "p") {
+			continue
 		}
+		hivetest.Eventually(t, 20*time.Second, "job "+name+" to print", func() error {
+			if fi, err := os.Stat(filepath.Join(state, "bash-tasks", j.ID+".out")); err != nil || fi.Size() == 0 {
+				return fmt.Errorf("job %s printed nothing", name)
+			}
+			return nil
+		})
 	}
 	before = psAll(t, state)
 	killDaemon9(t, state)
-	s.cs.Wait() // the bridge goes with its daemon
+	s.Wait() // the bridge goes with its daemon
 
 	// The gap: the gappers end while no daemon runs.
 	if err := os.WriteFile(gap, nil, 0o600); err != nil {
@@ -157,7 +159,7 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 	}
 	waitHeldEnds(t, state, gapIDs)
 	restart := time.Now()
-	startDaemon(t, state, "--max-running", "200")
+	hivetest.StartDaemon(t, state, "--max-running", "200")
 	after := psAll(t, state)
 	for i := range printers {
 		name := fmt.Sprintf("p%d", i)
@@ -179,7 +181,7 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 		}
 	}
 	// One loose end each for the gappers, saying how they ended.
-	out, err := hive(t, state, "todo", "ls", "--json")
+	out, err := hivetest.Run(t, state, "todo", "ls", "--json")
 	if err != nil {
 		t.Fatalf("todo ls: %v %s", err, out)
 	}
@@ -194,10 +196,10 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 	if err := os.WriteFile(stop, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s2 := connect(t, state, t.TempDir())
+	s2 := hivetest.Connect(t, state, t.TempDir())
 	for i := range printers {
 		name := fmt.Sprintf("p%d", i)
-		out, err := hive(t, state, "wait", name)
+		out, err := hivetest.Run(t, state, "wait", name)
 		if rc(t, err) != 7 {
 			t.Errorf("wait %s: exit %d %q, want 7", name, rc(t, err), out)
 		}
@@ -231,7 +233,7 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 				NextOffset int64  `json:"next_offset"`
 			} `json:"stdout"`
 		}
-		s2.mustCall("terminal_job_logs", map[string]any{"job_id": p0, "since_offset": off}, &page)
+		s2.MustCall("terminal_job_logs", map[string]any{"job_id": p0, "since_offset": off}, &page)
 		if page.Stdout.Offset != off || page.Stdout.NextOffset <= off {
 			t.Fatalf("logs from %d: %+v", off, page.Stdout)
 		}
@@ -248,15 +250,15 @@ func TestJobsOutliveTheDaemon(t *testing.T) {
 // without a holder; nothing else is signalled, and new jobs get a new
 // holder.
 func TestHolderKilled(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	dir := t.TempDir()
 	var ids []string
 	var pids []int
 	for i := range 3 {
 		pidFile := filepath.Join(dir, strconv.Itoa(i))
 		var st taskStatus
-		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
+		s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile), "wait_seconds": 0}, &st)
 		ids = append(ids, st.ID)
 		pids = append(pids, waitPidFile(t, pidFile))
 	}
@@ -266,7 +268,7 @@ func TestHolderKilled(t *testing.T) {
 	if escapeTracking(t, state) == proc.TrackCgroup {
 		pidFile := filepath.Join(dir, "scrubbed")
 		var st taskStatus
-		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("env -i setsid sh -c 'echo $$ > %s; exec sleep 3600' & wait", pidFile), "wait_seconds": 0}, &st)
+		s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("env -i setsid sh -c 'echo $$ > %s; exec sleep 3600' & wait", pidFile), "wait_seconds": 0}, &st)
 		ids = append(ids, st.ID)
 		scrubbed = waitPidFile(t, pidFile)
 		if p, ok := proc.Pin(scrubbed, nil); ok { // killed here if the test fails
@@ -274,36 +276,35 @@ func TestHolderKilled(t *testing.T) {
 		}
 	}
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", nil, &sh)
-	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo up-$((1+1))\n", "wait_for": "up-2"})
+	s.MustCall("terminal_pty_open", nil, &sh)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo up-$((1+1))\n", "wait_for": "up-2"})
 	// A process of the same user that is no job's: left alone. And one
 	// marked as a process of a job that ended normally (its job let it
 	// go): left alone as at a daemon's start.
 	other := newSleeper(t)
 	var ended taskStatus
-	s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 10}, &ended)
+	s.MustCall("run", map[string]any{"cmd": "true", "wait_seconds": 10}, &ended)
 	marked := newSleeper(t, "HIVE_JOB_ID="+ended.ID, "HIVE_JOB_OWNER="+state)
-	h := holderPid(state)
+	h := hivetest.HolderPid(state)
 	if h == 0 {
 		t.Fatal("no holder runs")
 	}
 	syscall.Kill(h, syscall.SIGKILL)
 	waitGone(t, h, "the killed holder")
-	for deadline := time.Now().Add(20 * time.Second); ; { // ps reads without clearing loose ends
+	if err := hivetest.Wait(20*time.Second, func() error { // ps reads without clearing loose ends
 		n := 0
 		for _, j := range psAll(t, state) {
 			if j.State == "interrupted" {
 				n++
 			}
 		}
-		if n == len(ids) {
-			break
+		if n != len(ids) {
+			return fmt.Errorf("%d of %d jobs interrupted after their holder's kill -9", n, len(ids))
 		}
-		if time.Now().After(deadline) {
-			logb, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
-			t.Fatalf("%d of %d jobs interrupted after their holder's kill -9; daemon.log ends:\n%s", n, len(ids), tail(string(logb), 3000))
-		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	}); err != nil {
+		logb, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
+		t.Fatalf("%v; daemon.log ends:\n%s", err, tail(string(logb), 3000))
 	}
 	for _, pid := range pids {
 		waitGone(t, pid, "a process of a job whose holder died")
@@ -311,24 +312,21 @@ func TestHolderKilled(t *testing.T) {
 	if scrubbed != 0 {
 		waitGone(t, scrubbed, "a process without marks in the cgroup of a job whose holder died")
 	}
-	if !processAlive(other) || !processAlive(marked) {
-		t.Errorf("a process that is no running job's was signalled: unmarked alive %v, marked by an ended job alive %v", processAlive(other), processAlive(marked))
+	if !hivetest.Alive(other) || !hivetest.Alive(marked) {
+		t.Errorf("a process that is no running job's was signalled: unmarked alive %v, marked by an ended job alive %v", hivetest.Alive(other), hivetest.Alive(marked))
 	}
 	// The PTY session ends too, its shell gone; its output stays readable.
 	waitGone(t, sh.Pid, "the shell of a session whose holder died")
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	hivetest.Eventually(t, 10*time.Second, "the session to tell it was interrupted", func() error {
 		var out ptyOut
-		text, _ := s.call("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
-		if strings.Contains(text, "interrupted") && strings.Contains(out.Data, "up-2") {
-			break
+		text, _ := s.Call("terminal_pty_read", map[string]any{"session_id": sh.SessionID}, &out)
+		if !strings.Contains(text, "interrupted") || !strings.Contains(out.Data, "up-2") {
+			return fmt.Errorf("the session after its holder's kill -9: %q %+v", text, out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the session after its holder's kill -9: %q %+v", text, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	var le looseEnds
-	s.mustCall("get_loose_ends", nil, &le)
+	s.MustCall("get_loose_ends", nil, &le)
 	n := 0
 	for _, td := range le.Todos {
 		if strings.Contains(td.Summary, "interrupted") {
@@ -340,18 +338,18 @@ func TestHolderKilled(t *testing.T) {
 	}
 	for _, id := range ids {
 		var st taskStatus
-		s.mustCall("status", map[string]any{"id": id}, &st)
+		s.MustCall("status", map[string]any{"id": id}, &st)
 		if st.Status != "interrupted" || !strings.Contains(st.Error, "holder") {
 			t.Errorf("job %s after its holder's kill -9: %+v", id, st)
 		}
 	}
 	// The next job gets a new holder.
 	var st taskStatus
-	s.mustCall("run", map[string]any{"cmd": "echo again", "wait_seconds": 10}, &st)
+	s.MustCall("run", map[string]any{"cmd": "echo again", "wait_seconds": 10}, &st)
 	if st.Status != "done" || st.StdoutTail != "again\n" {
 		t.Errorf("a job after the holder's death: %+v", st)
 	}
-	if nh := holderPid(state); nh == 0 || nh == h {
+	if nh := hivetest.HolderPid(state); nh == 0 || nh == h {
 		t.Errorf("holder after: %d (the killed one %d)", nh, h)
 	}
 }
@@ -360,7 +358,7 @@ func TestHolderKilled(t *testing.T) {
 // it holds the end of each of ids.
 func waitHeldEnds(t *testing.T, state string, ids []string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	hivetest.Eventually(t, 20*time.Second, "the holder to hold the ends", func() error {
 		c, err := net.Dial("unix", filepath.Join(state, "holder.sock"))
 		if err != nil {
 			t.Fatal(err)
@@ -388,18 +386,13 @@ func waitHeldEnds(t *testing.T, state string, ids []string) {
 		for _, h := range answer.Held {
 			ended[h.ID] = len(h.End) > 0
 		}
-		all := true
 		for _, id := range ids {
-			all = all && ended[id]
+			if !ended[id] {
+				return fmt.Errorf("the holder holds no end for some of %v: %s", ids, line)
+			}
 		}
-		if all {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder holds no end for some of %v: %s", ids, line)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // newSleeper starts a process of the test's own, ended at cleanup.
@@ -417,7 +410,7 @@ func newSleeper(t *testing.T, env ...string) int {
 // A holder of an incompatible protocol is reported, with both ranges,
 // and left alone: the daemon does not start over it.
 func TestDaemonReportsIncompatibleHolder(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	ln, err := net.Listen("unix", filepath.Join(state, "holder.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -433,7 +426,7 @@ func TestDaemonReportsIncompatibleHolder(t *testing.T) {
 			c.Close()
 		}
 	}()
-	out, err := hiveCmd(state, "daemon").CombinedOutput()
+	out, err := hivetest.Command(t, state, "daemon").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "incompatible protocol") || !strings.Contains(string(out), "7..9") {
 		t.Errorf("a daemon over a holder of protocols 7..9: %v %s", err, out)
 	}
@@ -442,9 +435,9 @@ func TestDaemonReportsIncompatibleHolder(t *testing.T) {
 // hive version --json names the holder of the jobs and how escapes are
 // tracked (by the holder).
 func TestVersionNamesTheHolder(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	out, err := hive(t, state, "version", "--json")
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	out, err := hivetest.Run(t, state, "version", "--json")
 	var v struct {
 		Holder *struct {
 			Pid     int    `json:"pid"`
@@ -454,7 +447,7 @@ func TestVersionNamesTheHolder(t *testing.T) {
 		} `json:"holder"`
 		Tracking string `json:"escape_tracking"`
 	}
-	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != holderPid(state) || v.Holder.Proto != 1 || v.Holder.Build == "" || (v.Tracking != proc.TrackSubreaper && v.Tracking != proc.TrackCgroup) {
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != hivetest.HolderPid(state) || v.Holder.Proto != 1 || v.Holder.Build == "" || (v.Tracking != proc.TrackSubreaper && v.Tracking != proc.TrackCgroup) {
 		t.Fatalf("version --json: %v %s", err, out)
 	}
 	// With cgroups it names where its jobs' are, and the holder runs in
@@ -477,50 +470,48 @@ func TestPTYOutlivesTheDaemon(t *testing.T) {
 	if _, err := exec.LookPath("vim"); err != nil {
 		t.Skip("no vim here (.ci/run installs it)")
 	}
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	file := filepath.Join(t.TempDir(), "note.txt")
 	var info ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"cmd": "vim -u NONE -i NONE -N " + file, "cols": 80, "rows": 24}, &info)
+	s.MustCall("terminal_pty_open", map[string]any{"cmd": "vim -u NONE -i NONE -N " + file, "cols": 80, "rows": 24}, &info)
 	// Until vim has drawn its screen the terminal still echoes what it is
 	// sent: wait for it, then type, and wait for the screen to show it.
-	screenShows := func(s *session, want func(string) bool) ptyOut {
+	screenShows := func(s *hivetest.Session, want func(string) bool) ptyOut {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			out := s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
-			if want(out.Screen) {
-				return out
+		var out ptyOut
+		hivetest.Eventually(t, 10*time.Second, "vim's screen", func() error {
+			if out = ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true}); !want(out.Screen) {
+				return fmt.Errorf("vim's screen: %q", out.Screen)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("vim's screen: %q", out.Screen)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
+		return out
 	}
 	screenShows(s, func(sc string) bool { return strings.Count(sc, "~") > 10 })
-	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "ihello from vim\x1b", "wait_ms": 0})
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "ihello from vim\x1b", "wait_ms": 0})
 	screenShows(s, func(sc string) bool {
 		return strings.HasPrefix(sc, "hello from vim") && !strings.Contains(sc, "INSERT")
 	})
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", nil, &sh)
-	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo before-$((1+1))\n", "wait_for": "before-2"})
-	before := s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+	s.MustCall("terminal_pty_open", nil, &sh)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo before-$((1+1))\n", "wait_for": "before-2"})
+	before := ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
 	if !strings.Contains(before.Screen, "hello from vim") {
 		t.Fatalf("vim's screen before: %q", before.Screen)
 	}
 	killDaemon9(t, state)
-	s.cs.Wait()
+	s.Wait()
 
-	s2 := connect(t, state, t.TempDir())
-	after := s2.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+	s2 := hivetest.Connect(t, state, t.TempDir())
+	after := ptyCall(t, s2, "terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
 	if after.Screen != before.Screen || !after.Running {
 		t.Errorf("vim's screen after the daemon's kill -9:\n%s\nwant:\n%s", after.Screen, before.Screen)
 	}
 	var list struct {
 		Sessions []ptyInfo `json:"sessions"`
 	}
-	s2.mustCall("terminal_pty_list", nil, &list)
+	s2.MustCall("terminal_pty_list", nil, &list)
 	found := 0
 	for _, x := range list.Sessions {
 		if (x.SessionID == info.SessionID && x.Pid == info.Pid) || (x.SessionID == sh.SessionID && x.Pid == sh.Pid) {
@@ -537,37 +528,33 @@ func TestPTYOutlivesTheDaemon(t *testing.T) {
 		ptyOut
 		Note string `json:"note"`
 	}
-	text := s2.mustCall("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "x"}, &typed)
+	text := s2.MustCall("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "x"}, &typed)
 	if strings.Contains(text, "still busy") || time.Since(t0) > 5*time.Second {
 		logb, _ := os.ReadFile(filepath.Join(state, "daemon.log"))
 		t.Errorf("a keystroke to the adopted shell: %q after %v; daemon.log ends:\n%s", text, time.Since(t0), tail(string(logb), 1500))
 	}
-	if out := s2.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\x15echo after-$((2+2))\n", "wait_for": "after-4"}); !out.Matched {
+	if out := ptyCall(t, s2, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\x15echo after-$((2+2))\n", "wait_for": "after-4"}); !out.Matched {
 		t.Errorf("the adopted shell: %+v", out)
 	}
 	// Reads go on where they were.
-	more := s2.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "since_offset": before.NextOffset})
+	more := ptyCall(t, s2, "terminal_pty_read", map[string]any{"session_id": info.SessionID, "since_offset": before.NextOffset})
 	if more.Offset != before.NextOffset {
 		t.Errorf("read from %d after the restart: %+v", before.NextOffset, more)
 	}
 	// It takes input: vim saves and exits.
-	s2.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": ":wq\r", "wait_ms": 0})
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	ptyCall(t, s2, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": ":wq\r", "wait_ms": 0})
+	hivetest.Eventually(t, 10*time.Second, "vim to exit on :wq", func() error {
 		var out ptyOut
-		s2.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID}, &out)
-		if !out.Running {
-			break
+		if s2.MustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID}, &out); out.Running {
+			return errors.New("vim still runs")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("vim did not exit on :wq")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if b, err := os.ReadFile(file); err != nil || string(b) != "hello from vim\n" {
 		t.Errorf("the file vim wrote: %q %v", b, err)
 	}
-	s2.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
-	if processAlive(info.Pid) {
+	s2.MustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+	if hivetest.Alive(info.Pid) {
 		t.Errorf("vim %d left running after close", info.Pid)
 	}
 }
@@ -575,24 +562,24 @@ func TestPTYOutlivesTheDaemon(t *testing.T) {
 // hive restart keeps PTY sessions as it keeps jobs: the next daemon
 // adopts the shell, which answers, with its output before the restart.
 func TestRestartKeepsPTYSessions(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"name": "kept"}, &sh)
-	s.pty("terminal_pty_send", map[string]any{"session_id": "kept", "input": "echo one-$((0+1))\n", "wait_for": "one-1"})
-	old := daemonPid(state)
-	if out, err := hive(t, state, "restart", "--grace", "1s"); err != nil {
+	s.MustCall("terminal_pty_open", map[string]any{"name": "kept"}, &sh)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": "kept", "input": "echo one-$((0+1))\n", "wait_for": "one-1"})
+	old := hivetest.DaemonPid(state)
+	if out, err := hivetest.Run(t, state, "restart", "--grace", "1s"); err != nil {
 		t.Fatalf("restart: %v %s", err, out)
 	}
 	waitGone(t, old, "the restarted daemon")
-	s.cs.Wait()
-	s2 := connect(t, state, t.TempDir())
-	out := s2.pty("terminal_pty_send", map[string]any{"session_id": "kept", "input": "echo two-$((1+1))\n", "wait_for": "two-2"})
-	if !out.Matched || !out.Running || !processAlive(sh.Pid) {
+	s.Wait()
+	s2 := hivetest.Connect(t, state, t.TempDir())
+	out := ptyCall(t, s2, "terminal_pty_send", map[string]any{"session_id": "kept", "input": "echo two-$((1+1))\n", "wait_for": "two-2"})
+	if !out.Matched || !out.Running || !hivetest.Alive(sh.Pid) {
 		t.Fatalf("the session after hive restart: %+v", out)
 	}
-	all := s2.pty("terminal_pty_read", map[string]any{"session_id": "kept", "since_offset": 0})
+	all := ptyCall(t, s2, "terminal_pty_read", map[string]any{"session_id": "kept", "since_offset": 0})
 	if !strings.Contains(all.Data, "one-1") || !strings.Contains(all.Data, "two-2") {
 		t.Errorf("the session's output across the restart: %q", all.Data)
 	}
@@ -602,17 +589,17 @@ func TestRestartKeepsPTYSessions(t *testing.T) {
 // lets it go at once (the holder keeps the session), and the restart
 // completes.
 func TestRestartDuringPTYClose(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"cmd": "trap 'echo hup' HUP; echo ready; while :; do sleep 0.1; done"}, &sh)
+	s.MustCall("terminal_pty_open", map[string]any{"cmd": "trap 'echo hup' HUP; echo ready; while :; do sleep 0.1; done"}, &sh)
 	waitPTYOutput(t, s, sh.SessionID, "ready")
-	go s.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "terminal_pty_close", Arguments: map[string]any{"session_id": sh.SessionID}}) // ends with the restart
-	waitPTYOutput(t, s, sh.SessionID, "hup")                                                                                                       // the close has begun: its hangup came
+	go s.CallTool(context.Background(), &mcp.CallToolParams{Name: "terminal_pty_close", Arguments: map[string]any{"session_id": sh.SessionID}}) // ends with the restart
+	waitPTYOutput(t, s, sh.SessionID, "hup")                                                                                                    // the close has begun: its hangup came
 	t0 := time.Now()
 	done := make(chan error, 1)
-	go func() { _, err := hive(t, state, "restart", "--grace", "1s"); done <- err }()
+	go func() { _, err := hivetest.Run(t, state, "restart", "--grace", "1s"); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -628,24 +615,24 @@ func TestRestartDuringPTYClose(t *testing.T) {
 
 // A session resized before the daemon's kill -9 comes back at its size.
 func TestPTYResizedThenAdopted(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"cols": 80, "rows": 24}, &sh)
-	s.mustCall("terminal_pty_resize", map[string]any{"session_id": sh.SessionID, "cols": 40, "rows": 10}, nil)
-	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "printf 'x%.0s' $(seq 50); echo; echo done-$((1+1))\n", "wait_for": "done-2"})
-	before := s.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "screen": true})
+	s.MustCall("terminal_pty_open", map[string]any{"cols": 80, "rows": 24}, &sh)
+	s.MustCall("terminal_pty_resize", map[string]any{"session_id": sh.SessionID, "cols": 40, "rows": 10}, nil)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "printf 'x%.0s' $(seq 50); echo; echo done-$((1+1))\n", "wait_for": "done-2"})
+	before := ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": sh.SessionID, "screen": true})
 	killDaemon9(t, state)
-	s.cs.Wait()
-	s2 := connect(t, state, t.TempDir())
+	s.Wait()
+	s2 := hivetest.Connect(t, state, t.TempDir())
 	var list struct {
 		Sessions []ptyInfo `json:"sessions"`
 	}
-	s2.mustCall("terminal_pty_list", nil, &list)
+	s2.MustCall("terminal_pty_list", nil, &list)
 	if len(list.Sessions) != 1 || list.Sessions[0].Cols != 40 || list.Sessions[0].Rows != 10 {
 		t.Errorf("the resized session after the daemon's kill -9: %+v", list.Sessions)
 	}
-	after := s2.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "screen": true})
+	after := ptyCall(t, s2, "terminal_pty_read", map[string]any{"session_id": sh.SessionID, "screen": true})
 	if after.Screen != before.Screen {
 		t.Errorf("the resized session's screen after the daemon's kill -9:\n%s\nwant:\n%s", after.Screen, before.Screen)
 	}
@@ -654,14 +641,14 @@ func TestPTYResizedThenAdopted(t *testing.T) {
 // SIGTERM of a holder left by a killed daemon ends its sessions, even a
 // program that ignores the hangup, and the holder exits soon.
 func TestHolderSIGTERMEndsSessions(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"cmd": "trap '' HUP; echo ready; exec sleep 1000"}, &sh)
+	s.MustCall("terminal_pty_open", map[string]any{"cmd": "trap '' HUP; echo ready; exec sleep 1000"}, &sh)
 	waitPTYOutput(t, s, sh.SessionID, "ready")
-	h := holderPid(state)
+	h := hivetest.HolderPid(state)
 	killDaemon9(t, state)
-	s.cs.Wait()
+	s.Wait()
 	t0 := time.Now()
 	syscall.Kill(h, syscall.SIGTERM)
 	waitGone(t, h, "the holder after SIGTERM")
@@ -672,19 +659,15 @@ func TestHolderSIGTERMEndsSessions(t *testing.T) {
 }
 
 // waitPTYOutput waits until session id's output holds want.
-func waitPTYOutput(t *testing.T, s *session, id, want string) {
+func waitPTYOutput(t *testing.T, s *hivetest.Session, id, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	hivetest.Eventually(t, 10*time.Second, fmt.Sprintf("%q in session %s's output", want, id), func() error {
 		var out ptyOut
-		s.mustCall("terminal_pty_read", map[string]any{"session_id": id}, &out)
-		if strings.Contains(out.Data, want) {
-			return
+		if s.MustCall("terminal_pty_read", map[string]any{"session_id": id}, &out); !strings.Contains(out.Data, want) {
+			return fmt.Errorf("session %s: no %q in its output: %q", id, want, out.Data)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s: no %q in its output within 10 s: %q", id, want, out.Data)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // An end told inline (run with wait_seconds) is its holder's to keep
@@ -692,23 +675,23 @@ func waitPTYOutput(t *testing.T, s *session, id, want string) {
 // killed the moment it has told it loses nothing, and the next one
 // records the same end.
 func TestInlineEndOutlivesTheDaemon(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	want := map[string]int{}
 	for i := range 4 {
-		startDaemon(t, state)
-		s := connect(t, state, t.TempDir())
-		pid := daemonPid(state)
+		hivetest.StartDaemon(t, state)
+		s := hivetest.Connect(t, state, t.TempDir())
+		pid := hivetest.DaemonPid(state)
 		var st taskStatus
-		s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("exit %d", 3+i), "wait_seconds": 10}, &st)
+		s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("exit %d", 3+i), "wait_seconds": 10}, &st)
 		syscall.Kill(pid, syscall.SIGKILL) // at once: its end may not be recorded yet
 		waitGone(t, pid, "the killed daemon")
-		s.cs.Wait()
+		s.Wait()
 		if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 3+i {
 			t.Fatalf("round %d: told %+v, want done with exit %d", i, st, 3+i)
 		}
 		want[st.ID] = 3 + i
 	}
-	startDaemon(t, state)
+	hivetest.StartDaemon(t, state)
 	after := psAll(t, state)
 	for id, code := range want {
 		if a, ok := after[id]; !ok || a.State != "done" || a.ExitCode == nil || *a.ExitCode != code {
@@ -723,11 +706,8 @@ func TestInlineEndOutlivesTheDaemon(t *testing.T) {
 // pid, start). With an older unit (another KillMode) systemd restarts
 // the unit as before, and hive says the jobs went with it.
 func TestRestartUnderSystemdKeepsJobs(t *testing.T) {
-	state := stateDir(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	state := hivetest.StateDir(t)
+	bin := hivetest.Bin(t)
 	dir := t.TempDir()
 	calls := filepath.Join(dir, "calls")
 	fake := filepath.Join(dir, "systemctl")
@@ -736,31 +716,31 @@ func TestRestartUnderSystemdKeepsJobs(t *testing.T) {
 echo "$*" >> %s
 case "$2" in
 show) echo process ;;
-start) HIVE_E2E_MAIN=1 HIVE_STATE_DIR=%s HIVE_SUPERVISOR=systemd %s daemon >/dev/null 2>&1 & ;;
+start) %s HIVE_STATE_DIR=%s HIVE_SUPERVISOR=systemd %s daemon >/dev/null 2>&1 & ;;
 esac
 exit 0
-`, calls, state, self)
+`, calls, strings.Join(bin.Env, " "), state, bin.Path)
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := hiveCmd(state, "daemon")
+	d := hivetest.Command(t, state, "daemon")
 	d.Env = append(d.Env, "HIVE_SUPERVISOR=systemd")
-	startDaemonCmd(t, state, d)
-	oldPID := daemonPid(state)
-	if out, err := hive(t, state, "run", "--name", "long", "--", "sleep", "60"); err != nil {
+	hivetest.StartDaemonCmd(t, state, d)
+	oldPID := hivetest.DaemonPid(state)
+	if out, err := hivetest.Run(t, state, "run", "--name", "long", "--", "sleep", "60"); err != nil {
 		t.Fatalf("run: %v %s", err, out)
 	}
 	before := psAll(t, state)["long"]
 	if before.State != "running" {
 		t.Fatalf("before: %+v", before)
 	}
-	c := hiveCmd(state, "restart")
+	c := hivetest.Command(t, state, "restart")
 	c.Env = append(c.Env, "HIVE_SYSTEMCTL="+fake)
 	out, err := c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "restarted the daemon") {
 		t.Fatalf("restart under systemd: %v %s", err, out)
 	}
-	if pid := daemonPid(state); pid == oldPID || pid == 0 {
+	if pid := hivetest.DaemonPid(state); pid == oldPID || pid == 0 {
 		t.Fatalf("daemon pid %d after the restart, was %d", pid, oldPID)
 	}
 	after := psAll(t, state)["long"]
@@ -779,7 +759,7 @@ exit 0
 	if err := os.WriteFile(fake, []byte(old), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c = hiveCmd(state, "restart")
+	c = hivetest.Command(t, state, "restart")
 	c.Env = append(c.Env, "HIVE_SYSTEMCTL="+fake)
 	out, err = c.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "stops the jobs with its daemon") {

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 func freePort(t *testing.T) string {
@@ -41,20 +43,16 @@ func startHTTPDaemon(t *testing.T, state, addr string, extra ...string) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	d := hiveCmd(state, append([]string{"daemon", "--http", addr}, extra...)...)
+	d := hivetest.Command(t, state, append([]string{"daemon", "--http", addr}, extra...)...)
 	d.Stdout, d.Stderr = logf, logf
-	startDaemonCmd(t, state, d)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	hivetest.StartDaemonCmd(t, state, d)
+	hivetest.Eventually(t, 10*time.Second, "the http endpoint to come up", func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("http endpoint did not come up")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // daemonLog is what the state dir's daemon wrote to its log so far.
@@ -66,17 +64,14 @@ func daemonLog(state string) string {
 // waitLog waits until the daemon's log matches re, and returns the log.
 func waitLog(t *testing.T, state string, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		l := daemonLog(state)
-		if re.MatchString(l) {
-			return l
+	var l string
+	hivetest.Eventually(t, 10*time.Second, "the daemon's log to match "+re.String(), func() error {
+		if l = daemonLog(state); !re.MatchString(l) {
+			return fmt.Errorf("daemon log never matched %v:\n%s", re, l)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon log never matched %v:\n%s", re, l)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return l
 }
 
 // httpToken reads the token the daemon generated for state.
@@ -161,7 +156,7 @@ func auth(token string) map[string]string {
 // killed (by pid) after 20 s and fails the test.
 func daemonMustFail(t *testing.T, state string, args ...string) (string, int) {
 	t.Helper()
-	cmd := hiveCmd(state, append([]string{"daemon"}, args...)...)
+	cmd := hivetest.Command(t, state, append([]string{"daemon"}, args...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -185,7 +180,7 @@ func daemonMustFail(t *testing.T, state string, args ...string) (string, int) {
 }
 
 func TestHTTPTransport(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	url := "http://" + addr + "/mcp"
@@ -225,7 +220,7 @@ func TestHTTPTransport(t *testing.T) {
 // (0600), logs where it is, reports it in `hive version`, and keeps it
 // across restarts.
 func TestHTTPDefaultToken(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	path := filepath.Join(state, "http-token")
@@ -239,7 +234,7 @@ func TestHTTPDefaultToken(t *testing.T) {
 	}
 	waitLog(t, state, regexp.MustCompile(`level=INFO msg="http bearer token required" token_file=`+regexp.QuoteMeta(path)))
 
-	out, err := hive(t, state, "version", "--json")
+	out, err := hivetest.Run(t, state, "version", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +245,7 @@ func TestHTTPDefaultToken(t *testing.T) {
 	if v["daemon_http_addr"] != addr || v["daemon_http_auth"] != "token" || v["daemon_http_token_file"] != path {
 		t.Errorf("version --json: %v", v)
 	}
-	out, _ = hive(t, state, "version")
+	out, _ = hivetest.Run(t, state, "version")
 	if want := fmt.Sprintf("http http://%s/mcp (bearer token in %s)", addr, path); !strings.Contains(out, want) {
 		t.Errorf("version: %q, want a line %q", out, want)
 	}
@@ -259,7 +254,7 @@ func TestHTTPDefaultToken(t *testing.T) {
 	}
 
 	// A restart reuses the file.
-	stopDaemon(t, state)
+	hivetest.StopState(t, state)
 	startHTTPDaemon(t, state, addr)
 	if again := httpToken(t, state); again != tok {
 		t.Errorf("token after restart %q, want the same %q", again, tok)
@@ -271,7 +266,7 @@ func TestHTTPDefaultToken(t *testing.T) {
 
 // Only "Authorization: Bearer TOKEN" passes, the scheme in any case.
 func TestHTTPBearerHeader(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	url := "http://" + addr + "/mcp"
@@ -309,7 +304,7 @@ func TestHTTPBearerHeader(t *testing.T) {
 }
 
 func TestHTTPBearerTokenFile(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	tok := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tok, []byte("s3cret\n"), 0o600)
@@ -327,7 +322,7 @@ func TestHTTPBearerTokenFile(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "http-token")); !os.IsNotExist(err) {
 		t.Errorf("a token was generated although --http-token-file was given: %v", err)
 	}
-	out, _ := hive(t, state, "version", "--json")
+	out, _ := hivetest.Run(t, state, "version", "--json")
 	if !strings.Contains(out, `"daemon_http_token_file":"`+tok+`"`) {
 		t.Errorf("version --json %q does not name %s", out, tok)
 	}
@@ -337,10 +332,10 @@ func TestHTTPBearerTokenFile(t *testing.T) {
 // and the old one no longer does; while the file is unusable every
 // request is refused, never let through.
 func TestHTTPTokenRotation(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
-	pid := daemonPid(state)
+	pid := hivetest.DaemonPid(state)
 	url := "http://" + addr + "/mcp"
 	path := filepath.Join(state, "http-token")
 	old := httpToken(t, state)
@@ -404,7 +399,7 @@ func TestHTTPTokenRotation(t *testing.T) {
 	if got := post(t, url, auth("fixed-token")); got != http.StatusOK {
 		t.Errorf("token after the fix: %d, want 200", got)
 	}
-	if daemonPid(state) != pid {
+	if hivetest.DaemonPid(state) != pid {
 		t.Errorf("the daemon restarted")
 	}
 }
@@ -448,7 +443,7 @@ func TestHTTPTokenFileRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			state := stateDir(t)
+			state := hivetest.StateDir(t)
 			path, args := tt.setup(t, state)
 			out, code := daemonMustFail(t, state, append([]string{"--http", freePort(t)}, args...)...)
 			for _, w := range tt.want {
@@ -461,7 +456,7 @@ func TestHTTPTokenFileRefused(t *testing.T) {
 }
 
 func TestHTTPRefusesNonLoopbackWithoutToken(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	out, _ := daemonMustFail(t, state, "--http", "0.0.0.0:0")
 	if !strings.Contains(out, "loopback") || !strings.Contains(out, "--http-token-file") {
 		t.Errorf("non-loopback without token: %q", out)
@@ -470,7 +465,7 @@ func TestHTTPRefusesNonLoopbackWithoutToken(t *testing.T) {
 
 func TestHTTPNoAuth(t *testing.T) {
 	t.Run("non-loopback refused", func(t *testing.T) {
-		out, _ := daemonMustFail(t, stateDir(t), "--http", "0.0.0.0:0", "--http-no-auth")
+		out, _ := daemonMustFail(t, hivetest.StateDir(t), "--http", "0.0.0.0:0", "--http-no-auth")
 		if !strings.Contains(out, "--http-no-auth") || !strings.Contains(out, "loopback") {
 			t.Errorf("output %q: want the flag and the loopback rule", out)
 		}
@@ -478,13 +473,13 @@ func TestHTTPNoAuth(t *testing.T) {
 	t.Run("with a token file is a usage error", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "tok")
 		os.WriteFile(p, []byte("tok\n"), 0o600)
-		out, code := daemonMustFail(t, stateDir(t), "--http", freePort(t), "--http-no-auth", "--http-token-file", p)
+		out, code := daemonMustFail(t, hivetest.StateDir(t), "--http", freePort(t), "--http-no-auth", "--http-token-file", p)
 		if code != 2 || !strings.Contains(out, "--http-no-auth and --http-token-file") {
 			t.Errorf("exit %d, output %q: want a usage error (2) naming both flags", code, out)
 		}
 	})
 	t.Run("loopback serves without a token", func(t *testing.T) {
-		state := stateDir(t)
+		state := hivetest.StateDir(t)
 		addr := freePort(t)
 		startHTTPDaemon(t, state, addr, "--http-no-auth")
 		if got := post(t, "http://"+addr+"/mcp", nil); got != http.StatusOK {
@@ -496,7 +491,7 @@ func TestHTTPNoAuth(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(state, "http-token")); !os.IsNotExist(err) {
 			t.Errorf("a token was generated with --http-no-auth: %v", err)
 		}
-		out, _ := hive(t, state, "version", "--json")
+		out, _ := hivetest.Run(t, state, "version", "--json")
 		if !strings.Contains(out, `"daemon_http_auth":"none"`) || strings.Contains(out, "token_file") {
 			t.Errorf("version --json %q: want auth none and no token file", out)
 		}
@@ -505,7 +500,7 @@ func TestHTTPNoAuth(t *testing.T) {
 }
 
 func TestHTTPUnknownGroup(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	a := do(t, "POST", "http://"+addr+"/mcp?groups=execution,bogus", auth(httpToken(t, state)), initBody)
@@ -516,7 +511,7 @@ func TestHTTPUnknownGroup(t *testing.T) {
 
 // A body that does not arrive within --http-read-timeout gets 408.
 func TestHTTPSlowBody(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr, "--http-read-timeout", "500ms")
 	c, err := net.Dial("tcp", addr)
@@ -540,7 +535,7 @@ func TestHTTPSlowBody(t *testing.T) {
 // foreign Host) is answered at once and its connection closed: it cannot
 // hold one of the few connections the daemon serves, not even a minute.
 func TestHTTPRefusedRequestHoldsNoConnection(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr, "--http-max-conns", "2", "--http-read-timeout", "30s")
 	for _, hdr := range []string{"Host: " + addr, "Host: evil.example"} {
@@ -574,7 +569,7 @@ func TestHTTPRefusedRequestHoldsNoConnection(t *testing.T) {
 
 // Past --http-max-sessions a new session gets 503; ending one makes room.
 func TestHTTPSessionLimit(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr, "--http-max-sessions", "2", "--http-no-auth")
 	url := "http://" + addr + "/mcp"
@@ -593,23 +588,22 @@ func TestHTTPSessionLimit(t *testing.T) {
 	if a := do(t, "DELETE", url, map[string]string{"Mcp-Session-Id": ids[0]}, ""); a.status != http.StatusNoContent {
 		t.Fatalf("DELETE: %d %q", a.status, a.body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	hivetest.Eventually(t, 10*time.Second, "a session after a DELETE", func() error {
 		a := do(t, "POST", url, nil, initBody)
-		if a.status == http.StatusOK {
-			break
+		switch a.status {
+		case http.StatusOK:
+			return nil
+		case http.StatusServiceUnavailable:
+			return fmt.Errorf("session after a DELETE: %d %q", a.status, a.body)
 		}
-		if a.status != http.StatusServiceUnavailable || time.Now().After(deadline) {
-			t.Fatalf("session after a DELETE: %d %q", a.status, a.body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return hivetest.Abort(fmt.Errorf("session after a DELETE: %d %q", a.status, a.body))
+	})
 }
 
 // Each HTTP session has its own id in the log: "http-" and 8 characters
 // of its session id, never the whole id.
 func TestHTTPSessionLogIDs(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	url := "http://" + addr + "/mcp"
@@ -650,7 +644,7 @@ func TestHTTPSessionLogIDs(t *testing.T) {
 // SIGTERM with an HTTP session open (its SSE stream too) and a tool call
 // under way: the daemon closes the session and exits.
 func TestHTTPStopWithOpenSession(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	cs := connectHTTP(t, "http://"+addr+"/mcp", httpToken(t, state))
@@ -662,15 +656,9 @@ func TestHTTPStopWithOpenSession(t *testing.T) {
 		called <- err
 	}()
 	waitLog(t, state, regexp.MustCompile(`msg="tool call" session=http-\S+ tool=run`))
-	pid := daemonPid(state)
+	pid := hivetest.DaemonPid(state)
 	syscall.Kill(pid, syscall.SIGTERM)
-	deadline := time.Now().Add(20 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatal("daemon did not exit on SIGTERM with an HTTP session open")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	hivetest.Eventually(t, 20*time.Second, "the daemon to exit on SIGTERM with an HTTP session open", hivetest.Gone(pid))
 	<-called // answered or cut; either way the call ended
 	if l := daemonLog(state); !strings.Contains(l, `msg="mcp session closed" session=http-`) {
 		t.Errorf("no session closed line in the log:\n%s", l)
@@ -679,7 +667,7 @@ func TestHTTPStopWithOpenSession(t *testing.T) {
 
 // GET /api/state tells the agent's state, behind the same checks as /mcp.
 func TestHTTPAPIState(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr, "--name", "builder")
 	url := "http://" + addr + "/api/state"
@@ -693,10 +681,10 @@ func TestHTTPAPIState(t *testing.T) {
 	if a := do(t, "POST", url, auth, "{}"); a.status != http.StatusMethodNotAllowed {
 		t.Errorf("POST: %d", a.status)
 	}
-	s := connect(t, state, t.TempDir())
-	s.mustCall("run", map[string]any{"cmd": "true"}, nil)
-	s.mustCall("set_status", map[string]any{"text": "on it"}, nil)
-	s.mustCall("remind", map[string]any{"message": "later", "delay_seconds": 3600}, nil)
+	s := hivetest.Connect(t, state, t.TempDir())
+	s.MustCall("run", map[string]any{"cmd": "true"}, nil)
+	s.MustCall("set_status", map[string]any{"text": "on it"}, nil)
+	s.MustCall("remind", map[string]any{"message": "later", "delay_seconds": 3600}, nil)
 	a := do(t, "GET", url, auth, "")
 	var st struct {
 		Name      string         `json:"name"`
@@ -731,7 +719,7 @@ func TestHTTPRefusesOtherUID(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("needs " + py + " (readable by uid 65534)")
 	}
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	tok := httpToken(t, state)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // headerTransport adds headers to every request.
@@ -44,7 +46,7 @@ func pwdOver(t *testing.T, url string, hdr map[string]string) string {
 // An HTTP session runs its commands where ?cwd= or Hive-Cwd says, else
 // in the daemon's directory; a bad directory is 400 naming the rule.
 func TestHTTPSessionCwd(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	tok := httpToken(t, state)

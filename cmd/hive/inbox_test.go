@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // The inbox as the agent sees it over a real bridge.
@@ -46,36 +49,34 @@ type inboxRead struct {
 // hive://inbox and a log message), listed in get_loose_ends, delivered
 // by read_inbox. Bad arguments name the field.
 func TestRemindSurvivesKill9(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var r struct {
 		ID    int64 `json:"id"`
 		DueAt int64 `json:"due_at"`
 	}
-	s.mustCall("remind", map[string]any{"message": "check the deploy", "delay_seconds": 1.5}, &r)
+	s.MustCall("remind", map[string]any{"message": "check the deploy", "delay_seconds": 1.5}, &r)
 	var le inboxLooseEnds
-	s.mustCall("get_loose_ends", nil, &le)
+	s.MustCall("get_loose_ends", nil, &le)
 	if len(le.Reminders) != 1 || le.Reminders[0].ID != r.ID || le.Reminders[0].Preview != "check the deploy" {
 		t.Fatalf("pending: %+v", le.Reminders)
 	}
-	s.cs.Close()
-	syscall.Kill(daemonPid(state), syscall.SIGKILL)
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(daemonPid(state)) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	s.Close()
+	pid := hivetest.DaemonPid(state)
+	syscall.Kill(pid, syscall.SIGKILL)
+	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(pid))
 
 	// A new daemon (the bridge starts one); the reminder fires on time.
-	s = connect(t, state, t.TempDir())
+	s = hivetest.Connect(t, state, t.TempDir())
 	ctx := t.Context()
-	if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	if err := s.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "hive://inbox"}); err != nil {
+	if err := s.Subscribe(ctx, &mcp.SubscribeParams{URI: "hive://inbox"}); err != nil {
 		t.Fatal(err)
 	}
-	s.ev.waitFor(t, "the reminder's message pushed", func(up, logs []string) bool {
+	s.WaitFor("the reminder's message pushed", func(up, logs []string) bool {
 		for _, l := range logs {
 			if strings.Contains(l, `"from":"reminder"`) && strings.Contains(l, "check the deploy") {
 				return true
@@ -86,16 +87,16 @@ func TestRemindSurvivesKill9(t *testing.T) {
 	if late := time.Since(time.Unix(r.DueAt, 0)); late > 3*time.Second {
 		t.Errorf("fired %v after its due time", late)
 	}
-	s.mustCall("get_loose_ends", nil, &le)
+	s.MustCall("get_loose_ends", nil, &le)
 	if len(le.Reminders) != 0 || le.Inbox.Undelivered != 1 || le.Inbox.Oldest[0].From != "reminder" {
 		t.Fatalf("after firing: %+v", le)
 	}
 	var rd inboxRead
-	s.mustCall("read_inbox", nil, &rd)
+	s.MustCall("read_inbox", nil, &rd)
 	if len(rd.Messages) != 1 || rd.Messages[0].Body != "check the deploy" || rd.Left != 0 {
 		t.Fatalf("read_inbox: %+v", rd)
 	}
-	s.mustCall("read_inbox", nil, &rd)
+	s.MustCall("read_inbox", nil, &rd)
 	if len(rd.Messages) != 0 {
 		t.Errorf("read twice: %+v", rd)
 	}
@@ -111,7 +112,7 @@ func TestRemindSurvivesKill9(t *testing.T) {
 		{map[string]any{"message": "x", "delay_seconds": -1}, "delay_seconds"},
 		{map[string]any{"message": "", "delay_seconds": 5}, "message"},
 	} {
-		if text, isErr := s.call("remind", tt.args, nil); !isErr || !strings.Contains(text, tt.want) {
+		if text, isErr := s.Call("remind", tt.args, nil); !isErr || !strings.Contains(text, tt.want) {
 			t.Errorf("remind(%v): %v %q, want an error naming %q", tt.args, isErr, text, tt.want)
 		}
 	}
@@ -121,13 +122,13 @@ func TestRemindSurvivesKill9(t *testing.T) {
 // how to cancel; cancel_loose_end takes reminders (with their spill
 // files), messages and todos.
 func TestRemindLimitAndCancelKinds(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var first struct {
 		ID        int64  `json:"id"`
 		SpillPath string `json:"spill_path"`
 	}
-	s.mustCall("remind", map[string]any{"message": strings.Repeat("long ", 1000), "delay_seconds": 3600}, &first)
+	s.MustCall("remind", map[string]any{"message": strings.Repeat("long ", 1000), "delay_seconds": 3600}, &first)
 	if first.SpillPath != filepath.Join(state, "reminders", "1.md") {
 		t.Errorf("spill path %q", first.SpillPath)
 	}
@@ -135,17 +136,17 @@ func TestRemindLimitAndCancelKinds(t *testing.T) {
 		t.Errorf("spill file: %v %v", fi, err)
 	}
 	for i := 1; i < 50; i++ {
-		s.mustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
+		s.MustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
 	}
-	text, isErr := s.call("remind", map[string]any{"message": "one too many", "delay_seconds": 3600}, nil)
+	text, isErr := s.Call("remind", map[string]any{"message": "one too many", "delay_seconds": 3600}, nil)
 	if !isErr || !strings.Contains(text, "50 are pending") || !strings.Contains(text, "cancel_loose_end") {
 		t.Errorf("51st reminder: %v %q", isErr, text)
 	}
-	s.mustCall("cancel_loose_end", map[string]any{"kind": "reminder", "id": first.ID}, nil)
+	s.MustCall("cancel_loose_end", map[string]any{"kind": "reminder", "id": first.ID}, nil)
 	if _, err := os.Stat(first.SpillPath); !os.IsNotExist(err) {
 		t.Errorf("spill file kept after the cancel: %v", err)
 	}
-	s.mustCall("remind", map[string]any{"message": "room again", "delay_seconds": 3600}, nil)
+	s.MustCall("remind", map[string]any{"message": "room again", "delay_seconds": 3600}, nil)
 	for _, tt := range []struct {
 		args map[string]any
 		want string
@@ -155,7 +156,7 @@ func TestRemindLimitAndCancelKinds(t *testing.T) {
 		{map[string]any{"kind": "todo", "id": 999}, "no todo"},
 		{map[string]any{"kind": "thing", "id": 1}, `kind "thing"`},
 	} {
-		if text, isErr := s.call("cancel_loose_end", tt.args, nil); !isErr || !strings.Contains(text, tt.want) {
+		if text, isErr := s.Call("cancel_loose_end", tt.args, nil); !isErr || !strings.Contains(text, tt.want) {
 			t.Errorf("cancel_loose_end(%v): %v %q, want %q", tt.args, isErr, text, tt.want)
 		}
 	}
@@ -164,13 +165,13 @@ func TestRemindLimitAndCancelKinds(t *testing.T) {
 // compact is refused (no side effect) until a harness reports a context
 // usage above 66%; get_agent_meta tells self and a sibling agent.
 func TestCompactAndMeta(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	text, isErr := s.call("compact", nil, nil)
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	text, isErr := s.Call("compact", nil, nil)
 	if !isErr || !strings.Contains(text, "66%") {
 		t.Errorf("compact with no usage: %v %q", isErr, text)
 	}
-	s.mustCall("set_status", map[string]any{"text": "reading the code"}, nil)
+	s.MustCall("set_status", map[string]any{"text": "reading the code"}, nil)
 	var m struct {
 		Name        string `json:"name"`
 		Running     bool   `json:"running"`
@@ -181,7 +182,7 @@ func TestCompactAndMeta(t *testing.T) {
 			Reminders int `json:"reminders"`
 		} `json:"loose_ends"`
 	}
-	s.mustCall("get_agent_meta", nil, &m)
+	s.MustCall("get_agent_meta", nil, &m)
 	if m.Name != filepath.Base(state) || !m.Running || m.StatusText != "reading the code" || m.StatusSetAt == 0 || m.TurnState != "idle" || m.LooseEnds == nil {
 		t.Errorf("self: %+v", m)
 	}
@@ -193,12 +194,12 @@ func TestCompactAndMeta(t *testing.T) {
 	defer os.RemoveAll(sib)
 	os.WriteFile(filepath.Join(sib, "hyperhive-status"), []byte("asleep"), 0o600)
 	m.LooseEnds = nil
-	s.mustCall("get_agent_meta", map[string]any{"name": filepath.Base(sib)}, &m)
+	s.MustCall("get_agent_meta", map[string]any{"name": filepath.Base(sib)}, &m)
 	if m.Name != filepath.Base(sib) || m.Running || m.StatusText != "asleep" {
 		t.Errorf("sibling: %+v", m)
 	}
 	for _, bad := range []string{"nope-no-such-agent", "../etc"} {
-		if text, isErr := s.call("get_agent_meta", map[string]any{"name": bad}, nil); !isErr || !strings.Contains(text, "name") {
+		if text, isErr := s.Call("get_agent_meta", map[string]any{"name": bad}, nil); !isErr || !strings.Contains(text, "name") {
 			t.Errorf("get_agent_meta(%q): %v %q", bad, isErr, text)
 		}
 	}
@@ -206,48 +207,42 @@ func TestCompactAndMeta(t *testing.T) {
 
 // A reminder that falls due while no daemon runs fires when one starts.
 func TestReminderDueDuringDowntime(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var r struct {
 		DueAt int64 `json:"due_at"`
 	}
-	s.mustCall("remind", map[string]any{"message": "while you were out", "delay_seconds": 0.5}, &r)
-	s.cs.Close()
-	pid := daemonPid(state)
+	s.MustCall("remind", map[string]any{"message": "while you were out", "delay_seconds": 0.5}, &r)
+	s.Close()
+	pid := hivetest.DaemonPid(state)
 	syscall.Kill(pid, syscall.SIGKILL)
-	for processAlive(pid) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(pid))
 	// The due time passes with no daemon (the wait is for the clock).
 	time.Sleep(time.Until(time.Unix(r.DueAt+1, 0)))
-	startDaemon(t, state)
-	s = connect(t, state, t.TempDir())
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	hivetest.StartDaemon(t, state)
+	s = hivetest.Connect(t, state, t.TempDir())
+	hivetest.Eventually(t, 10*time.Second, "the reminder due during downtime to fire at start", func() error {
 		var le inboxLooseEnds
-		s.mustCall("get_loose_ends", nil, &le)
-		if le.Inbox.Undelivered == 1 && le.Inbox.Oldest[0].From == "reminder" && len(le.Reminders) == 0 {
-			break
+		s.MustCall("get_loose_ends", nil, &le)
+		if le.Inbox.Undelivered != 1 || le.Inbox.Oldest[0].From != "reminder" || len(le.Reminders) != 0 {
+			return fmt.Errorf("loose ends: %+v", le)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the reminder due during downtime did not fire at start: %+v", le)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // The reminder cap comes from --remind-max, else HIVE_REMIND_MAX_PENDING.
 func TestRemindMaxFromEnv(t *testing.T) {
-	state := stateDir(t)
-	d := hiveCmd(state, "daemon")
+	state := hivetest.StateDir(t)
+	d := hivetest.Command(t, state, "daemon")
 	d.Env = append(d.Env, "HIVE_REMIND_MAX_PENDING=2")
-	startDaemonCmd(t, state, d)
-	s := connect(t, state, t.TempDir())
+	hivetest.StartDaemonCmd(t, state, d)
+	s := hivetest.Connect(t, state, t.TempDir())
 	for range 2 {
-		s.mustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
+		s.MustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
 	}
-	if text, isErr := s.call("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil); !isErr || !strings.Contains(text, "2 are pending") {
+	if text, isErr := s.Call("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil); !isErr || !strings.Contains(text, "2 are pending") {
 		t.Errorf("third of 2: %v %q", isErr, text)
 	}
 }

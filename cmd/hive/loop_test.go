@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -81,13 +84,9 @@ func startLoop(t *testing.T, state, dir string, flags ...string) *loopProc {
 	if err := os.WriteFile(script, []byte(agentScript), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	lp := &loopProc{t: t, dir: dir, stderr: &lockedBuffer{}, exited: make(chan struct{})}
-	lp.cmd = hiveCmd(state, append(append([]string{"loop"}, flags...), "--", "bash", script)...)
-	lp.cmd.Env = append(append(lp.cmd.Env, "LOOP_DIR="+dir, "HIVE_TEST_BIN="+self), quickRaceExit()...)
+	lp.cmd = hivetest.Command(t, state, append(append([]string{"loop"}, flags...), "--", "bash", script)...)
+	lp.cmd.Env = append(append(lp.cmd.Env, "LOOP_DIR="+dir, "HIVE_TEST_BIN="+hivetest.Bin(t).Path), quickRaceExit()...)
 	lp.cmd.Stderr = lp.stderr
 	if err := lp.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -116,38 +115,35 @@ func (lp *loopProc) open(gate string) {
 // returns the log.
 func (lp *loopProc) waitLog(want ...string) string {
 	lp.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(filepath.Join(lp.dir, "log"))
+	var b []byte
+	hivetest.Eventually(lp.t, 20*time.Second, fmt.Sprintf("%q in the agent's log", want), func() error {
+		b, _ = os.ReadFile(filepath.Join(lp.dir, "log"))
 		ok := true
 		for _, w := range want {
 			ok = ok && strings.Contains(string(b), w)
 		}
 		if ok {
-			return string(b)
+			return nil
 		}
 		select {
 		case <-lp.exited:
-			lp.t.Fatalf("the loop exited (%v) before the log had %q; log:\n%s\nstderr:\n%s", lp.err, want, b, lp.stderr.String())
+			return hivetest.Abort(fmt.Errorf("the loop exited (%v) before the log had %q; log:\n%s\nstderr:\n%s", lp.err, want, b, lp.stderr.String()))
 		default:
 		}
-		if time.Now().After(deadline) {
-			lp.t.Fatalf("the log never had %q; log:\n%s\nstderr:\n%s", want, b, lp.stderr.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return fmt.Errorf("the log never had %q; log:\n%s\nstderr:\n%s", want, b, lp.stderr.String())
+	})
+	return string(b)
 }
 
 // waitStderr waits until the loop's stderr has want.
 func (lp *loopProc) waitStderr(want string) {
 	lp.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(lp.stderr.String(), want) {
-		if time.Now().After(deadline) {
-			lp.t.Fatalf("the loop's stderr never had %q:\n%s", want, lp.stderr.String())
+	hivetest.Eventually(lp.t, 20*time.Second, fmt.Sprintf("%q in the loop's stderr", want), func() error {
+		if s := lp.stderr.String(); !strings.Contains(s, want) {
+			return fmt.Errorf("the loop's stderr never had %q:\n%s", want, s)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // wait waits for the loop to exit and returns its exit code.
@@ -171,24 +167,23 @@ func wake(t *testing.T, state, from, body string) int64 {
 }
 
 // turnState is the turn state get_agent_meta tells.
-func (s *session) turnState() string {
-	s.t.Helper()
+func turnState(s *hivetest.Session) string {
 	var m struct {
 		TurnState string `json:"turn_state"`
 	}
-	s.mustCall("get_agent_meta", nil, &m)
+	s.MustCall("get_agent_meta", nil, &m)
 	return m.TurnState
 }
 
-func (s *session) waitTurnState(want string) {
-	s.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for got := s.turnState(); got != want; got = s.turnState() {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("turn state %q, want %q", got, want)
+// waitTurnState waits until the turn state is want.
+func waitTurnState(t *testing.T, s *hivetest.Session, want string) {
+	t.Helper()
+	hivetest.Eventually(t, 20*time.Second, "turn state "+want, func() error {
+		if got := turnState(s); got != want {
+			return fmt.Errorf("turn state %q, want %q", got, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // hive loop drives a scripted agent through what a harness meets: a wake
@@ -200,7 +195,7 @@ func (s *session) waitTurnState(want string) {
 // current turn ends, a message that came meanwhile stays queued, the last
 // turn gets graceful-stop, the loop exits 0. The loop starts the daemon.
 func TestLoop(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	lp := startLoop(t, state, t.TempDir())
 	lp.waitStderr("loop started")
 
@@ -223,28 +218,30 @@ func TestLoop(t *testing.T) {
 
 	wake(t, state, "ci", "leave")
 	lp.waitLog(":ci:leave:same")
-	deadline := time.Now().Add(20 * time.Second)
 	var leftover int
-	for leftover == 0 || processAlive(leftover) {
+	if err := hivetest.Wait(20*time.Second, func() error {
 		b, _ := os.ReadFile(filepath.Join(lp.dir, "leftover.pid"))
-		leftover, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		if time.Now().After(deadline) {
-			syscall.Kill(leftover, syscall.SIGKILL)
-			t.Fatalf("the run's leftover process %d still runs", leftover)
+		if leftover, _ = strconv.Atoi(strings.TrimSpace(string(b))); leftover == 0 {
+			return errors.New("no pid in leftover.pid")
 		}
-		time.Sleep(10 * time.Millisecond)
+		return hivetest.Gone(leftover)()
+	}); err != nil {
+		if leftover != 0 {
+			syscall.Kill(leftover, syscall.SIGKILL)
+		}
+		t.Fatalf("the run's leftover process %d: %v", leftover, err)
 	}
 
 	// Compaction: the agent reports 90%, compact() is granted between
 	// turns and runs after the next one.
-	s := connect(t, state, t.TempDir())
+	s := hivetest.Connect(t, state, t.TempDir())
 	wake(t, state, "ci", "report")
 	lp.waitLog(":ci:report:same")
-	s.waitTurnState("idle")
+	waitTurnState(t, s, "idle")
 	var c struct {
 		CompactPending bool `json:"compact_pending"`
 	}
-	s.mustCall("compact", nil, &c)
+	s.MustCall("compact", nil, &c)
 	if !c.CompactPending {
 		t.Fatalf("compact: %+v", c)
 	}
@@ -253,11 +250,11 @@ func TestLoop(t *testing.T) {
 	if strings.Count(log, "compact:") != 1 || strings.Index(log, "compact:") < strings.Index(log, ":ci:next turn:") {
 		t.Fatalf("one compaction run after the turn:\n%s", log)
 	}
-	if st := s.turnState(); st != "compacting" {
+	if st := turnState(s); st != "compacting" {
 		t.Errorf("turn state during the compaction run: %q", st)
 	}
 	lp.open("compact-gate")
-	s.waitTurnState("idle")
+	waitTurnState(t, s, "idle")
 
 	// SIGTERM during a turn.
 	hold := wake(t, state, "ci", "hold")
@@ -286,7 +283,7 @@ func TestLoop(t *testing.T) {
 	if ls.Undelivered != 1 || len(ls.Messages) != 1 || ls.Messages[0].ID != late || ls.Messages[0].InFlight {
 		t.Errorf("inbox after the stop (held %d acked, late %d queued): %+v", hold, late, ls)
 	}
-	if st := s.turnState(); st != "idle" {
+	if st := turnState(s); st != "idle" {
 		t.Errorf("turn state after the stop: %q", st)
 	}
 }
@@ -295,13 +292,13 @@ func TestLoop(t *testing.T) {
 // with the same id, to the next loop after the restart; the loop whose
 // daemon died exits non-zero, mid-turn or waiting.
 func TestLoopRedelivery(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
 	dir := t.TempDir()
 	lp := startLoop(t, state, dir)
 	id := wake(t, state, "ci", "hold")
 	lp.waitLog("holding")
-	kill9Daemon(t, state)
+	killDaemon9(t, state)
 	lp.open("hold-gate")
 	if code := lp.wait(); code == 0 || !strings.Contains(lp.stderr.String(), "inbox ack "+strconv.FormatInt(id, 10)) {
 		t.Fatalf("loop after its daemon's kill -9: exit %d; stderr:\n%s", code, lp.stderr.String())
@@ -324,7 +321,7 @@ func TestLoopRedelivery(t *testing.T) {
 		t.Fatalf("inbox after the redelivered turn: %+v", ls)
 	}
 	// Waiting for the next message, it notices its daemon dying.
-	kill9Daemon(t, state)
+	killDaemon9(t, state)
 	if code := lp2.wait(); code == 0 || !strings.Contains(lp2.stderr.String(), "inbox next") {
 		t.Fatalf("waiting loop after its daemon's kill -9: exit %d; stderr:\n%s", code, lp2.stderr.String())
 	}
@@ -336,8 +333,8 @@ func TestLoopRedelivery(t *testing.T) {
 // lost terminal) stops a loop as SIGTERM does: the graceful-stop turn,
 // then exit 0.
 func TestLoopKilledAndHangup(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
 	dir := t.TempDir()
 	lp := startLoop(t, state, dir)
 	id := wake(t, state, "ci", "hold")
@@ -347,20 +344,16 @@ func TestLoopKilledAndHangup(t *testing.T) {
 		t.Fatal(err)
 	}
 	agentPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	second := hiveCmd(state, "loop", "--", "true")
+	second := hivetest.Command(t, state, "loop", "--", "true")
 	second.Env = append(second.Env, quickRaceExit()...)
 	if out, err := second.CombinedOutput(); err == nil || !strings.Contains(string(out), "another hive loop drives this agent") {
 		t.Errorf("a second loop: %v %s", err, out)
 	}
 	lp.cmd.Process.Signal(syscall.SIGKILL)
 	lp.wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(agentPid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(agentPid, syscall.SIGKILL)
-			t.Fatalf("the agent run %d outlived its loop's kill -9", agentPid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := hivetest.Wait(10*time.Second, hivetest.Gone(agentPid)); err != nil {
+		syscall.Kill(agentPid, syscall.SIGKILL)
+		t.Fatalf("the agent run %d outlived its loop's kill -9: %v", agentPid, err)
 	}
 
 	lp2 := startLoop(t, state, dir)
@@ -382,8 +375,8 @@ func TestLoopKilledAndHangup(t *testing.T) {
 // An agent run past --timeout is stopped (SIGTERM to its group): logged
 // with its exit status, its message acked, the loop goes on.
 func TestLoopTimeout(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
 	lp := startLoop(t, state, t.TempDir(), "--timeout", "0.5")
 	id := wake(t, state, "ci", "hold")
 	lp.waitLog("holding")
@@ -406,34 +399,17 @@ func TestLoopTimeout(t *testing.T) {
 	}
 }
 
-func kill9Daemon(t *testing.T, state string) {
-	t.Helper()
-	pid := daemonPid(state)
-	syscall.Kill(pid, syscall.SIGKILL)
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon %d still alive after SIGKILL", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // waitInboxWaiters waits until n clients wait in inbox_next (stats).
 func waitInboxWaiters(t *testing.T, state string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	hivetest.Eventually(t, 20*time.Second, fmt.Sprintf("%d inbox waiters", n), func() error {
 		resp, err := client.Call(paths.Layout{Dir: state}, proto.Request{Cmd: proto.CmdStats})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.Stats.InboxWaiters == n {
-			return
+		if resp.Stats.InboxWaiters != n {
+			return fmt.Errorf("inbox waiters %d, want %d", resp.Stats.InboxWaiters, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("inbox waiters %d, want %d", resp.Stats.InboxWaiters, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

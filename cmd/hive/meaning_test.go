@@ -1,34 +1,26 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // connectEnv is connect with extra environment for the bridge (and so for
 // the daemon it starts and the session's commands).
-func connectEnv(t *testing.T, state, cwd string, env ...string) *session {
+func connectEnv(t *testing.T, state, cwd string, env ...string) *hivetest.Session {
 	t.Helper()
-	c := mcp.NewClient(&mcp.Implementation{Name: "e2e-env", Version: "1"}, nil)
-	cmd := hiveCmd(state, "mcp")
+	cmd := hivetest.Command(t, state, "mcp")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = cwd
 	cmd.Stderr = os.Stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect bridge: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return &session{t: t, cs: cs, ev: &events{changed: make(chan struct{}, 1)}}
+	return hivetest.ConnectCmd(t, cmd)
 }
 
 // One shell policy for run, terminal_exec, terminal_job_start, hive run
@@ -38,7 +30,7 @@ func TestOneShellPolicy(t *testing.T) {
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("no /bin/bash here")
 	}
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	bin := t.TempDir()
 	marker := filepath.Join(bin, "used")
 	// A bash and a zsh that tell on themselves, then do the job, so a
@@ -64,7 +56,7 @@ func TestOneShellPolicy(t *testing.T) {
 
 	t.Run("run", func(t *testing.T) {
 		var st taskStatus
-		s.mustCall("run", map[string]any{"cmd": probe, "wait_seconds": 10}, &st)
+		s.MustCall("run", map[string]any{"cmd": probe, "wait_seconds": 10}, &st)
 		if strings.TrimSpace(st.StdoutTail) != want {
 			t.Errorf("run printed %q, want %q (%+v)", st.StdoutTail, want, st)
 		}
@@ -77,7 +69,7 @@ func TestOneShellPolicy(t *testing.T) {
 				args["shell"] = sh
 			}
 			var e envelope
-			s.mustCall("terminal_exec", args, &e)
+			s.MustCall("terminal_exec", args, &e)
 			if strings.TrimSpace(e.Stdout) != want || e.ShellKind != "bash" || e.AutoShell != (sh == nil) {
 				t.Errorf("shell=%v: %+v, want stdout %q", sh, e, want)
 			}
@@ -89,14 +81,14 @@ func TestOneShellPolicy(t *testing.T) {
 			JobID     string `json:"job_id"`
 			ShellKind string `json:"shell_kind"`
 		}
-		s.mustCall("terminal_job_start", map[string]any{"cmd": probe}, &st)
+		s.MustCall("terminal_job_start", map[string]any{"cmd": probe}, &st)
 		var logs struct {
 			Status string `json:"status"`
 			Stdout struct {
 				Data string `json:"data"`
 			} `json:"stdout"`
 		}
-		s.mustCall("terminal_job_logs", map[string]any{"job_id": st.JobID, "wait_until_exit": true, "wait_timeout_sec": 20}, &logs)
+		s.MustCall("terminal_job_logs", map[string]any{"job_id": st.JobID, "wait_until_exit": true, "wait_timeout_sec": 20}, &logs)
 		if strings.TrimSpace(logs.Stdout.Data) != want || st.ShellKind != "bash" {
 			t.Errorf("job printed %q (%s, shell %s), want %q", logs.Stdout.Data, logs.Status, st.ShellKind, want)
 		}
@@ -109,18 +101,18 @@ func TestOneShellPolicy(t *testing.T) {
 			{"read x; " + probe + "; echo \"[$BASH]\"; read x", "go\n"},
 		} {
 			var info ptyInfo
-			s.mustCall("terminal_pty_open", map[string]any{"cmd": c.cmd}, &info)
-			out := s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": c.input,
+			s.MustCall("terminal_pty_open", map[string]any{"cmd": c.cmd}, &info)
+			out := ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": c.input,
 				"wait_for": `\[/bin/bash\]`})
 			if !out.Matched || !strings.Contains(out.Data, want) {
 				t.Errorf("pty %q: %q, want %q and [/bin/bash]", c.cmd, out.Data, want)
 			}
-			s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+			s.MustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
 		}
 		checkMarker(t)
 	})
 	t.Run("hive run", func(t *testing.T) {
-		c := hiveCmd(state, "run", "--json", "--", probe)
+		c := hivetest.Command(t, state, "run", "--json", "--", probe)
 		c.Env = append(c.Env, clientEnv...)
 		b, err := c.Output()
 		if err != nil {
@@ -132,7 +124,7 @@ func TestOneShellPolicy(t *testing.T) {
 			id = id[:strings.IndexByte(id, '"')]
 		}
 		var st taskStatus
-		s.mustCall("status", map[string]any{"id": id, "wait_seconds": 20}, &st)
+		s.MustCall("status", map[string]any{"id": id, "wait_seconds": 20}, &st)
 		if strings.TrimSpace(st.StdoutTail) != want {
 			t.Errorf("hive run printed %q, want %q", st.StdoutTail, want)
 		}
@@ -157,16 +149,16 @@ type jobLogs struct {
 // its loose end and terminal_job_logs say what grep's exit 1 means, and
 // reading the end there clears the loose end, as status does.
 func TestPromotedJobKeepsTheEnvelope(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
 	os.WriteFile(filepath.Join(cwd, "f.txt"), []byte("alpha\nbeta\n"), 0o600)
 	gate := filepath.Join(t.TempDir(), "gate")
-	s := connect(t, state, cwd)
-	if err := s.cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	s := hivetest.Connect(t, state, cwd)
+	if err := s.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
 	var e envelope
-	s.mustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; grep zeta f.txt", gate),
+	s.MustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; grep zeta f.txt", gate),
 		"auto_background_after_sec": 0.2}, &e)
 	if !e.AutoBackgrounded || e.JobID == nil {
 		t.Fatalf("not promoted: %+v", e)
@@ -174,23 +166,23 @@ func TestPromotedJobKeepsTheEnvelope(t *testing.T) {
 	id := *e.JobID
 	// While it runs, reading its logs leaves its loose end alone.
 	var logs jobLogs
-	text := s.mustCall("terminal_job_logs", map[string]any{"job_id": id}, &logs)
+	text := s.MustCall("terminal_job_logs", map[string]any{"job_id": id}, &logs)
 	if logs.Status != "running" || logs.SemanticStatus != nil || logs.TimedOut {
 		t.Errorf("running: %s %+v", text, logs)
 	}
-	if _, _, ok := s.todoFor(id); !ok {
+	if _, _, ok := todoFor(s, id); !ok {
 		t.Fatal("the running job has no loose end")
 	}
 	os.WriteFile(gate, nil, 0o600)
-	s.ev.waitFor(t, "the completion", func(_, logs []string) bool {
+	s.WaitFor("the completion", func(_, logs []string) bool {
 		return len(logs) > 0 && strings.Contains(logs[len(logs)-1], "exit 1")
 	})
-	_, summary, ok := s.todoFor(id)
+	_, summary, ok := todoFor(s, id)
 	if !ok || !strings.Contains(summary, "done, exit 1 (ok: No matches found)") || !strings.Contains(summary, "no output") ||
 		strings.Contains(summary, ".out") || strings.Contains(summary, ".err") {
 		t.Errorf("loose end %q: want the exit's meaning, no output and no paths", summary)
 	}
-	text = s.mustCall("terminal_job_logs", map[string]any{"job_id": id, "wait_until_exit": true}, &logs)
+	text = s.MustCall("terminal_job_logs", map[string]any{"job_id": id, "wait_until_exit": true}, &logs)
 	if logs.Status != "done" || logs.ExitCode == nil || *logs.ExitCode != 1 || str(logs.SemanticStatus) != "ok" ||
 		str(logs.SemanticMessage) != "No matches found" || logs.TimedOut || logs.Warning != nil {
 		t.Errorf("logs %+v", logs)
@@ -198,7 +190,7 @@ func TestPromotedJobKeepsTheEnvelope(t *testing.T) {
 	if !strings.Contains(text, "exit 1 (ok: No matches found)") {
 		t.Errorf("logs text %q lacks the meaning", text)
 	}
-	if _, summary, ok := s.todoFor(id); ok {
+	if _, summary, ok := todoFor(s, id); ok {
 		t.Errorf("terminal_job_logs read the end but the loose end remains: %q", summary)
 	}
 }
@@ -206,10 +198,10 @@ func TestPromotedJobKeepsTheEnvelope(t *testing.T) {
 // terminal_job_start, run and status tell the same meaning as
 // terminal_exec: semantic status, timeout, warning.
 func TestJobViewsShareTheMeaning(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
 	os.WriteFile(filepath.Join(cwd, "f.txt"), []byte("alpha\n"), 0o600)
-	s := connect(t, state, cwd)
+	s := hivetest.Connect(t, state, cwd)
 	tests := []struct {
 		name, cmd   string
 		timeout     float64
@@ -234,9 +226,9 @@ func TestJobViewsShareTheMeaning(t *testing.T) {
 			var st struct {
 				JobID string `json:"job_id"`
 			}
-			s.mustCall("terminal_job_start", args, &st)
+			s.MustCall("terminal_job_start", args, &st)
 			var logs jobLogs
-			s.mustCall("terminal_job_logs", map[string]any{"job_id": st.JobID, "wait_until_exit": true, "wait_timeout_sec": 20}, &logs)
+			s.MustCall("terminal_job_logs", map[string]any{"job_id": st.JobID, "wait_until_exit": true, "wait_timeout_sec": 20}, &logs)
 			if tt.exit != nil && (logs.ExitCode == nil || *logs.ExitCode != *tt.exit) {
 				t.Errorf("exit %v, want %d", logs.ExitCode, *tt.exit)
 			}
@@ -250,7 +242,7 @@ func TestJobViewsShareTheMeaning(t *testing.T) {
 				SemanticStatus  string `json:"semantic_status"`
 				SemanticMessage string `json:"semantic_message"`
 			}
-			text := s.mustCall("status", map[string]any{"id": st.JobID}, &ts)
+			text := s.MustCall("status", map[string]any{"id": st.JobID}, &ts)
 			if ts.SemanticStatus != tt.status || !strings.HasPrefix(ts.SemanticMessage, tt.msg) || !strings.Contains(text, "("+tt.status) {
 				t.Errorf("status %q %+v", text, ts)
 			}
@@ -261,7 +253,7 @@ func TestJobViewsShareTheMeaning(t *testing.T) {
 		SemanticStatus  string `json:"semantic_status"`
 		SemanticMessage string `json:"semantic_message"`
 	}
-	text := s.mustCall("run", map[string]any{"cmd": "grep zeta f.txt", "wait_seconds": 10}, &ts)
+	text := s.MustCall("run", map[string]any{"cmd": "grep zeta f.txt", "wait_seconds": 10}, &ts)
 	if ts.SemanticStatus != "ok" || ts.SemanticMessage != "No matches found" || !strings.Contains(text, "exit 1 (ok: No matches found)") {
 		t.Errorf("run %q %+v", text, ts)
 	}
@@ -271,13 +263,13 @@ func ptr(n int) *int { return &n }
 
 // An empty stream has no file: no view names one for it.
 func TestEmptyStreamHasNoPath(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	if err := s.cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	if err := s.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
 	var st taskStatus
-	text := s.mustCall("run", map[string]any{"cmd": "echo out", "wait_seconds": 10}, &st)
+	text := s.MustCall("run", map[string]any{"cmd": "echo out", "wait_seconds": 10}, &st)
 	if st.StdoutPath == "" || st.StderrPath != "" || strings.Contains(text, ".err") {
 		t.Errorf("inline run %q %+v: want a stdout path and no stderr path", text, st)
 	}
@@ -289,22 +281,22 @@ func TestEmptyStreamHasNoPath(t *testing.T) {
 	}
 	// A background task's loose end.
 	gate := filepath.Join(t.TempDir(), "gate")
-	s.mustCall("run", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; echo out", gate), "wait_seconds": 0}, &st)
+	s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done; echo out", gate), "wait_seconds": 0}, &st)
 	os.WriteFile(gate, nil, 0o600)
-	s.ev.waitFor(t, "the completion", func(_, logs []string) bool {
+	s.WaitFor("the completion", func(_, logs []string) bool {
 		return len(logs) > 0 && strings.Contains(logs[len(logs)-1], "done, exit 0")
 	})
-	_, summary, _ := s.todoFor(st.ID)
+	_, summary, _ := todoFor(s, st.ID)
 	if !strings.Contains(summary, "stdout "+filepath.Join(state, "bash-tasks", st.ID+".out")+" (4 B), stderr empty") || strings.Contains(summary, ".err") {
 		t.Errorf("loose end %q: want stdout's path and stderr empty", summary)
 	}
 	var st2 taskStatus
-	text = s.mustCall("status", map[string]any{"id": st.ID}, &st2)
+	text = s.MustCall("status", map[string]any{"id": st.ID}, &st2)
 	if st2.StdoutPath == "" || st2.StderrPath != "" || strings.Contains(text, ".err") {
 		t.Errorf("status %q %+v", text, st2)
 	}
 	// The CLI's JSON.
-	out, err := hive(t, state, "ps", "--all", "--json")
+	out, err := hivetest.Run(t, state, "ps", "--all", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +310,7 @@ func TestEmptyStreamHasNoPath(t *testing.T) {
 			NextOffset int64  `json:"next_offset"`
 		} `json:"stderr"`
 	}
-	s.mustCall("terminal_job_logs", map[string]any{"job_id": st.ID, "stream": "stderr"}, &logs)
+	s.MustCall("terminal_job_logs", map[string]any{"job_id": st.ID, "stream": "stderr"}, &logs)
 	if logs.Stderr == nil || logs.Stderr.Data != "" || logs.Stderr.NextOffset != 0 {
 		t.Errorf("stderr chunk %+v", logs.Stderr)
 	}
@@ -327,21 +319,21 @@ func TestEmptyStreamHasNoPath(t *testing.T) {
 // shell takes the seed's boolean and the name form; anything else is
 // refused naming the field.
 func TestExecShellArgument(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	for _, tt := range []struct {
 		shell     any
 		kind      string
 		autoShell bool
 	}{{true, "bash", false}, {false, "direct", false}, {"bash", "bash", false}, {"", "direct", false}} {
 		var e envelope
-		s.mustCall("terminal_exec", map[string]any{"cmd": "echo hi", "shell": tt.shell}, &e)
+		s.MustCall("terminal_exec", map[string]any{"cmd": "echo hi", "shell": tt.shell}, &e)
 		if e.ShellKind != tt.kind || e.AutoShell != tt.autoShell || e.Stdout != "hi\n" {
 			t.Errorf("shell=%#v: %+v, want shell_kind %s", tt.shell, e, tt.kind)
 		}
 	}
 	for _, bad := range []any{5, []string{"bash"}, "zsh"} {
-		text, isErr := s.call("terminal_exec", map[string]any{"cmd": "echo hi", "shell": bad}, nil)
+		text, isErr := s.Call("terminal_exec", map[string]any{"cmd": "echo hi", "shell": bad}, nil)
 		if !isErr || !strings.Contains(text, "shell") {
 			t.Errorf("shell=%#v: isError=%v %q, want an error naming shell", bad, isErr, text)
 		}

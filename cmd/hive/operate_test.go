@@ -13,12 +13,14 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // hiveJSON runs a hive command with --json and decodes its output.
 func hiveJSON(t *testing.T, state string, out any, args ...string) {
 	t.Helper()
-	s, err := hive(t, state, append(args, "--json")...)
+	s, err := hivetest.Run(t, state, append(args, "--json")...)
 	if err != nil {
 		t.Fatalf("hive %v: %v: %s", args, err, s)
 	}
@@ -30,19 +32,13 @@ func hiveJSON(t *testing.T, state string, out any, args ...string) {
 // waitGone waits for a process that is not our child to end.
 func waitGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs", what, pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	hivetest.Eventually(t, 20*time.Second, what+" to end", hivetest.Gone(pid))
 }
 
 func TestVersionFlag(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "never-created")
 	for _, f := range []string{"--version", "-v"} {
-		out, err := hive(t, state, f)
+		out, err := hivetest.Run(t, state, f)
 		if err != nil || !strings.HasPrefix(out, "hive ") || !strings.Contains(out, "(go1.") {
 			t.Errorf("hive %s: %q %v", f, out, err)
 		}
@@ -56,31 +52,31 @@ func TestVersionFlag(t *testing.T) {
 // interrupted with a loose end saying the daemon was stopped, and ends
 // the daemon: process gone, socket removed.
 func TestStopWithJobs(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	if out, err := hive(t, state, "run", "--name", "long", "--notify", "--", fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile)); err != nil {
+	if out, err := hivetest.Run(t, state, "run", "--name", "long", "--notify", "--", fmt.Sprintf("sleep 3600 & echo $! > %s; wait", pidFile)); err != nil {
 		t.Fatalf("run: %v %s", err, out)
 	}
 	child := waitPidFile(t, pidFile)
-	daemon := daemonPid(state)
-	out, err := hive(t, state, "stop", "--grace", "2s")
+	daemon := hivetest.DaemonPid(state)
+	out, err := hivetest.Run(t, state, "stop", "--grace", "2s")
 	if err != nil || !strings.Contains(out, fmt.Sprintf("stopped the daemon (pid %d); 1 job(s) were stopped", daemon)) {
 		t.Fatalf("stop: %v %q", err, out)
 	}
 	// stop returns once the daemon has released the state dir; the
 	// process ends right after.
 	waitGone(t, daemon, "the stopped daemon")
-	if processAlive(child) {
+	if hivetest.Alive(child) {
 		t.Errorf("job process %d survived hive stop", child)
 	}
 	if _, err := os.Stat(filepath.Join(state, "hive.sock")); !os.IsNotExist(err) {
 		t.Errorf("socket left behind: %v", err)
 	}
-	if out, err := hive(t, state, "stop"); err != nil || !strings.Contains(out, "no hive daemon was running") {
+	if out, err := hivetest.Run(t, state, "stop"); err != nil || !strings.Contains(out, "no hive daemon was running") {
 		t.Errorf("second stop: %v %q", err, out)
 	}
 	// restart with no daemon starts one.
-	if out, err := hive(t, state, "restart"); err != nil || !strings.Contains(out, "started one") {
+	if out, err := hivetest.Run(t, state, "restart"); err != nil || !strings.Contains(out, "started one") {
 		t.Fatalf("restart without a daemon: %v %q", err, out)
 	}
 	var todos struct {
@@ -103,21 +99,21 @@ func TestStopWithJobs(t *testing.T) {
 
 // hive restart replaces the daemon with one started with the same flags.
 func TestRestart(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state, "--max-running", "2")
-	old := daemonPid(state)
-	out, err := hive(t, state, "restart")
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--max-running", "2")
+	old := hivetest.DaemonPid(state)
+	out, err := hivetest.Run(t, state, "restart")
 	if err != nil || !strings.Contains(out, fmt.Sprintf("pid %d stopped", old)) {
 		t.Fatalf("restart: %v %q", err, out)
 	}
-	now := daemonPid(state)
+	now := hivetest.DaemonPid(state)
 	if now == old || now == 0 {
 		t.Fatalf("pid after restart: %d (was %d)", now, old)
 	}
 	// From one of its own jobs, a restart would end with the stop: refused.
-	c := hiveCmd(state, "restart")
+	c := hivetest.Command(t, state, "restart")
 	c.Env = append(c.Env, "HIVE_JOB_OWNER="+state)
-	if b, err := c.CombinedOutput(); err == nil || !strings.Contains(string(b), "inside a job of this daemon") || daemonPid(state) != now {
+	if b, err := c.CombinedOutput(); err == nil || !strings.Contains(string(b), "inside a job of this daemon") || hivetest.DaemonPid(state) != now {
 		t.Errorf("restart from a job: %v %q", err, b)
 	}
 	var cfg struct {
@@ -134,13 +130,13 @@ func TestRestart(t *testing.T) {
 // hive config says where each setting came from; a bad file is refused
 // with its file, line and key.
 func TestConfigFile(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	toml := filepath.Join(state, "hive.toml")
 	if err := os.WriteFile(toml, []byte("# test\nmax_running = 1\ngrace = \"3s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		if out, err := hive(t, state, "run", "--", "sleep 30"); err != nil {
+		if out, err := hivetest.Run(t, state, "run", "--", "sleep 30"); err != nil {
 			t.Fatalf("run: %v %s", err, out)
 		}
 	}
@@ -171,28 +167,28 @@ func TestConfigFile(t *testing.T) {
 	if got["grace"] != "1s flag :0" || got["file-cap"] != "1073741824 default :0" {
 		t.Errorf("config grace %q, file-cap %q", got["grace"], got["file-cap"])
 	}
-	out, err := hive(t, state, "config")
+	out, err := hivetest.Run(t, state, "config")
 	if err != nil || !regexp.MustCompile(`max_running\s+1\s+file \(line 2\)`).MatchString(out) {
 		t.Errorf("config: %v %q", err, out)
 	}
 
 	// A bad file: the daemon an auto-start runs refuses it, and the
 	// caller hears why.
-	other := stateDir(t)
+	other := hivetest.StateDir(t)
 	os.WriteFile(filepath.Join(other, "hive.toml"), []byte("max_running = 2\nmax_runing = 1\n"), 0o600)
-	out, err = hive(t, other, "run", "--", "true")
+	out, err = hivetest.Run(t, other, "run", "--", "true")
 	if want := filepath.Join(other, "hive.toml") + ":2: max_runing: unknown key"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("run with a bad hive.toml: %v %q, want %q", err, out, want)
 	}
 	os.WriteFile(filepath.Join(other, "hive.toml"), []byte("max_running = \"2\"\n"), 0o600)
-	out, err = hive(t, other, "config")
+	out, err = hivetest.Run(t, other, "config")
 	if err == nil || !strings.Contains(out, `hive.toml:1: max_running: value "2": want an integer`) {
 		t.Errorf("config with a string for a number: %v %q", err, out)
 	}
 	// Read like every state file: never through a symlink.
 	os.Remove(filepath.Join(other, "hive.toml"))
 	os.Symlink(toml, filepath.Join(other, "hive.toml"))
-	if out, err := hive(t, other, "config"); err == nil || !strings.Contains(out, "symlink") {
+	if out, err := hivetest.Run(t, other, "config"); err == nil || !strings.Contains(out, "symlink") {
 		t.Errorf("config through a symlinked hive.toml: %v %q", err, out)
 	}
 }
@@ -230,11 +226,11 @@ func runBin(t *testing.T, bin, state string, args ...string) (stdout, stderr str
 // until hive restart.
 func TestVersionSkew(t *testing.T) {
 	a, b := twoBuilds(t)
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	if out, errs, err := runBin(t, a, state, "restart"); err != nil {
 		t.Fatalf("start A: %v %s %s", err, out, errs)
 	}
-	pidA := daemonPid(state)
+	pidA := hivetest.DaemonPid(state)
 	out, _, err := runBin(t, b, state, "version")
 	if err != nil || !strings.Contains(out, "client  hive skew-B") || !strings.Contains(out, "daemon  hive skew-A") ||
 		!strings.Contains(out, "another build") {
@@ -246,7 +242,7 @@ func TestVersionSkew(t *testing.T) {
 		t.Fatalf("run of B with A's idle daemon: %v %q %q", err, out, errs)
 	}
 	waitGone(t, pidA, "A's replaced daemon")
-	pidB := daemonPid(state)
+	pidB := hivetest.DaemonPid(state)
 	var v struct {
 		DaemonVersion string `json:"daemon_version"`
 		Same          bool   `json:"same_build"`
@@ -275,23 +271,20 @@ func TestVersionSkew(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { keepOpen.Close(); bridge.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	hivetest.Eventually(t, 10*time.Second, "B's bridge's session on B's daemon", func() error {
 		s, _, _ = runBin(t, b, state, "version", "--json")
-		if strings.Contains(s, `"mcp_sessions":1`) && strings.Contains(s, `"same_build":true`) {
-			break
+		if !strings.Contains(s, `"mcp_sessions":1`) || !strings.Contains(s, `"same_build":true`) {
+			return fmt.Errorf("B's bridge has no session on B's daemon: %s", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("B's bridge has no session on B's daemon: %s", s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	pidB = daemonPid(state)
+		return nil
+	})
+	pidB = hivetest.DaemonPid(state)
 	out, errs, err = runBin(t, a, state, "run", "--", "true")
 	if err != nil || strings.Count(errs, "another build") != 1 || !strings.Contains(errs, "1 MCP session(s)") ||
 		!strings.Contains(errs, "hive restart replaces it now") {
 		t.Errorf("run of A with B's busy daemon: %v %q %q", err, out, errs)
 	}
-	if daemonPid(state) != pidB || !processAlive(pidB) {
+	if hivetest.DaemonPid(state) != pidB || !hivetest.Alive(pidB) {
 		t.Errorf("the busy daemon was replaced")
 	}
 	// hive restart replaces it on demand, onto another build, and the
@@ -308,7 +301,7 @@ func TestVersionSkew(t *testing.T) {
 	}
 	s, _, _ = runBin(t, a, state, "ps", "--json", "--filter", "name=busy")
 	json.Unmarshal([]byte(s), &after)
-	if len(before) != 1 || len(after) != 1 || after[0] != before[0] || after[0].State != "running" || !processAlive(after[0].Pid) {
+	if len(before) != 1 || len(after) != 1 || after[0] != before[0] || after[0].State != "running" || !hivetest.Alive(after[0].Pid) {
 		t.Errorf("the busy job across hive restart onto another build: before %+v, after %+v", before, after)
 	}
 	if out, errs, err := runBin(t, a, state, "kill", "busy"); err != nil {
@@ -320,17 +313,14 @@ func TestVersionSkew(t *testing.T) {
 	}
 	// hive mcp does the same as the CLI: B's bridge replaces A's idle
 	// daemon (its jobs have ended) and serves the session.
-	pidA = daemonPid(state)
-	for deadline := time.Now().Add(10 * time.Second); ; { // the last `run -- true` ends
+	pidA = hivetest.DaemonPid(state)
+	hivetest.Eventually(t, 10*time.Second, "the last `run -- true` to end", func() error {
 		s, _, _ = runBin(t, a, state, "ps", "--json")
-		if !strings.Contains(s, `"running"`) && !strings.Contains(s, `"pending"`) {
-			break
+		if strings.Contains(s, `"running"`) || strings.Contains(s, `"pending"`) {
+			return fmt.Errorf("jobs still running: %s", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("jobs still running: %s", s)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	cmd := exec.Command(b, "mcp")
 	cmd.Env = append(os.Environ(), "HIVE_STATE_DIR="+state)
 	cmd.Stdin = strings.NewReader("")
@@ -339,7 +329,7 @@ func TestVersionSkew(t *testing.T) {
 	if err := cmd.Run(); err != nil || !strings.Contains(e.String(), "replaced by this build") {
 		t.Errorf("mcp of B with A's idle daemon: %v %q", err, e.String())
 	}
-	if daemonPid(state) == pidA {
+	if hivetest.DaemonPid(state) == pidA {
 		t.Error("the bridge did not replace the idle daemon")
 	}
 	// A daemon systemd runs is not replaced by another build's command,
@@ -350,12 +340,12 @@ func TestVersionSkew(t *testing.T) {
 	}
 	d := exec.Command(a, "daemon")
 	d.Env = append(os.Environ(), "HIVE_STATE_DIR="+state, "HIVE_SUPERVISOR=systemd")
-	startDaemonCmd(t, state, d)
-	pidA = daemonPid(state)
+	hivetest.StartDaemonCmd(t, state, d)
+	pidA = hivetest.DaemonPid(state)
 	if _, errs, err := runBin(t, b, state, "run", "--", "true"); err != nil || !strings.Contains(errs, "systemd runs it") {
 		t.Errorf("run of B with A's daemon under systemd: %v %q", err, errs)
 	}
-	if daemonPid(state) != pidA || !processAlive(pidA) {
+	if hivetest.DaemonPid(state) != pidA || !hivetest.Alive(pidA) {
 		t.Error("the daemon systemd runs was replaced")
 	}
 }
@@ -374,7 +364,7 @@ func TestServiceInstall(t *testing.T) {
 		return c
 	}
 	run := func(systemctl string, args ...string) (string, error) {
-		c := env(hiveCmd(state, args...), systemctl)
+		c := env(hivetest.Command(t, state, args...), systemctl)
 		out, err := c.CombinedOutput()
 		return string(out), err
 	}
@@ -430,7 +420,7 @@ func TestServiceInstall(t *testing.T) {
 
 // commandNames are the commands hive's help lists.
 func commandNames(t *testing.T) []string {
-	out, err := hive(t, filepath.Join(t.TempDir(), "none"), "help")
+	out, err := hivetest.Run(t, filepath.Join(t.TempDir(), "none"), "help")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +442,7 @@ func TestCompletionAndMan(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "never-created")
 	names := commandNames(t)
 	for _, shell := range []string{"bash", "zsh"} {
-		out, err := hive(t, state, "completion", shell)
+		out, err := hivetest.Run(t, state, "completion", shell)
 		if err != nil {
 			t.Fatalf("completion %s: %v", shell, err)
 		}
@@ -478,7 +468,7 @@ func TestCompletionAndMan(t *testing.T) {
 	}
 	// bash completes a command's flags.
 	if _, err := exec.LookPath("bash"); err == nil {
-		out, _ := hive(t, state, "completion", "bash")
+		out, _ := hivetest.Run(t, state, "completion", "bash")
 		f := filepath.Join(t.TempDir(), "c.bash")
 		os.WriteFile(f, []byte(out), 0o600)
 		script := fmt.Sprintf(`source %q; COMP_WORDS=(hive todo upsert --sub); COMP_CWORD=3; _hive; echo "${COMPREPLY[*]}"
@@ -488,7 +478,7 @@ COMP_WORDS=(hive sto); COMP_CWORD=1; _hive; echo "${COMPREPLY[*]}"`, f)
 			t.Errorf("bash completion: %v %q", err, b)
 		}
 	}
-	man, err := hive(t, state, "man")
+	man, err := hivetest.Run(t, state, "man")
 	if err != nil || !strings.HasPrefix(man, ".TH HIVE 1") {
 		t.Fatalf("man: %v %q", err, man)
 	}
@@ -515,8 +505,8 @@ COMP_WORDS=(hive sto); COMP_CWORD=1; _hive; echo "${COMPREPLY[*]}"`, f)
 // In a terminal hive mcp says what it is, in one line on stderr; piped,
 // it says nothing.
 func TestMCPGreeting(t *testing.T) {
-	state := stateDir(t)
-	c := hiveCmd(state, "mcp")
+	state := hivetest.StateDir(t)
+	c := hivetest.Command(t, state, "mcp")
 	c.Stdin = strings.NewReader("")
 	var errb strings.Builder
 	c.Stderr = &errb
@@ -526,7 +516,7 @@ func TestMCPGreeting(t *testing.T) {
 	if errb.Len() != 0 {
 		t.Errorf("piped mcp wrote to stderr: %q", errb.String())
 	}
-	c = hiveCmd(state, "mcp")
+	c = hivetest.Command(t, state, "mcp")
 	tty, err := pty.Start(c)
 	if err != nil {
 		t.Fatal(err)

@@ -5,13 +5,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // hiveIn runs a hive subcommand with stdin and returns its stdout, its
 // stderr and its exit code.
 func hiveIn(t *testing.T, state, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	c := hiveCmd(state, args...)
+	c := hivetest.Command(t, state, args...)
 	c.Env = append(c.Env, quickRaceExit()...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
@@ -46,7 +48,7 @@ func mustJSON(t *testing.T, state string, v any, args ...string) {
 // The reading commands fail clearly with no daemon and start none; wake
 // and todo upsert start one, since what they send is kept.
 func TestProducersWithoutDaemon(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	for _, args := range [][]string{
 		{"inbox", "ls"}, {"inbox", "next"}, {"inbox", "next", "--wait"}, {"inbox", "ack", "1"},
 		{"todo", "ls"}, {"todo", "clear", "--subsystem", "ci", "--key", "k"}, {"turn", "idle"},
@@ -55,7 +57,7 @@ func TestProducersWithoutDaemon(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, "no hive daemon is running") {
 			t.Errorf("hive %v: exit %d %q", args, code, errs)
 		}
-		if daemonPid(state) != 0 {
+		if hivetest.DaemonPid(state) != 0 {
 			t.Fatalf("hive %v started a daemon", args)
 		}
 	}
@@ -63,16 +65,16 @@ func TestProducersWithoutDaemon(t *testing.T) {
 		MessageID int64 `json:"message_id"`
 	}
 	mustJSON(t, state, &w, "wake", "--from", "ci", "build 42 failed")
-	if w.MessageID != 1 || !processAlive(daemonPid(state)) {
-		t.Fatalf("wake: %+v, daemon %d", w, daemonPid(state))
+	if w.MessageID != 1 || !hivetest.Alive(hivetest.DaemonPid(state)) {
+		t.Fatalf("wake: %+v, daemon %d", w, hivetest.DaemonPid(state))
 	}
-	stopDaemon(t, state)
+	hivetest.StopState(t, state)
 	var u struct {
 		TodoID int64 `json:"todo_id"`
 	}
 	mustJSON(t, state, &u, "todo", "upsert", "--subsystem", "ci", "--key", "b", "--summary", "s")
-	if u.TodoID < 1 || !processAlive(daemonPid(state)) {
-		t.Fatalf("todo upsert: %+v, daemon %d", u, daemonPid(state))
+	if u.TodoID < 1 || !hivetest.Alive(hivetest.DaemonPid(state)) {
+		t.Fatalf("todo upsert: %+v, daemon %d", u, hivetest.DaemonPid(state))
 	}
 }
 
@@ -82,8 +84,8 @@ func TestProducersWithoutDaemon(t *testing.T) {
 // the rule), 1 for what the daemon refuses. internal/cli's tests go
 // through every command line in-process.
 func TestProducersCLI(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
 	if out, errs, code := hiveIn(t, state, "line one\n<two> & three\n", "wake", "--from", "chat:alice@example.org"); code != 0 || out != "message 1 queued\n" {
 		t.Fatalf("wake from stdin: %d %q %q", code, out, errs)
 	}

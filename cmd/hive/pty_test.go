@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 type ptyOut struct {
@@ -32,11 +35,11 @@ type ptyInfo struct {
 	ExitCode  *int   `json:"exit_code"`
 }
 
-// send calls a pty tool into a fresh result.
-func (s *session) pty(tool string, args map[string]any) ptyOut {
-	s.t.Helper()
+// ptyCall calls a pty tool into a fresh result.
+func ptyCall(t *testing.T, s *hivetest.Session, tool string, args map[string]any) ptyOut {
+	t.Helper()
 	var out ptyOut
-	s.mustCall(tool, args, &out)
+	s.MustCall(tool, args, &out)
 	return out
 }
 
@@ -44,8 +47,8 @@ func (s *session) pty(tool string, args map[string]any) ptyOut {
 // group of its terminal, so a Ctrl-C reaches it.
 func foreground(t *testing.T, cmdline string) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var fg int
+	hivetest.Eventually(t, 10*time.Second, fmt.Sprintf("%q to be the terminal's foreground process", cmdline), func() error {
 		ents, _ := os.ReadDir("/proc")
 		for _, e := range ents {
 			pid, err := strconv.Atoi(e.Name())
@@ -62,71 +65,71 @@ func foreground(t *testing.T, cmdline string) int {
 			}
 			f := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+2:])
 			if len(f) > 5 && f[2] == f[5] { // pgrp == tpgid
-				return pid
+				fg = pid
+				return nil
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%q never became the terminal's foreground process", cmdline)
-	return 0
+		return fmt.Errorf("%q is not the terminal's foreground process", cmdline)
+	})
+	return fg
 }
 
 func TestPTYShell(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
-	s := connect(t, state, cwd)
+	s := hivetest.Connect(t, state, cwd)
 	var info ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"name": "sh1"}, &info)
+	s.MustCall("terminal_pty_open", map[string]any{"name": "sh1"}, &info)
 	if !strings.HasPrefix(info.SessionID, "pty_") || info.Cols != 120 || info.Rows != 40 || info.Pid == 0 {
 		t.Fatalf("open: %+v", info)
 	}
 	var out ptyOut
-	out = s.pty("terminal_pty_send", map[string]any{"session_id": "sh1", "input": "echo v=$((6*7)); pwd\n", "wait_for": "v=42\\s+" + regexp.QuoteMeta(cwd)})
+	out = ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": "sh1", "input": "echo v=$((6*7)); pwd\n", "wait_for": "v=42\\s+" + regexp.QuoteMeta(cwd)})
 	if !out.Matched {
 		t.Fatalf("no match: %+v", out)
 	}
 	// Ctrl-C interrupts the foreground program; the shell survives.
-	out = s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "sleep 300 & echo bg=$!; sleep 601\n", "wait_for": "bg=\\d+"})
+	out = ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "sleep 300 & echo bg=$!; sleep 601\n", "wait_for": "bg=\\d+"})
 	bg, _ := strconv.Atoi(regexp.MustCompile(`bg=(\d+)`).FindStringSubmatch(out.Data)[1])
 	fg := foreground(t, "sleep 601")
-	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "keys": []string{"C-c"}, "wait_ms": 0})
-	out = s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "echo alive-$?\n", "wait_for": "alive-130"})
-	if !out.Matched || !out.Running || processAlive(fg) {
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "keys": []string{"C-c"}, "wait_ms": 0})
+	out = ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "echo alive-$?\n", "wait_for": "alive-130"})
+	if !out.Matched || !out.Running || hivetest.Alive(fg) {
 		t.Fatalf("after Ctrl-C: %+v", out)
 	}
 	// Screen rendering and resize.
-	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "clear; printf '\\033[5;10HXY'; sleep 0.2; echo; echo drawn\n", "wait_for": "(?m)^drawn"})
-	out = s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "clear; printf '\\033[5;10HXY'; sleep 0.2; echo; echo drawn\n", "wait_for": "(?m)^drawn"})
+	out = ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": info.SessionID, "screen": true})
 	lines := strings.Split(out.Screen, "\n")
 	if len(lines) < 5 || !strings.HasPrefix(lines[4], strings.Repeat(" ", 9)+"XY") {
 		var dbg ptyOut
-		s.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID, "raw": true}, &dbg)
+		s.MustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID, "raw": true}, &dbg)
 		t.Errorf("screen row 5: %q\nraw: %q", out.Screen, dbg.Data)
 	}
-	s.mustCall("terminal_pty_resize", map[string]any{"session_id": info.SessionID, "cols": 100, "rows": 30}, &info)
-	out = s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "stty size\n", "wait_for": "30 100"})
+	s.MustCall("terminal_pty_resize", map[string]any{"session_id": info.SessionID, "cols": 100, "rows": 30}, &info)
+	out = ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "stty size\n", "wait_for": "30 100"})
 	if !out.Matched {
 		t.Errorf("stty size after resize: %q", out.Data)
 	}
 	// Raw read keeps escapes; the default strips them.
 	var raw, plain ptyOut
-	s.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID, "raw": true}, &raw)
-	s.mustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID}, &plain)
+	s.MustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID, "raw": true}, &raw)
+	s.MustCall("terminal_pty_read", map[string]any{"session_id": info.SessionID}, &plain)
 	if !strings.Contains(raw.Data, "\x1b[") || strings.Contains(plain.Data, "\x1b[") {
 		t.Errorf("raw has escapes: %v, plain has none: %v", strings.Contains(raw.Data, "\x1b["), !strings.Contains(plain.Data, "\x1b["))
 	}
 	var list struct {
 		Sessions []ptyInfo `json:"sessions"`
 	}
-	s.mustCall("terminal_pty_list", nil, &list)
+	s.MustCall("terminal_pty_list", nil, &list)
 	if len(list.Sessions) != 1 {
 		t.Errorf("list: %+v", list)
 	}
-	s.mustCall("terminal_pty_close", map[string]any{"session_id": "sh1"}, &info)
-	if processAlive(bg) || processAlive(info.Pid) {
-		t.Errorf("close left processes: bg %d alive=%v, shell alive=%v", bg, processAlive(bg), processAlive(info.Pid))
+	s.MustCall("terminal_pty_close", map[string]any{"session_id": "sh1"}, &info)
+	if hivetest.Alive(bg) || hivetest.Alive(info.Pid) {
+		t.Errorf("close left processes: bg %d alive=%v, shell alive=%v", bg, hivetest.Alive(bg), hivetest.Alive(info.Pid))
 	}
-	if text, isErr := s.call("terminal_pty_send", map[string]any{"session_id": "nope", "input": "x"}, nil); !isErr || !strings.Contains(text, "session_id") {
+	if text, isErr := s.Call("terminal_pty_send", map[string]any{"session_id": "nope", "input": "x"}, nil); !isErr || !strings.Contains(text, "session_id") {
 		t.Errorf("unknown session: %q", text)
 	}
 }
@@ -153,25 +156,22 @@ func sigIgnored(t *testing.T, pid int, sig syscall.Signal) bool {
 // killed after the 1 s grace and read exit 137. Now the hangup ends it:
 // exit code 129 (128+SIGHUP), after the daemon has served other work.
 func TestPTYCloseHangupIgnoredDaemon(t *testing.T) {
-	state := stateDir(t)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := exec.Command("bash", "-c", `trap '' HUP; exec "$0" daemon`, self)
-	d.Env = append(os.Environ(), "HIVE_E2E_MAIN=1", "HIVE_STATE_DIR="+state)
-	startDaemonCmd(t, state, d)
-	if !sigIgnored(t, daemonPid(state), syscall.SIGHUP) {
+	state := hivetest.StateDir(t)
+	bin := hivetest.Bin(t)
+	d := exec.Command("bash", "-c", `trap '' HUP; exec "$0" daemon`, bin.Path)
+	d.Env = bin.Environ(state)
+	hivetest.StartDaemonCmd(t, state, d)
+	if !sigIgnored(t, hivetest.DaemonPid(state), syscall.SIGHUP) {
 		t.Fatal("the daemon does not ignore SIGHUP: the test's premise is gone")
 	}
-	s := connect(t, state, t.TempDir())
+	s := hivetest.Connect(t, state, t.TempDir())
 	for range 3 {
-		s.mustCall("run", map[string]any{"cmd": "true", "wait_seconds": 5}, nil)
-		s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 1000"}, nil)
+		s.MustCall("run", map[string]any{"cmd": "true", "wait_seconds": 5}, nil)
+		s.MustCall("terminal_exec", map[string]any{"cmd": "seq 1 1000"}, nil)
 		var sh ptyInfo
-		s.mustCall("terminal_pty_open", nil, &sh)
-		s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo w-$((1+1))\n", "wait_for": "w-2"})
-		s.mustCall("terminal_pty_close", map[string]any{"session_id": sh.SessionID}, nil)
+		s.MustCall("terminal_pty_open", nil, &sh)
+		ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo w-$((1+1))\n", "wait_for": "w-2"})
+		s.MustCall("terminal_pty_close", map[string]any{"session_id": sh.SessionID}, nil)
 	}
 	for _, c := range []struct{ name, cmd, input, want string }{
 		{"cat", "cat", "ping\n", "ping\\s+ping"},
@@ -179,14 +179,14 @@ func TestPTYCloseHangupIgnoredDaemon(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var info ptyInfo
-			s.mustCall("terminal_pty_open", map[string]any{"cmd": c.cmd}, &info)
-			if out := s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": c.input, "wait_for": c.want}); !out.Matched {
+			s.MustCall("terminal_pty_open", map[string]any{"cmd": c.cmd}, &info)
+			if out := ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": c.input, "wait_for": c.want}); !out.Matched {
 				t.Fatalf("send: %+v", out)
 			}
 			if sigIgnored(t, info.Pid, syscall.SIGHUP) {
 				t.Errorf("the session's process %d ignores SIGHUP, inherited from the daemon", info.Pid)
 			}
-			s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, &info)
+			s.MustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, &info)
 			if info.Running || info.ExitCode == nil || *info.ExitCode != 129 {
 				code := "none"
 				if info.ExitCode != nil {
@@ -202,48 +202,48 @@ func TestPTYPythonREPL(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed")
 	}
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var info ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &info)
-	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "keys": []string{"Enter"}, "wait_for": ">>> "})
-	out := s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "6*7\n", "wait_for": "(?m)^42$"})
+	s.MustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &info)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "keys": []string{"Enter"}, "wait_for": ">>> "})
+	out := ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "6*7\n", "wait_for": "(?m)^42$"})
 	if !out.Matched {
 		t.Fatalf("python: %q", out.Data)
 	}
-	s.pty("terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "exit()\n", "wait_ms": 10000})
-	out = s.pty("terminal_pty_read", map[string]any{"session_id": info.SessionID})
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": info.SessionID, "input": "exit()\n", "wait_ms": 10000})
+	out = ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": info.SessionID})
 	if out.Running || out.ExitCode == nil || *out.ExitCode != 0 {
 		t.Errorf("after exit(): running=%v exit=%v", out.Running, out.ExitCode)
 	}
-	s.mustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
+	s.MustCall("terminal_pty_close", map[string]any{"session_id": info.SessionID}, nil)
 }
 
 // terminal_pty_send without wait_ms or wait_for returns once the program
 // waits for input again: the whole answer and the next prompt, however
 // long it takes or prints, never just the echo or the first chunk.
 func TestPTYSendDefaultWaitsForInput(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	prompt := regexp.MustCompile(`\nbash-[0-9.]+[#$] $`)
 	var sh ptyInfo
-	s.mustCall("terminal_pty_open", nil, &sh)
-	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo re''ady\n", "wait_for": "ready\n"})
-	s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\n", "wait_for": prompt.String()})
+	s.MustCall("terminal_pty_open", nil, &sh)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo re''ady\n", "wait_for": "ready\n"})
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "\n", "wait_for": prompt.String()})
 
 	// Quiet far longer than the old 300 ms default, then the answer.
-	out := s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "sleep 0.5; echo late-$((1+1))\n"})
+	out := ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "sleep 0.5; echo late-$((1+1))\n"})
 	if !strings.HasSuffix(prompt.ReplaceAllString(out.Data, ""), "\nlate-2") || !prompt.MatchString(out.Data) {
 		t.Errorf("sleep then echo: %q, want late-2 and the prompt", out.Data)
 	}
 	// Streaming: all of it, up to the prompt after the last line. (The
 	// screen emulator takes about 17 µs a line, 10 times that with -race:
 	// 30000 lines stay well inside the 10 s a default send waits.)
-	out = s.pty("terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "seq 1 30000\n"})
+	out = ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "seq 1 30000\n"})
 	if !strings.HasSuffix(prompt.ReplaceAllString(out.Data, ""), "\n29999\n30000") || !prompt.MatchString(out.Data) {
 		t.Errorf("seq 1 30000: ends %q, want 30000 and the prompt", out.Data[max(0, len(out.Data)-60):])
 	}
-	if more := s.pty("terminal_pty_read", map[string]any{"session_id": sh.SessionID, "since_offset": out.NextOffset}); more.Data != "" {
+	if more := ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": sh.SessionID, "since_offset": out.NextOffset}); more.Data != "" {
 		t.Errorf("output after the answer's end: %d bytes", len(more.Data))
 	}
 
@@ -251,15 +251,15 @@ func TestPTYSendDefaultWaitsForInput(t *testing.T) {
 		t.Skip("python3 not installed")
 	}
 	var py ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &py)
-	s.pty("terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": "print('rea'+'dy')\n", "wait_for": "ready\n>>> $"})
+	s.MustCall("terminal_pty_open", map[string]any{"cmd": "python3 -q"}, &py)
+	ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": "print('rea'+'dy')\n", "wait_for": "ready\n>>> $"})
 	for _, c := range []struct{ input, want string }{
 		{"1+1\n", "1+1\n2\n>>> "},
 		{"import time; time.sleep(0.5); print('up')\n", "import time; time.sleep(0.5); print('up')\nup\n>>> "},
 		{"if True:\n", "if True:\n... "},
 		{"  6*7\n\n", "  6*7\n... \n42\n>>> "},
 	} {
-		if out := s.pty("terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": c.input}); out.Data != c.want {
+		if out := ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": py.SessionID, "input": c.input}); out.Data != c.want {
 			t.Errorf("python %q: %q, want %q", c.input, out.Data, c.want)
 		}
 	}
@@ -269,25 +269,23 @@ func TestPTYSendDefaultWaitsForInput(t *testing.T) {
 // with -9, still answers: terminal_pty_read returns its output from its
 // file with a note saying what happened, send and close say it ended.
 func TestPTYEndedSession(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	// A daemon that holds its sessions itself: they end with it. (With
 	// the holder they outlive it: TestPTYOutlivesTheDaemon.)
-	startDaemon(t, state, "--hold-jobs=false")
-	s := connect(t, state, t.TempDir())
+	hivetest.StartDaemon(t, state, "--hold-jobs=false")
+	s := hivetest.Connect(t, state, t.TempDir())
 	var closed, crashed ptyInfo
-	s.mustCall("terminal_pty_open", map[string]any{"name": "gone"}, &closed)
-	s.mustCall("terminal_pty_open", nil, &crashed)
+	s.MustCall("terminal_pty_open", map[string]any{"name": "gone"}, &closed)
+	s.MustCall("terminal_pty_open", nil, &crashed)
 	for _, id := range []string{closed.SessionID, crashed.SessionID} {
-		s.pty("terminal_pty_send", map[string]any{"session_id": id, "input": "echo said-$((40+2))\n", "wait_for": "said-42"})
+		ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": id, "input": "echo said-$((40+2))\n", "wait_for": "said-42"})
 	}
-	s.mustCall("terminal_pty_close", map[string]any{"session_id": "gone"}, nil)
+	s.MustCall("terminal_pty_close", map[string]any{"session_id": "gone"}, nil)
 
-	old := daemonPid(state)
+	old := hivetest.DaemonPid(state)
 	syscall.Kill(old, syscall.SIGKILL)
-	for processAlive(old) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	s2 := connect(t, state, t.TempDir())
+	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(old))
+	s2 := hivetest.Connect(t, state, t.TempDir())
 	for _, c := range []struct {
 		id, asked, says string
 	}{
@@ -296,14 +294,14 @@ func TestPTYEndedSession(t *testing.T) {
 	} {
 		says := regexp.MustCompile(c.says)
 		var out ptyOut
-		text := s2.mustCall("terminal_pty_read", map[string]any{"session_id": c.asked}, &out)
+		text := s2.MustCall("terminal_pty_read", map[string]any{"session_id": c.asked}, &out)
 		note := text[strings.LastIndexByte(text, '\n')+1:]
 		if !strings.Contains(out.Data, "said-42\n") || out.Running || !strings.HasPrefix(note, "[") || !says.MatchString(strings.Trim(note, "[]")) {
 			t.Errorf("read of ended %s: %+v\ntext %q\nwant its output and a note matching %s", c.id, out, text, c.says)
 		}
 		// Offsets are those of the live session: reading on from the end gives nothing new.
 		var more ptyOut
-		s2.mustCall("terminal_pty_read", map[string]any{"session_id": c.id, "since_offset": out.NextOffset}, &more)
+		s2.MustCall("terminal_pty_read", map[string]any{"session_id": c.id, "since_offset": out.NextOffset}, &more)
 		if more.Data != "" || more.NextOffset != out.NextOffset {
 			t.Errorf("read of ended %s from its end: %+v", c.id, more)
 		}
@@ -311,7 +309,7 @@ func TestPTYEndedSession(t *testing.T) {
 			"terminal_pty_send":  {"session_id": c.asked, "input": "x"},
 			"terminal_pty_close": {"session_id": c.asked},
 		} {
-			text, isErr := s2.call(tool, args, nil)
+			text, isErr := s2.Call(tool, args, nil)
 			if !isErr || !says.MatchString(text) {
 				t.Errorf("%s of ended %s: error %v %q, want one matching %s", tool, c.id, isErr, text, c.says)
 			}
@@ -320,7 +318,7 @@ func TestPTYEndedSession(t *testing.T) {
 	var list struct {
 		Sessions []ptyInfo `json:"sessions"`
 	}
-	s2.mustCall("terminal_pty_list", nil, &list)
+	s2.MustCall("terminal_pty_list", nil, &list)
 	if len(list.Sessions) != 0 {
 		t.Errorf("list after the restart: %+v, want no open session", list.Sessions)
 	}

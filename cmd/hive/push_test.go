@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // rawMsg is one JSON-RPC message as a raw client reads it.
@@ -46,7 +48,7 @@ type rawClient struct {
 
 func rawConnect(t *testing.T, state string) *rawClient {
 	t.Helper()
-	cmd := hiveCmd(state, "mcp")
+	cmd := hivetest.Command(t, state, "mcp")
 	cmd.Dir = t.TempDir()
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -205,7 +207,7 @@ func wakeSocket(t *testing.T, state, from, body string) {
 // notification (kind, id, exit / from in meta) and as an info log. A job
 // whose end the agent saw inline is not pushed on the channel.
 func TestChannelPushToRawClient(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	c := rawConnect(t, state)
 	var init struct {
 		Capabilities struct {
@@ -268,7 +270,7 @@ func TestChannelPushToRawClient(t *testing.T) {
 		t.Fatalf("inline run: %+v", inline)
 	}
 
-	if out, err := hive(t, state, "wake", "--from", "ci", "build 7 broke"); err != nil {
+	if out, err := hivetest.Run(t, state, "wake", "--from", "ci", "build 7 broke"); err != nil {
 		t.Fatalf("hive wake: %v %s", err, out)
 	}
 	msgs = c.waitFor("the message on the channel and in the log", func(ms []rawMsg) bool {
@@ -295,7 +297,7 @@ func TestChannelPushToRawClient(t *testing.T) {
 // channel notifications, at least a second apart, the later ones summaries
 // naming their count; every message is accounted for.
 func TestChannelCoalescesBursts(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	c := rawConnect(t, state)
 	c.initialize()
 	const n = 21
@@ -347,7 +349,7 @@ func TestChannelCoalescesBursts(t *testing.T) {
 // Over streamable HTTP, a client that declared nothing gets the channel
 // notification and the info log on its standalone SSE stream (GET).
 func TestChannelPushOverHTTP(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	url := "http://" + addr + "/mcp"
@@ -383,7 +385,7 @@ func TestChannelPushOverHTTP(t *testing.T) {
 			}
 		}
 	}()
-	if out, err := hive(t, state, "wake", "--from", "ci", "over http"); err != nil {
+	if out, err := hivetest.Run(t, state, "wake", "--from", "ci", "over http"); err != nil {
 		t.Fatalf("hive wake: %v %s", err, out)
 	}
 	var onChannel, logged bool

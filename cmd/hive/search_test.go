@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 func writeTree(t *testing.T, root string, files map[string]string) {
@@ -26,7 +28,7 @@ func writeTree(t *testing.T, root string, files map[string]string) {
 }
 
 func TestSearchTools(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
 	os.Mkdir(filepath.Join(cwd, ".git"), 0o700)
 	writeTree(t, cwd, map[string]string{
@@ -39,35 +41,35 @@ func TestSearchTools(t *testing.T) {
 	})
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(cwd, "main.go"), old, old)
-	s := connect(t, state, cwd)
+	s := hivetest.Connect(t, state, cwd)
 	var rg rgAnswer
-	s.mustCall("terminal_rg", map[string]any{"pattern": `serve\w+\(`, "type": "go"}, &rg)
+	s.MustCall("terminal_rg", map[string]any{"pattern": `serve\w+\(`, "type": "go"}, &rg)
 	if got, want := strings.Join(rg.lines(), "|"), "lib/handler.go:3:func serveHandler() {}|main.go:4:serveHandler()"; got != want || rg.Count != 2 || rg.Truncated {
 		t.Errorf("rg matches %q, want %q", got, want)
 	}
-	s.mustCall("terminal_rg", map[string]any{"pattern": "serveHandler", "fixed_strings": true, "max_results": 1}, &rg)
+	s.MustCall("terminal_rg", map[string]any{"pattern": "serveHandler", "fixed_strings": true, "max_results": 1}, &rg)
 	if rg.Count != 1 || !rg.Truncated {
 		t.Errorf("max_results 1: %+v", rg)
 	}
-	s.mustCall("terminal_rg", map[string]any{"pattern": "serveHandler", "fixed_strings": true, "max_count": 1, "context": 1, "no_ignore": true}, &rg)
+	s.MustCall("terminal_rg", map[string]any{"pattern": "serveHandler", "fixed_strings": true, "max_count": 1, "context": 1, "no_ignore": true}, &rg)
 	if got, want := strings.Join(rg.lines(), "|"), "build/out.go:1:func serveHandler() {} // ignored|docs/readme.md:1:serveHandler is documented here|lib/handler.go:3:func serveHandler() {}|main.go:4:serveHandler()"; got != want {
 		t.Errorf("max_count 1: %q, want %q", got, want)
 	}
 	if f := rg.Files[2]; len(f.Matches[0].Before) != 1 || f.Matches[0].Before[0] != "" {
 		t.Errorf("context 1: lib/handler.go before = %q, want the empty line 2", f.Matches[0].Before)
 	}
-	if text, isErr := s.call("terminal_rg", map[string]any{"pattern": "x", "max_count": -1}, nil); !isErr || !strings.Contains(text, "max_count") {
+	if text, isErr := s.Call("terminal_rg", map[string]any{"pattern": "x", "max_count": -1}, nil); !isErr || !strings.Contains(text, "max_count") {
 		t.Errorf("max_count -1: %q, want an error naming max_count", text)
 	}
-	if text, isErr := s.call("terminal_rg", map[string]any{"pattern": "a(b"}, nil); !isErr || !strings.Contains(text, "pattern") {
+	if text, isErr := s.Call("terminal_rg", map[string]any{"pattern": "a(b"}, nil); !isErr || !strings.Contains(text, "pattern") {
 		t.Errorf("bad regex: %q", text)
 	}
 	var gl globAnswer
-	s.mustCall("terminal_glob", map[string]any{"pattern": "**/*.go"}, &gl)
+	s.MustCall("terminal_glob", map[string]any{"pattern": "**/*.go"}, &gl)
 	if strings.Join(gl.paths(), ",") != "lib/handler.go,main.go" {
 		t.Errorf("glob newest first without ignored and hidden: %v", gl.paths())
 	}
-	s.mustCall("terminal_glob", map[string]any{"pattern": "**/*.go", "no_ignore": true, "hidden": true}, &gl)
+	s.MustCall("terminal_glob", map[string]any{"pattern": "**/*.go", "no_ignore": true, "hidden": true}, &gl)
 	if len(gl.paths()) != 4 {
 		t.Errorf("glob with no_ignore and hidden: %v", gl.paths())
 	}
@@ -123,14 +125,14 @@ func (g globAnswer) paths() []string {
 // relative path (or none), the same over stdio (whose session dir is the
 // bridge's) and over HTTP (whose session dir is the daemon's).
 func TestSearchPathsAsGiven(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	tree := t.TempDir()
 	writeTree(t, tree, map[string]string{"src/a/x.go": "package a // needle\n", "src/b.go": "package b // needle\n"})
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	// The stdio session runs in tree; the daemon's dir is elsewhere, so
 	// HTTP answers to a relative path are relative to the daemon's dir.
-	stdio := connect(t, state, tree)
+	stdio := hivetest.Connect(t, state, tree)
 	cs := connectHTTP(t, "http://"+addr+"/mcp", httpToken(t, state))
 	viaHTTP := func(name string, args map[string]any, out any) {
 		t.Helper()
@@ -150,7 +152,7 @@ func TestSearchPathsAsGiven(t *testing.T) {
 	for _, via := range []struct {
 		name string
 		call func(string, map[string]any, any)
-	}{{"stdio", func(n string, a map[string]any, o any) { stdio.mustCall(n, a, o) }}, {"http", viaHTTP}} {
+	}{{"stdio", func(n string, a map[string]any, o any) { stdio.MustCall(n, a, o) }}, {"http", viaHTTP}} {
 		var rg rgAnswer
 		via.call("terminal_rg", map[string]any{"pattern": "needle", "path": abs}, &rg)
 		var got []string
@@ -174,12 +176,12 @@ func TestSearchPathsAsGiven(t *testing.T) {
 	}
 	// Relative: as given, against the session's dir.
 	var rg rgAnswer
-	stdio.mustCall("terminal_rg", map[string]any{"pattern": "needle", "path": "./src/"}, &rg)
+	stdio.MustCall("terminal_rg", map[string]any{"pattern": "needle", "path": "./src/"}, &rg)
 	if got := rg.lines(); strings.Join(got, ",") != "src/a/x.go:1:package a // needle,src/b.go:1:package b // needle" {
 		t.Errorf("stdio: rg relative path: %v", got)
 	}
 	var gl globAnswer
-	stdio.mustCall("terminal_glob", map[string]any{"pattern": "src/**/*.go"}, &gl)
+	stdio.MustCall("terminal_glob", map[string]any{"pattern": "src/**/*.go"}, &gl)
 	if got := gl.paths(); len(got) != 2 || !slices.Contains(got, "src/a/x.go") || !slices.Contains(got, "src/b.go") {
 		t.Errorf("stdio: glob relative pattern: %v", got)
 	}

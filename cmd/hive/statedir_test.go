@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // runBounded runs hive ARGS on state and returns its combined output and
@@ -20,7 +22,7 @@ func runBounded(t *testing.T, state string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := hiveCmd(state, args...)
+	cmd := hivetest.Command(t, state, args...)
 	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
 	c.Env = cmd.Env
 	out, _ := c.CombinedOutput()
@@ -69,7 +71,7 @@ func TestUnsafeStateDirRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { stopDaemon(t, filepath.Join(base, "hive")); os.RemoveAll(base) })
+			t.Cleanup(func() { hivetest.StopState(t, filepath.Join(base, "hive")); os.RemoveAll(base) })
 			state := tc.setup(t, base)
 			want := fmt.Sprintf(tc.want, state, base)
 			for _, args := range [][]string{{"daemon"}, {"mcp"}, {"ps"}, {"run", "--", "true"}} {
@@ -89,7 +91,7 @@ func TestUnsafeStateDirRefused(t *testing.T) {
 // connected to: the CLI and the bridge refuse, and that listener sees
 // nothing.
 func TestPlantedSocketRefused(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	other := filepath.Join(t.TempDir(), "other.sock")
 	ln, err := net.Listen("unix", other)
 	if err != nil {
@@ -126,10 +128,10 @@ func TestPlantedSocketRefused(t *testing.T) {
 // After a session through the bridge every file hive made in the state
 // dir is 0600 and every dir 0700, the store's -wal and -shm included.
 func TestStateDirIsPrivate(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	s.mustCall("run", map[string]any{"cmd": "echo out; echo err >&2", "wait_seconds": 20}, nil)
-	s.mustCall("set_status", map[string]any{"text": "private"}, nil)
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	s.MustCall("run", map[string]any{"cmd": "echo out; echo err >&2", "wait_seconds": 20}, nil)
+	s.MustCall("set_status", map[string]any{"text": "private"}, nil)
 	for _, name := range []string{"hive.db", "hive.db-wal", "hive.db-shm", "daemon.lock", "daemon.log", "hive.sock", "hyperhive-status"} {
 		if _, err := os.Lstat(filepath.Join(state, name)); err != nil {
 			t.Errorf("%s missing after a session: %v", name, err)

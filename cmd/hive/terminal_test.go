@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 type envelope struct {
@@ -38,11 +40,11 @@ func str(p *string) string {
 }
 
 func TestExecEnvelope(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	cwd := t.TempDir()
 	os.Mkdir(filepath.Join(cwd, "sub"), 0o700)
 	os.WriteFile(filepath.Join(cwd, "f.txt"), []byte("alpha\nbeta\n"), 0o600)
-	s := connect(t, state, cwd)
+	s := hivetest.Connect(t, state, cwd)
 	tests := []struct {
 		name  string
 		args  map[string]any
@@ -116,15 +118,15 @@ func TestExecEnvelope(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var e envelope
-			s.mustCall("terminal_exec", tt.args, &e)
+			s.MustCall("terminal_exec", tt.args, &e)
 			tt.check(t, e)
 		})
 	}
 }
 
 func TestExecBadInput(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	tests := []struct {
 		args map[string]any
 		want string
@@ -138,7 +140,7 @@ func TestExecBadInput(t *testing.T) {
 		{map[string]any{"cmd": "ls", "cwd": "/no/such/dir"}, "cwd"},
 	}
 	for _, tt := range tests {
-		text, isErr := s.call("terminal_exec", tt.args, nil)
+		text, isErr := s.Call("terminal_exec", tt.args, nil)
 		if !isErr || !strings.Contains(text, tt.want) {
 			t.Errorf("%v: isError=%v %q, want an error naming %q", tt.args, isErr, text, tt.want)
 		}
@@ -147,10 +149,10 @@ func TestExecBadInput(t *testing.T) {
 
 // Truncated output keeps head and tail inline and the whole under a handle.
 func TestExecTruncationAndHandles(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var e envelope
-	s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 100000", "max_output_kb": 4}, &e)
+	s.MustCall("terminal_exec", map[string]any{"cmd": "seq 1 100000", "max_output_kb": 4}, &e)
 	var want strings.Builder
 	for i := 1; i <= 100000; i++ {
 		fmt.Fprintf(&want, "%d\n", i)
@@ -174,7 +176,7 @@ func TestExecTruncationAndHandles(t *testing.T) {
 			EOF        bool   `json:"eof"`
 			Expired    bool   `json:"expired"`
 		}
-		s.mustCall("terminal_output_get", map[string]any{"output_handle": *e.OutputHandle, "since_offset": off, "max_kb": 128}, &p)
+		s.MustCall("terminal_output_get", map[string]any{"output_handle": *e.OutputHandle, "since_offset": off, "max_kb": 128}, &p)
 		if p.Expired {
 			t.Fatal("handle expired at once")
 		}
@@ -193,17 +195,17 @@ func TestExecTruncationAndHandles(t *testing.T) {
 	var p struct {
 		Expired bool `json:"expired"`
 	}
-	text := s.mustCall("terminal_output_get", map[string]any{"output_handle": "out_000000000000"}, &p)
+	text := s.MustCall("terminal_output_get", map[string]any{"output_handle": "out_000000000000"}, &p)
 	if !p.Expired || !strings.Contains(text, "re-run") {
 		t.Errorf("unknown handle: %q %+v", text, p)
 	}
 }
 
 func TestExecAutoBackgroundAndJobLogs(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var e envelope
-	s.mustCall("terminal_exec", map[string]any{"cmd": "echo first; sleep 1; echo second", "auto_background_after_sec": 0.3}, &e)
+	s.MustCall("terminal_exec", map[string]any{"cmd": "echo first; sleep 1; echo second", "auto_background_after_sec": 0.3}, &e)
 	if !e.AutoBackgrounded || e.ExitCode != nil || e.JobID == nil || e.Stdout != "first\n" {
 		t.Fatalf("not promoted: %+v", e)
 	}
@@ -216,41 +218,41 @@ func TestExecAutoBackgroundAndJobLogs(t *testing.T) {
 		} `json:"stdout"`
 		WaitedMs int64 `json:"waited_ms"`
 	}
-	s.mustCall("terminal_job_logs", map[string]any{"job_id": *e.JobID, "since_offset": 6, "wait_until_exit": true, "wait_timeout_sec": 30}, &logs)
+	s.MustCall("terminal_job_logs", map[string]any{"job_id": *e.JobID, "since_offset": 6, "wait_until_exit": true, "wait_timeout_sec": 30}, &logs)
 	if logs.Status != "done" || *logs.ExitCode != 0 || logs.Stdout.Data != "second\n" || logs.Stdout.NextOffset != 13 {
 		t.Fatalf("logs: %+v", logs)
 	}
 	// terminal_job_logs read the end: the promoted job's loose end is done.
-	if _, summary, ok := s.todoFor(*e.JobID); ok {
+	if _, summary, ok := todoFor(s, *e.JobID); ok {
 		t.Errorf("promoted job todo left after its end was read: %q", summary)
 	}
 }
 
 func TestExecForegroundTimeoutKillsGroup(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	var e envelope
-	s.mustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; echo started; wait", pidFile),
+	s.MustCall("terminal_exec", map[string]any{"cmd": fmt.Sprintf("sleep 3600 & echo $! > %s; echo started; wait", pidFile),
 		"auto_background_after_sec": 0, "timeout_sec": 0.5}, &e)
 	if !e.TimedOut || e.AutoBackgrounded || e.Stdout != "started\n" || e.ExitCode == nil {
 		t.Fatalf("%+v", e)
 	}
 	pid := waitPidFile(t, pidFile)
-	if processAlive(pid) {
+	if hivetest.Alive(pid) {
 		t.Errorf("background child %d survived the timeout", pid)
 	}
 }
 
 func TestTerminalJobs(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var st struct {
 		JobID  string `json:"job_id"`
 		Status string `json:"status"`
 		Pid    int    `json:"pid"`
 	}
-	s.mustCall("terminal_job_start", map[string]any{"cmd": "echo out1; echo err1 >&2; sleep 30; echo out2", "name": "reader"}, &st)
+	s.MustCall("terminal_job_start", map[string]any{"cmd": "echo out1; echo err1 >&2; sleep 30; echo out2", "name": "reader"}, &st)
 	if st.JobID == "reader" || st.Status != "running" || st.Pid == 0 { // its own id; the name addresses it
 
 		t.Fatalf("start: %+v", st)
@@ -264,7 +266,7 @@ func TestTerminalJobs(t *testing.T) {
 		Stdout *chunk `json:"stdout"`
 		Stderr *chunk `json:"stderr"`
 	}
-	s.mustCall("terminal_job_logs", map[string]any{"job_id": "reader", "wait_for_output": true, "wait_timeout_sec": 10}, &logs)
+	s.MustCall("terminal_job_logs", map[string]any{"job_id": "reader", "wait_for_output": true, "wait_timeout_sec": 10}, &logs)
 	if logs.Stdout == nil || logs.Stderr == nil || !strings.HasPrefix("out1\n", logs.Stdout.Data) || logs.Status != "running" {
 		t.Fatalf("first logs: %+v", logs)
 	}
@@ -274,20 +276,20 @@ func TestTerminalJobs(t *testing.T) {
 			Status string `json:"status"`
 		} `json:"jobs"`
 	}
-	s.mustCall("terminal_job_list", map[string]any{"state": "running"}, &list)
+	s.MustCall("terminal_job_list", map[string]any{"state": "running"}, &list)
 	if len(list.Jobs) != 1 || list.Jobs[0].JobID != st.JobID {
 		t.Errorf("list running: %+v", list)
 	}
-	if text, isErr := s.call("terminal_job_list", map[string]any{"state": "bogus"}, nil); !isErr || !strings.Contains(text, "state") {
+	if text, isErr := s.Call("terminal_job_list", map[string]any{"state": "bogus"}, nil); !isErr || !strings.Contains(text, "state") {
 		t.Errorf("bad state: %q", text)
 	}
-	s.mustCall("terminal_job_kill", map[string]any{"job_id": "reader", "force": true}, nil)
+	s.MustCall("terminal_job_kill", map[string]any{"job_id": "reader", "force": true}, nil)
 	logs.Stdout, logs.Stderr = nil, nil
-	s.mustCall("terminal_job_logs", map[string]any{"job_id": "reader", "wait_until_exit": true, "stream": "stderr"}, &logs)
+	s.MustCall("terminal_job_logs", map[string]any{"job_id": "reader", "wait_until_exit": true, "stream": "stderr"}, &logs)
 	if logs.Status != "killed" || logs.Stderr == nil || logs.Stderr.Data != "err1\n" || logs.Stdout != nil {
 		t.Errorf("after kill: %+v", logs)
 	}
-	s.mustCall("terminal_job_list", map[string]any{"state": "killed"}, &list)
+	s.MustCall("terminal_job_list", map[string]any{"state": "killed"}, &list)
 	if len(list.Jobs) != 1 {
 		t.Errorf("list killed: %+v", list)
 	}
@@ -296,14 +298,14 @@ func TestTerminalJobs(t *testing.T) {
 // An offset older than what is kept answers with the kept bytes and says
 // how many were dropped.
 func TestJobLogsDroppedOffset(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state, "--file-cap", "1000")
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--file-cap", "1000")
+	s := hivetest.Connect(t, state, t.TempDir())
 	var st struct {
 		JobID string `json:"job_id"`
 	}
 	// 6 MiB: more than the file cap and the 4 MiB ring together.
-	s.mustCall("terminal_job_start", map[string]any{"cmd": "head -c 6291456 /dev/zero | tr '\\0' x"}, &st)
+	s.MustCall("terminal_job_start", map[string]any{"cmd": "head -c 6291456 /dev/zero | tr '\\0' x"}, &st)
 	var logs struct {
 		Status string `json:"status"`
 		Stdout struct {
@@ -312,7 +314,7 @@ func TestJobLogsDroppedOffset(t *testing.T) {
 			NextOffset   int64 `json:"next_offset"`
 		} `json:"stdout"`
 	}
-	s.mustCall("terminal_job_logs", map[string]any{"job_id": st.JobID, "wait_until_exit": true, "since_offset": 2000, "stream": "stdout", "max_kb": 1}, &logs)
+	s.MustCall("terminal_job_logs", map[string]any{"job_id": st.JobID, "wait_until_exit": true, "since_offset": 2000, "stream": "stdout", "max_kb": 1}, &logs)
 	if logs.Status != "done" || logs.Stdout.DroppedBytes == 0 || logs.Stdout.Offset != 2000+logs.Stdout.DroppedBytes {
 		t.Fatalf("%+v", logs)
 	}
@@ -321,14 +323,14 @@ func TestJobLogsDroppedOffset(t *testing.T) {
 // tools/list and the instructions stay small: they are paid for in every
 // agent turn.
 func TestToolsListSize(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
-	res, err := s.cs.ListTools(t.Context(), &mcp.ListToolsParams{})
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	res, err := s.ListTools(t.Context(), &mcp.ListToolsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(res)
-	instr := s.cs.InitializeResult().Instructions
+	instr := s.InitializeResult().Instructions
 	ib, _ := json.Marshal(instr)
 	t.Logf("tools/list: %d tools, %d bytes; instructions %d bytes; together %d bytes", len(res.Tools), len(b), len(ib), len(b)+len(ib))
 	if instr == "" {
@@ -349,8 +351,8 @@ func TestToolsListSize(t *testing.T) {
 			t.Errorf("tool %s missing", n)
 		}
 	}
-	s2 := connect(t, state, t.TempDir(), "--groups", "execution")
-	res2, _ := s2.cs.ListTools(t.Context(), &mcp.ListToolsParams{})
+	s2 := hivetest.Connect(t, state, t.TempDir(), "--groups", "execution")
+	res2, _ := s2.ListTools(t.Context(), &mcp.ListToolsParams{})
 	var got []string
 	for _, tool := range res2.Tools {
 		got = append(got, tool.Name)
@@ -359,22 +361,22 @@ func TestToolsListSize(t *testing.T) {
 		t.Errorf("execution group: %v", got)
 	}
 	// The instructions speak of the tools a session has.
-	if in := s2.cs.InitializeResult().Instructions; strings.Contains(in, "terminal_") || strings.Contains(in, "read_inbox") || !strings.Contains(in, "loose end") {
+	if in := s2.InitializeResult().Instructions; strings.Contains(in, "terminal_") || strings.Contains(in, "read_inbox") || !strings.Contains(in, "loose end") {
 		t.Errorf("instructions for the execution group:\n%s", in)
 	}
 }
 
 // A long wait sends progress notifications when the client gave a token.
 func TestJobLogsProgress(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var st struct {
 		JobID string `json:"job_id"`
 	}
-	s.mustCall("terminal_job_start", map[string]any{"cmd": "sleep 2.5; echo end"}, &st)
+	s.MustCall("terminal_job_start", map[string]any{"cmd": "sleep 2.5; echo end"}, &st)
 	params := &mcp.CallToolParams{Name: "terminal_job_logs", Arguments: map[string]any{"job_id": st.JobID, "wait_until_exit": true, "wait_timeout_sec": 20}}
 	params.SetProgressToken("tok-1")
-	res, err := s.cs.CallTool(t.Context(), params)
+	res, err := s.CallTool(t.Context(), params)
 	if err != nil || res.IsError {
 		t.Fatalf("logs: %v %+v", err, res)
 	}
@@ -382,10 +384,8 @@ func TestJobLogsProgress(t *testing.T) {
 	if !strings.Contains(string(b), `"status":"done"`) {
 		t.Fatalf("waited logs: %s", b)
 	}
-	s.ev.mu.Lock()
-	defer s.ev.mu.Unlock()
-	if len(s.ev.progress) == 0 || !strings.Contains(s.ev.progress[0], st.JobID) {
-		t.Errorf("progress notifications: %q", s.ev.progress)
+	if p := s.Progress(); len(p) == 0 || !strings.Contains(p[0], st.JobID) {
+		t.Errorf("progress notifications: %q", p)
 	}
 }
 
@@ -393,11 +393,11 @@ func TestJobLogsProgress(t *testing.T) {
 // has it: for jobs the daemon runs itself. A held job's bytes past the
 // cap are counted, not kept (the holder keeps no ring): TestHeldOutputPastFileCap.
 func TestExecOutputPastFileCap(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state, "--file-cap", "1000", "--hold-jobs=false")
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--file-cap", "1000", "--hold-jobs=false")
+	s := hivetest.Connect(t, state, t.TempDir())
 	var e envelope
-	s.mustCall("terminal_exec", map[string]any{"cmd": "seq 1 20000"}, &e)
+	s.MustCall("terminal_exec", map[string]any{"cmd": "seq 1 20000"}, &e)
 	var want strings.Builder
 	for i := 1; i <= 20000; i++ {
 		fmt.Fprintf(&want, "%d\n", i)
@@ -408,8 +408,8 @@ func TestExecOutputPastFileCap(t *testing.T) {
 }
 
 func TestPTYAndSearchBadInput(t *testing.T) {
-	state := stateDir(t)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
 	tests := []struct {
 		tool string
 		args map[string]any
@@ -427,7 +427,7 @@ func TestPTYAndSearchBadInput(t *testing.T) {
 		{"terminal_output_get", map[string]any{"output_handle": "out_1", "stream": "stdin"}, "stream"},
 	}
 	for _, tt := range tests {
-		text, isErr := s.call(tt.tool, tt.args, nil)
+		text, isErr := s.Call(tt.tool, tt.args, nil)
 		if !isErr || !strings.Contains(text, tt.want) {
 			t.Errorf("%s %v: isError=%v %q, want an error naming %q", tt.tool, tt.args, isErr, text, tt.want)
 		}

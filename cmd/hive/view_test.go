@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // One job, asked through `hive inspect`, GET /api/jobs/{id} and
@@ -14,19 +16,19 @@ import (
 // terminal tool's job_id, status and runtime_ms stand for id, state and
 // duration_ms, and a key it leaves out is only left out.
 func TestOneViewOfAJob(t *testing.T) {
-	state := stateDir(t)
+	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
-	id, err := hive(t, state, "run", "--name", "viewed", "--", "echo out; echo err >&2; exit 1")
+	id, err := hivetest.Run(t, state, "run", "--name", "viewed", "--", "echo out; echo err >&2; exit 1")
 	if err != nil {
 		t.Fatal(id, err)
 	}
 	id = strings.TrimSpace(id)
-	if out, err := hive(t, state, "wait", id); rc(t, err) != 1 {
+	if out, err := hivetest.Run(t, state, "wait", id); rc(t, err) != 1 {
 		t.Fatalf("wait: %q %v", out, err)
 	}
 
-	out, err := hive(t, state, "inspect", id)
+	out, err := hivetest.Run(t, state, "inspect", id)
 	if err != nil {
 		t.Fatal(out, err)
 	}
@@ -49,11 +51,11 @@ func TestOneViewOfAJob(t *testing.T) {
 		t.Fatalf("GET /api/jobs/%s: %d %s %v", id, resp.StatusCode, body, err)
 	}
 
-	s := connect(t, state, t.TempDir())
+	s := hivetest.Connect(t, state, t.TempDir())
 	var list struct {
 		Jobs []map[string]any `json:"jobs"`
 	}
-	s.mustCall("terminal_job_list", map[string]any{}, &list)
+	s.MustCall("terminal_job_list", map[string]any{}, &list)
 	var entry map[string]any
 	for _, e := range list.Jobs {
 		if e["job_id"] == id {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // slowBuffer is a writer that takes its time, like a disk under load.
@@ -113,13 +115,12 @@ func TestAsyncLogIdleThenBusy(t *testing.T) {
 	n := 0
 	waitLines := func(want int) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for strings.Count(dst.String(), "\n") < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d lines written, want %d", strings.Count(dst.String(), "\n"), want)
+		hivetest.Eventually(t, 5*time.Second, fmt.Sprintf("%d lines written", want), func() error {
+			if n := strings.Count(dst.String(), "\n"); n < want {
+				return fmt.Errorf("%d lines written, want %d", n, want)
 			}
-			time.Sleep(100 * time.Microsecond)
-		}
+			return nil
+		})
 	}
 	for round := range 50 {
 		log.Info("alone", "round", round)

@@ -5,6 +5,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // The test binary doubles as hive: with HIVE_CLIENT_TEST_MAIN set it runs
@@ -82,13 +85,12 @@ func TestEnsureCallStop(t *testing.T) {
 		t.Fatalf("Stop: %d %v, want pid %d", stopped, err, pid)
 	}
 	// The daemon is this process's child: once reaped it is gone.
-	deadline := time.Now().Add(20 * time.Second)
-	for processExists(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("daemon %d still exists after its stop", pid)
+	hivetest.Eventually(t, 20*time.Second, "the stopped daemon's process gone", func() error {
+		if processExists(pid) {
+			return fmt.Errorf("daemon %d still exists after its stop", pid)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); !errors.Is(err, client.ErrNoDaemon) {
 		t.Errorf("Call after Stop: %v, want ErrNoDaemon", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -79,12 +80,13 @@ func TestStalledClientDoesNotBlockOthers(t *testing.T) {
 	}
 	// The healthy session hears about the changes (a burst may be
 	// coalesced, never silenced).
-	deadline := time.Now().Add(10 * time.Second)
-	for updates.Load() < 100 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := updates.Load(); n < 100 {
-		t.Errorf("healthy session got %d notifications for 400 changes", n)
+	if err := hivetest.Wait(10*time.Second, func() error {
+		if n := updates.Load(); n < 100 {
+			return fmt.Errorf("healthy session got %d notifications for 400 changes", n)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 	var le struct {
 		Todos []json.RawMessage `json:"todos"`

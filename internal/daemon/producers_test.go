@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
@@ -256,17 +257,12 @@ func TestInboxNextWaits(t *testing.T) {
 // waitWaiters waits until n connections wait in inbox_next (stats).
 func waitWaiters(t *testing.T, l paths.Layout, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := call(t, l, proto.Request{Cmd: proto.CmdStats}).Stats
-		if st.InboxWaiters == n {
-			return
+	hivetest.Eventually(t, 10*time.Second, fmt.Sprintf("%d inbox_next waiters", n), func() error {
+		if st := call(t, l, proto.Request{Cmd: proto.CmdStats}).Stats; st.InboxWaiters != n {
+			return fmt.Errorf("%d inbox_next waiters, want %d", st.InboxWaiters, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d inbox_next waiters, want %d", st.InboxWaiters, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A daemon that stops ends a waiting inbox_next with an error saying so.

@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/store"
@@ -320,11 +321,12 @@ func TestBrowserStopAndRunAgain(t *testing.T) {
 	// The shell's background children ignore SIGINT (bash does that to
 	// background jobs): they are the leftovers the engine terminates once
 	// the leader has gone.
-	for deadline := time.Now().Add(10 * time.Second); !processGone(j.Pid); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("processes of the group %d are left 10 s after Stop", j.Pid)
+	hivetest.Eventually(t, 10*time.Second, "the job's group to end after Stop", func() error {
+		if !processGone(j.Pid) {
+			return fmt.Errorf("processes of the group %d are left", j.Pid)
 		}
-	}
+		return nil
+	})
 	tb.click("#jv-rerun")
 	tb.wait("a new job", `location.hash.startsWith("#/job/") && location.hash !== "#/job/tree"`, 5*time.Second)
 	id := strings.TrimPrefix(tb.text("location.hash"), "#/job/")

@@ -2,43 +2,22 @@ package holder_test
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/store"
 )
 
-var (
-	buildOnce sync.Once
-	hiveBin   string
-	buildErr  error
-)
-
-// hive builds ./cmd/hive once per test process: the holder runs as its
-// own process, as it does under a daemon.
-func hive(b *testing.B) string {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "hivebin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		hiveBin = filepath.Join(dir, "hive")
-		if out, err := exec.Command("go", "build", "-o", hiveBin, "../../cmd/hive").CombinedOutput(); err != nil {
-			buildErr = err
-			b.Log(string(out))
-		}
-	})
-	if buildErr != nil {
-		b.Fatal(buildErr)
-	}
-	return hiveBin
+// The holder runs as its own process, as it does under a daemon: a hive
+// built on first use (hivetest.Main's build mode), so that the tests
+// build nothing.
+func TestMain(m *testing.M) {
+	hivetest.Main(m, nil)
 }
 
 // manager is a job manager on a fresh store, its jobs run by a `hive
@@ -53,7 +32,7 @@ func manager(b *testing.B, held bool) *job.Manager {
 	o := job.Options{Dir: filepath.Join(dir, "out"), Store: st}
 	if held {
 		c, err := holder.Open(holder.ClientOptions{Socket: filepath.Join(dir, "holder.sock"),
-			Command: []string{hive(b), "holder", "--state-dir", dir}, Log: filepath.Join(dir, "holder.log")})
+			Command: []string{hivetest.Bin(b).Path, "holder", "--state-dir", dir}, Log: filepath.Join(dir, "holder.log")})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -130,7 +109,7 @@ func BenchmarkEngine(b *testing.B) {
 func BenchmarkHop(b *testing.B) {
 	dir := b.TempDir()
 	c, err := holder.Open(holder.ClientOptions{Socket: filepath.Join(dir, "holder.sock"),
-		Command: []string{hive(b), "holder", "--state-dir", dir}, Log: filepath.Join(dir, "holder.log")})
+		Command: []string{hivetest.Bin(b).Path, "holder", "--state-dir", dir}, Log: filepath.Join(dir, "holder.log")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/job"
 )
 
@@ -126,37 +128,35 @@ func TestEndHeldUntilAcked(t *testing.T) {
 	c2.Close()
 	// Holding nothing, with no daemon, the holder exits; had the ack been
 	// lost, it would hold the end and stay.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	hivetest.Eventually(t, 10*time.Second, "the holder to take the ack or exit", func() error {
 		c3, err := Open(ClientOptions{Socket: sock})
 		if err != nil && !errors.Is(err, errRefused) {
-			break // gone
+			return nil // gone
 		}
-		if err == nil {
-			held, herr := c3.Held()
-			c3.Close()
-			if herr == nil && len(held) == 0 {
-				break // the ack was taken (then the holder exits)
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the holder still runs with nothing held")
+		held, err := c3.Held()
+		c3.Close()
+		if err == nil && len(held) == 0 {
+			return nil // the ack was taken (then the holder exits)
 		}
-	}
+		return fmt.Errorf("the holder still runs, holding %+v (%v)", held, err)
+	})
 }
 
 // openRetry opens a client once the holder has seen the last one go.
 func openRetry(t *testing.T, sock string) *Client {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		c, err := Open(ClientOptions{Socket: sock})
-		if err == nil {
-			return c
+	var c *Client
+	hivetest.Eventually(t, 5*time.Second, "the holder to take a new client", func() error {
+		var err error
+		if c, err = Open(ClientOptions{Socket: sock}); err != nil && !errors.Is(err, errRefused) {
+			return hivetest.Abort(err)
 		}
-		if !errors.Is(err, errRefused) || time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
+	return c
 }
 
 // A holder whose versions do not overlap the daemon's is reported with
@@ -209,15 +209,12 @@ func TestStop(t *testing.T) {
 	if _, err := c.Spawn(spec(dir, "stubborn", "/bin/sh", "-c", "trap '' INT; echo up; while :; do sleep 0.05; done")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if b, _ := os.ReadFile(filepath.Join(dir, "stubborn.out")); string(b) == "up\n" {
-			break
+	hivetest.Eventually(t, 5*time.Second, "the job to start", func() error {
+		if b, _ := os.ReadFile(filepath.Join(dir, "stubborn.out")); string(b) != "up\n" {
+			return fmt.Errorf("its output: %q", b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job did not start")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	t0 := time.Now()
 	if err := c.Stop("stubborn", false, 300*time.Millisecond); err != nil {
 		t.Fatal(err)
@@ -372,17 +369,14 @@ func TestCallDuringReconnect(t *testing.T) {
 	conn := a.conn
 	a.mu.Unlock()
 	conn.Close() // the connection ends; afterLoss waits behind the blocker
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+	hivetest.Eventually(t, 10*time.Second, "the client to see its connection end", func() error {
 		a.mu.Lock()
-		dead := a.dead
-		a.mu.Unlock()
-		if dead {
-			break
+		defer a.mu.Unlock()
+		if !a.dead {
+			return errors.New("the connection is not dead")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the client did not see its connection end")
-		}
-	}
+		return nil
+	})
 	held, err := a.Held()
 	if err != nil || len(held) != 1 || held[0].ID != "j" {
 		t.Fatalf("held in the gap: %+v, %v; want job j", held, err)

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -118,17 +119,12 @@ func TestReminderDueWhileDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := e.open(0)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ms, _ := in.Messages(ctx, 0)
-		if len(ms) == 1 && ms[0].Body == "missed" && ms[0].From == "reminder" {
-			break
+	hivetest.Eventually(t, 10*time.Second, "the missed reminder to fire at start", func() error {
+		if ms, err := in.Messages(ctx, 0); err != nil || len(ms) != 1 || ms[0].Body != "missed" || ms[0].From != "reminder" {
+			return fmt.Errorf("messages: %+v (%v)", ms, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the missed reminder did not fire at start: %+v", ms)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // The pending reminders are capped; the one past the cap is refused,

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -83,9 +85,12 @@ func TestEscapesEndWithTheirJob(t *testing.T) {
 			}()
 			// The job starts in a later clock tick than the first stranger.
 			first, _ := proc.Read(strangers[0].Process.Pid)
-			for ticksNow(t) <= first.Start+1 {
-				time.Sleep(5 * time.Millisecond)
-			}
+			hivetest.Eventually(t, 10*time.Second, "a later clock tick", func() error {
+				if now := ticksNow(t); now <= first.Start+1 {
+					return fmt.Errorf("clock tick %d, the stranger's %d", now, first.Start)
+				}
+				return nil
+			})
 			j := h.start(Spec{Name: "esc", Cmd: escapeCmd + tc.tail})
 			pids := waitPids(t, j, 3)
 			starts := make([]uint64, len(pids))
@@ -273,14 +278,12 @@ until [ -s $f.1 ] && [ -s $f.2 ]; do sleep 0.01; done; p=$(cat $f.1 $f.2); rm -f
 				}
 			}
 			// Removed at the end, or soon after it (in the background).
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				if _, err := os.Stat(slot); os.IsNotExist(err) {
-					break
+			hivetest.Eventually(t, 5*time.Second, "the job's cgroup "+slot+" to go", func() error {
+				if _, err := os.Stat(slot); !os.IsNotExist(err) {
+					return fmt.Errorf("it is still there (%v)", err)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the job's cgroup %s is still there", slot)
-				}
-			}
+				return nil
+			})
 		})
 	}
 }

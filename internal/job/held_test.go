@@ -5,6 +5,7 @@ package job_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/store"
@@ -41,15 +43,12 @@ func TestHeldJobAdoptedByTheNextManager(t *testing.T) {
 	before := j.Info()
 	waitBytes := func(j *job.Job, n int64) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); j.Stdout().Stats().Total < n; {
-			if time.Now().After(deadline) {
-				t.Fatalf("job %s printed %d bytes, want %d", j.ID(), j.Stdout().Stats().Total, n)
+		hivetest.Eventually(t, 10*time.Second, fmt.Sprintf("%d bytes of job %s", n, j.ID()), func() error {
+			if got := j.Stdout().Stats().Total; got < n {
+				return fmt.Errorf("job %s printed %d bytes, want %d", j.ID(), got, n)
 			}
-			select {
-			case <-j.Stdout().Changed():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+			return nil
+		})
 	}
 	waitBytes(j, 20)
 	if err := m1.Release(""); err != nil {
@@ -87,16 +86,12 @@ func TestHeldJobAdoptedByTheNextManager(t *testing.T) {
 		t.Errorf("recorded %d bytes, the file has %d", end.StdoutBytes, len(b))
 	}
 	// The end was acknowledged: the holder holds nothing.
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		held, err := c2.Held()
-		if err == nil && len(held) == 0 {
-			break
+	hivetest.Eventually(t, 5*time.Second, "the holder to hold nothing", func() error {
+		if held, err := c2.Held(); err != nil || len(held) > 0 {
+			return fmt.Errorf("the holder still holds %+v (%v)", held, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder still holds %+v (%v)", held, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	// The end is acked once recorded.
 	rec, err := st.GetJob(context.Background(), end.ID)
 	if err != nil || rec.State != string(job.Killed) {
@@ -141,12 +136,14 @@ func TestHeldCallsAndEventsDoNotDeadlock(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
+	// The workers race for 2 s.
+	race, stop := context.WithTimeout(context.Background(), 2*time.Second)
+	defer stop()
 	errs := make(chan error, 8)
 	for w := range 8 {
 		go func() {
 			name := "n" + itoa(w%2) // two workers a name: starts and kills of one name race
-			for time.Now().Before(deadline) {
+			for race.Err() == nil {
 				t0 := time.Now()
 				if j, err := m.Start(job.Spec{Cmd: "sleep 5", Name: name}); err == nil {
 					m.Kill(j.ID(), false)
@@ -216,11 +213,12 @@ func TestHeldEndKeptUntilRecorded(t *testing.T) {
 	id := j.Info().ID
 	until := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not %s within 10 s", what)
+		hivetest.Eventually(t, 10*time.Second, what, func() error {
+			if !ok() {
+				return errors.New("not yet")
 			}
-		}
+			return nil
+		})
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -309,14 +307,18 @@ func heldManager(t *testing.T, dir, sock string, st *store.Store, grace time.Dur
 // and returns it.
 func awaitRecordedRunning(t *testing.T, st *store.Store, id string) store.Job {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if rec, err := st.GetJob(context.Background(), id); err == nil && rec.State == string(job.Running) {
-			return rec
+	var rec store.Job
+	hivetest.Eventually(t, 10*time.Second, id+" recorded running", func() error {
+		var err error
+		if rec, err = st.GetJob(context.Background(), id); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not recorded running within 10 s", id)
+		if rec.State != string(job.Running) {
+			return fmt.Errorf("recorded %s", rec.State)
 		}
-	}
+		return nil
+	})
+	return rec
 }
 
 // gatedRecorded starts cmd (which waits for the file gate) as an attached

@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -294,21 +295,18 @@ func TestKillTree(t *testing.T) {
 	script := fmt.Sprintf(`bash -c 'bash -c "trap \"\" INT TERM; sleep 3600 & echo \$! > %[1]s/c; wait" & echo $! > %[1]s/b; wait' & echo $! > %[1]s/a; wait`, dir)
 	j := h.start(Spec{Cmd: script})
 	var pids []int
-	deadline := time.Now().Add(10 * time.Second)
-	for _, f := range []string{"a", "b", "c"} {
-		for {
+	hivetest.Eventually(t, 10*time.Second, "the tree to start", func() error {
+		pids = pids[:0]
+		for _, f := range []string{"a", "b", "c"} {
 			b, err := os.ReadFile(filepath.Join(dir, f))
-			if err == nil && len(strings.TrimSpace(string(b))) > 0 {
-				p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-				pids = append(pids, p)
-				break
+			if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+				return fmt.Errorf("no pid in %s yet (%v)", f, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("tree did not start")
-			}
-			time.Sleep(10 * time.Millisecond)
+			p, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			pids = append(pids, p)
 		}
-	}
+		return nil
+	})
 	killed := time.Now()
 	if _, err := h.m.Kill(j.ID(), false); err != nil {
 		t.Fatal(err)
@@ -664,15 +662,14 @@ func TestPrune(t *testing.T) {
 	newer := h.start(Spec{Cmd: "echo newer"})
 	h.wait(newer)
 	running := h.start(Spec{Cmd: "sleep 30"})
-	// Let the writer store the ends.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	// Let the writer store the ends (the prune's check follows).
+	hivetest.Wait(5*time.Second, func() error {
 		rec, err := h.st.GetJob(context.Background(), old.ID())
-		if err == nil && rec.State == "done" || time.Now().After(deadline) {
-			break
+		if err == nil && rec.State != "done" {
+			err = fmt.Errorf("recorded %s", rec.State)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
 	n, err := h.m.Prune(context.Background(), cut)
 	if err != nil || n != 1 {
 		t.Fatalf("pruned %d, %v; want 1", n, err)
@@ -930,10 +927,12 @@ func TestOldEndedJobsCompactTheirOutput(t *testing.T) {
 		return c.Skipped == 0 && c.Next == 300000
 	}
 	old := len(jobs) - keepWhole
-	deadline := time.Now().Add(10 * time.Second)
-	for whole(jobs[old-1]) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	hivetest.Wait(10*time.Second, func() error { // the check follows
+		if whole(jobs[old-1]) {
+			return errors.New("not compacted yet")
+		}
+		return nil
+	})
 	for i, j := range jobs {
 		if isOld := i < old; isOld == whole(j) {
 			c, _ := j.Stdout().Read(1000, 1<<20)
@@ -974,14 +973,13 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 	long := h.start(Spec{Cmd: "exec sleep 30"})
 	// Its running record is in before the store refuses writes (under
 	// load the record writer's linger can outlast the next few lines).
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if rec, err := h.st.GetJob(ctx, long.ID()); err == nil && rec.State == string(Running) && rec.Pid > 0 {
-			break
+	hivetest.Eventually(t, 10*time.Second, "the long job recorded running", func() error {
+		rec, err := h.st.GetJob(ctx, long.ID())
+		if err == nil && (rec.State != string(Running) || rec.Pid <= 0) {
+			err = fmt.Errorf("recorded %s with pid %d", rec.State, rec.Pid)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the long job not recorded running within 10 s")
-		}
-	}
+		return err
+	})
 
 	refuse()
 	proof := t.TempDir()
@@ -1017,13 +1015,7 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 	}
 
 	allow()
-	deadline := time.Now().Add(10 * time.Second)
-	for h.m.records.health() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the store takes writes again, but the job records were not retried")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	hivetest.Eventually(t, 10*time.Second, "the job records retried once the store takes writes again", h.m.records.health)
 	if in, err := h.m.Lookup(ctx, long.ID()); err != nil || in.State != Killed {
 		t.Errorf("the long job once the store takes writes: %+v %v", in, err)
 	}
@@ -1078,14 +1070,12 @@ func TestBulkPumpsCounted(t *testing.T) {
 	}
 	next(1) // it pours again
 	next(0)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(gate); errors.Is(err, os.ErrNotExist) {
-			break
+	hivetest.Eventually(t, 10*time.Second, "the job to take the gate", func() error {
+		if _, err := os.Stat(gate); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("the gate is still there (%v)", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the job did not take the gate")
-		}
-	}
+		return nil
+	})
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

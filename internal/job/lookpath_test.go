@@ -1,11 +1,15 @@
 package job
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 func writeExec(t *testing.T, path string) {
@@ -19,20 +23,16 @@ func writeExec(t *testing.T, path string) {
 // cache learns of a change from inotify, a moment after it happened.
 func waitPath(t *testing.T, c *pathCache, env []string, want string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	hivetest.Eventually(t, 5*time.Second, fmt.Sprintf("lookPath to answer %q", want), func() error {
 		got, err := c.lookPath("tool", env, "")
 		if err != nil {
 			got = ""
 		}
-		if got == want {
-			return
+		if got != want {
+			return fmt.Errorf("lookPath = %q (%v), want %q", got, err, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lookPath = %q (%v), want %q", got, err, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestPathCache(t *testing.T) {
@@ -84,18 +84,19 @@ func TestPathCache(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		// Events of the write above may still arrive and clear the cache
 		// once; after them the answer must come from the cache.
-		cached := false
-		for deadline := time.Now().Add(5 * time.Second); !cached && time.Now().Before(deadline); {
+		if err := hivetest.Wait(5*time.Second, func() error {
 			c.mu.Lock()
 			n := c.searches
 			c.mu.Unlock()
 			c.lookPath("tool", env2, "")
 			c.mu.Lock()
-			cached = c.searches == n
-			c.mu.Unlock()
-		}
-		if !cached {
-			t.Errorf("a PATH with a missing directory is not cached")
+			defer c.mu.Unlock()
+			if c.searches != n {
+				return errors.New("the lookup searched PATH")
+			}
+			return nil
+		}); err != nil {
+			t.Errorf("a PATH with a missing directory is not cached: %v", err)
 		}
 	}
 	if err := os.MkdirAll(later, 0o755); err != nil {

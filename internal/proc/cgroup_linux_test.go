@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 func openCgroups(t *testing.T, owner string) *JobCgroups {
@@ -189,13 +191,16 @@ func TestJobCgroupRemovedInTheBackground(t *testing.T) {
 			p.Signal(syscall.SIGKILL)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(slot); os.IsNotExist(err) {
-			break
+	hivetest.Eventually(t, 5*time.Second, "the ended job's cgroup to go", absent(slot))
+}
+
+// absent is a condition for hivetest.Eventually: nothing is at path.
+func absent(path string) func() error {
+	return func() error {
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			return fmt.Errorf("%s is still there (%v)", path, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ended job's cgroup %s is still there", slot)
-		}
+		return nil
 	}
 }
 
@@ -257,14 +262,7 @@ func TestJobCgroupsOfADeadHolder(t *testing.T) {
 	}
 	defer next.Close()
 	gone(t, stale, "the next generation's start")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(staleGen); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dead generation %s is still there", staleGen)
-		}
-	}
+	hivetest.Eventually(t, 5*time.Second, "the dead generation to go", absent(staleGen))
 	if !populated(liveGen) {
 		t.Errorf("the generation of a process that runs was ended")
 	}
@@ -384,14 +382,12 @@ func TestJobCgroupMainThreadExited(t *testing.T) {
 	}
 	defer p.Close()
 	defer p.Signal(syscall.SIGKILL) // if it survives
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if st, ok := Read(pid); ok && st.State == 'Z' {
-			break // its main thread has exited
+	hivetest.Eventually(t, 10*time.Second, "the process's main thread to exit", func() error {
+		if st, ok := Read(pid); !ok || st.State != 'Z' { // a zombie: its main thread has exited
+			return fmt.Errorf("process %d: state %c (read %v)", pid, st.State, ok)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the process's main thread did not exit")
-		}
-	}
+		return nil
+	})
 	if alive := r.Reap(); !slices.Contains(alive, pid) {
 		t.Errorf("Reap: alive %v, want %d in it (its other thread runs)", alive, pid)
 	}

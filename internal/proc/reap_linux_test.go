@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // escapee starts, through Start, a shell that leaves a setsid sleep
@@ -38,17 +41,15 @@ func pin(t *testing.T, pid int) Pinned {
 	return p
 }
 
-// waitGone waits until pid is no longer in the process table (reaped),
-// or the deadline; it reports whether it went.
-func waitGone(pid int, deadline time.Time) bool {
-	for time.Now().Before(deadline) {
-		if _, ok := Read(pid); !ok {
-			return true
+// reaped is a condition for hivetest.Wait: pid is no longer in the
+// process table (reaped; a zombie is still there).
+func reaped(pid int) func() error {
+	return func() error {
+		if st, ok := Read(pid); ok {
+			return fmt.Errorf("process %d is still there: state %c", pid, st.State)
 		}
-		time.Sleep(5 * time.Millisecond)
+		return nil
 	}
-	_, ok := Read(pid)
-	return !ok
 }
 
 // within fails the test unless f returns before the deadline: what f
@@ -131,8 +132,8 @@ func TestSlowStartBlocksNothing(t *testing.T) {
 		t.Errorf("the slow start: %v", err)
 	}
 	slowDone <- nil // for the deferred receive
-	if !waitGone(pidLater, time.Now().Add(limit)) {
-		t.Errorf("zombie %d left for the start in flight is not reaped after it", pidLater)
+	if err := hivetest.Wait(limit, reaped(pidLater)); err != nil {
+		t.Errorf("zombie %d left for the start in flight is not reaped after it: %v", pidLater, err)
 	}
 }
 

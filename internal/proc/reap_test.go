@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 // TestReaperAdoptsAndSparesDirect: with a Reaper running, processes that
@@ -42,13 +45,13 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 	// reaped, so none comes and goes while the checks below read the
 	// children list (a read of it can miss an entry while another child
 	// is being reaped).
-	for deadline := time.Now().Add(10 * time.Second); r.Reaped() < 30; {
-		if time.Now().After(deadline) {
-			t.Fatalf("Reaped() = %d after the 30 adopted sleeps exited, want 30", r.Reaped())
+	hivetest.Eventually(t, 10*time.Second, "the 30 adopted sleeps reaped", func() error {
+		if n := r.Reaped(); n < 30 {
+			r.Reap()
+			return fmt.Errorf("Reaped() = %d after the 30 adopted sleeps exited, want 30", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-		r.Reap()
-	}
+		return nil
+	})
 	// Through Start too: a child started otherwise is the reaper's to
 	// take once it exits, and a pass on any SIGCHLD (its own, or that of
 	// an adopted sleep above) may take it before cmd.Wait does.
@@ -92,18 +95,14 @@ func TestReaperAdoptsAndSparesDirect(t *testing.T) {
 	// while another reaps may miss an entry of the children list, so
 	// the check passes again until both are gone (a bounded while).
 	for _, pid := range esc {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		if err := hivetest.Wait(10*time.Second, func() error {
 			r.Reap()
-			st, ok := Read(pid)
-			if !ok {
-				break
+			if st, ok := Read(pid); ok {
+				return fmt.Errorf("state %c", st.State)
 			}
-			if time.Now().After(deadline) {
-				t.Errorf("escapee %d not reaped: state %c", pid, st.State)
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
+			return nil
+		}); err != nil {
+			t.Errorf("escapee %d not reaped: %v", pid, err)
 		}
 	}
 	if r.Reaped() < 32 {

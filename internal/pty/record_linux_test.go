@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -50,17 +51,15 @@ func markedBy(kv string) []int {
 // goroutine, after Exited is closed.
 func waitRecord(t *testing.T, st *store.Store, id string, what string, ok func(store.PTY) bool) store.PTY {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for {
-		rec, err := st.GetPTY(context.Background(), id)
-		if err == nil && ok(rec) {
-			return rec
+	var rec store.PTY
+	hivetest.Eventually(t, testTimeout, fmt.Sprintf("record of %s: %s", id, what), func() error {
+		var err error
+		if rec, err = st.GetPTY(context.Background(), id); err == nil && !ok(rec) {
+			err = fmt.Errorf("%+v", rec)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record of %s: %s not seen within %v: %+v, %v", id, what, testTimeout, rec, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err
+	})
+	return rec
 }
 
 // Every process of a session carries its marks, whatever environment the
@@ -323,13 +322,12 @@ func startSleep(t *testing.T, env []string) *exec.Cmd {
 // waitGone waits until pid has exited (a zombie counts).
 func waitGone(t *testing.T, what string, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs %v after Recover", what, pid, testTimeout)
+	hivetest.Eventually(t, testTimeout, what+" to end after Recover", func() error {
+		if !processGone(pid) {
+			return fmt.Errorf("%s (pid %d) still runs", what, pid)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Recover turns a dead daemon's open and exited records into interrupted

@@ -229,8 +229,9 @@ type Job struct {
 	runSeq  uint64
 	endKept bool
 	// follow are a held job's streams, for its holder's events: read
-	// without j.mu, which a call to the holder may hold while the
-	// holder's events wait to be read.
+	// without j.mu, so the events of a job never wait for its lock (set
+	// before its spawn, whose events may come before its answer is
+	// taken).
 	follow atomic.Pointer[[2]*output.Stream]
 	// reaped is set once the leader has been waited for: from then on its
 	// pid may name another process. pidStart is the leader's start time

@@ -158,6 +158,7 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 	}
 	for range 4 {
 		o := <-outcomes
+		t.Logf("%s while the holder is stopped: failed after %v", o.what, o.took)
 		if !o.err || !strings.Contains(o.out, "does not answer") || !strings.Contains(o.out, strconv.Itoa(h)) {
 			t.Errorf("%s while the holder is stopped: error %v: %q, want an error saying the holder (pid %d) does not answer", o.what, o.err, o.out, h)
 		}

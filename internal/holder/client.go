@@ -35,8 +35,17 @@ type ClientOptions struct {
 	// Build is the daemon's build, said in its hello.
 	Build  string
 	Logger *slog.Logger
-	// Timeout bounds one request. If zero, 30 s.
+	// Timeout bounds the answer to one request (held, quit, pty_close).
+	// If zero, 30 s.
 	Timeout time.Duration
+	// SpawnTimeout bounds the answer to a spawn (a job's or a PTY
+	// session's) and to a stop, which a holder gives at once (a fork, a
+	// signal: well under a millisecond), and the writes of acks. If
+	// zero, 3 s. A call the holder has not answered by then fails with
+	// an error wrapping ErrNotAnswering, and a spawn the holder makes
+	// after that is undone (see Client.late); a holder that reads the
+	// spawn after it refuses it (Request.Deadline).
+	SpawnTimeout time.Duration
 }
 
 // Client is a daemon's connection to its holder (job.Holder). When the
@@ -56,6 +65,12 @@ type Client struct {
 	early    []Message // events before Listen
 	ptySink  pty.PTYSink
 	ptyEarly []Message // events of sessions before ListenPTY
+
+	// abandoned are the spawns whose callers stopped waiting (by seq,
+	// under mu), on the connection they went on: should the answer
+	// come, what the holder started is undone (late).
+	abandoned map[uint64]abandonedCall
+
 	// Acks not written yet (see Ack), under ackMu, which is taken after
 	// mu, never before.
 	ackMu     sync.Mutex
@@ -90,7 +105,10 @@ func Open(o ClientOptions) (*Client, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 30 * time.Second
 	}
-	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan Message{}, qdone: make(chan struct{})}
+	if o.SpawnTimeout <= 0 {
+		o.SpawnTimeout = 3 * time.Second
+	}
+	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan Message{}, abandoned: map[uint64]abandonedCall{}, qdone: make(chan struct{})}
 	c.qcond = sync.NewCond(&c.qmu)
 	if err := c.connect(); err != nil {
 		return nil, err
@@ -237,13 +255,25 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 		c.mu.Lock()
 		ch := c.pending[m.Re]
 		delete(c.pending, m.Re)
+		a, late := c.abandoned[m.Re]
+		delete(c.abandoned, m.Re)
 		c.mu.Unlock()
-		if ch != nil {
+		switch {
+		case ch != nil:
 			ch <- m
+		case late:
+			c.enqueue(func() { c.late(a.req, m) })
 		}
 	}
 	conn.Close()
 	c.mu.Lock()
+	// The answers of the spawns given up on this connection never come
+	// now: the resync after the reconnect finds what they started.
+	for seq, a := range c.abandoned {
+		if a.conn == conn {
+			delete(c.abandoned, seq)
+		}
+	}
 	if c.conn != conn {
 		c.mu.Unlock()
 		return
@@ -469,39 +499,110 @@ func (c *Client) call1(req Request) (Message, error) {
 		}
 		c.mu.Lock()
 	}
+	// The bound runs from the request's write: a spawn's deadline goes
+	// with it, for the holder to see when it reads it.
+	bound := c.bound(req.Op)
+	deadline := time.Now().Add(bound)
+	if req.Op == OpSpawn || req.Op == OpPTYSpawn {
+		req.Deadline = &deadline
+	}
 	c.seq++
 	req.Seq = c.seq
 	ch := make(chan Message, 1)
 	c.pending[req.Seq] = ch
+	conn, pid := c.conn, c.hello.Pid
 	b, err := json.Marshal(req)
 	if err == nil {
+		conn.SetWriteDeadline(deadline)
 		c.writeAcksLocked()
-		c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
 		c.w.Write(append(b, '\n'))
-		err = c.w.Flush()
+		if err = c.w.Flush(); err != nil {
+			// A line cut off cannot be followed by another: the
+			// connection is replaced (the reader sees it end).
+			conn.Close()
+		}
 	}
 	if err != nil {
 		delete(c.pending, req.Seq)
 		c.mu.Unlock()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return Message{}, fmt.Errorf("%w (pid %d): %s could not be sent within %v", ErrNotAnswering, pid, req.Op, bound)
+		}
 		return Message{}, fmt.Errorf("to the holder: %w", err)
 	}
 	c.mu.Unlock()
-	t := time.NewTimer(c.o.Timeout)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case m := <-ch:
-		if m.Error != "" {
-			if m.Error == errConnLost.Error() {
-				return m, errConnLost
-			}
-			return m, errors.New(m.Error)
-		}
-		return m, nil
+		return answer(m)
 	case <-t.C:
-		c.mu.Lock()
+	}
+	c.mu.Lock()
+	_, waiting := c.pending[req.Seq]
+	if waiting {
 		delete(c.pending, req.Seq)
-		c.mu.Unlock()
-		return Message{}, fmt.Errorf("the holder did not answer %s within %v", req.Op, c.o.Timeout)
+		if req.Op == OpSpawn || req.Op == OpPTYSpawn {
+			c.abandoned[req.Seq] = abandonedCall{req: req, conn: conn}
+		}
+	}
+	c.mu.Unlock()
+	if !waiting {
+		// The reader took the answer (or the connection's end) just now:
+		// it is on its way.
+		return answer(<-ch)
+	}
+	return Message{}, fmt.Errorf("%w (pid %d): no answer to %s within %v", ErrNotAnswering, pid, req.Op, bound)
+}
+
+// answer is the outcome of a call that got m.
+func answer(m Message) (Message, error) {
+	switch m.Error {
+	case "":
+		return m, nil
+	case errConnLost.Error():
+		return m, errConnLost
+	}
+	return m, errors.New(m.Error)
+}
+
+// bound is how long a call of op waits for its answer.
+func (c *Client) bound(op string) time.Duration {
+	switch op {
+	case OpSpawn, OpPTYSpawn, OpStop:
+		return c.o.SpawnTimeout
+	}
+	return c.o.Timeout
+}
+
+// abandonedCall is a spawn whose caller stopped waiting for the answer.
+type abandonedCall struct {
+	req  Request
+	conn net.Conn
+}
+
+// late takes the answer to a spawn whose caller had stopped waiting
+// (ErrNotAnswering: its job failed, or its session was not opened), on
+// the event queue. What the holder started is no one's: a job is stopped
+// with SIGKILL, a session's terminal closed (a hangup), as a daemon does
+// at its start with what it finds held without a record. The end the
+// holder then tells is of nothing the sinks hold: they ack it.
+func (c *Client) late(req Request, m Message) {
+	switch {
+	case m.Error != "":
+		// Nothing started: the holder saw the deadline pass, or the
+		// start failed.
+		c.log.Info("the holder answered a spawn the daemon had given up on: nothing started", "op", req.Op, "err", m.Error)
+	case req.Op == OpSpawn && m.Start != nil && req.Spawn != nil:
+		c.log.Warn("the holder started a job after the daemon had given up on it: stopped", "job", req.Spawn.ID, "pid", m.Start.Pid)
+		if err := c.Stop(req.Spawn.ID, true, 0); err != nil {
+			c.log.Error("could not stop a job the holder started late", "job", req.Spawn.ID, "pid", m.Start.Pid, "err", err)
+		}
+	case req.Op == OpPTYSpawn && len(m.Sessions) == 1 && req.PTY != nil:
+		c.log.Warn("the holder started a pty session after the daemon had given up on it: closed", "session", req.PTY.ID, "pid", m.Sessions[0].Pid)
+		if _, err := c.ClosePTY(req.PTY.ID); err != nil {
+			c.log.Error("could not close a pty session the holder started late", "session", req.PTY.ID, "err", err)
+		}
 	}
 }
 
@@ -600,16 +701,20 @@ func (c *Client) flushAcks() {
 		// or, closed, for the next daemon to ack again.
 		return
 	}
+	// Bounded as a spawn is: a holder that reads nothing (stopped) must
+	// not keep c.mu, which every call takes, for long.
+	c.conn.SetWriteDeadline(time.Now().Add(c.o.SpawnTimeout))
 	if c.writeAcksLocked() {
 		if err := c.w.Flush(); err != nil {
 			c.log.Warn("acks to the holder", "err", err)
+			c.conn.Close() // replaced: see call1
 		}
 	}
 }
 
-// writeAcksLocked buffers the queued acks, to go with the next flush.
-// Their answers are not waited for: the reader drops an answer no call
-// waits for.
+// writeAcksLocked buffers the queued acks, to go with the next flush
+// (the caller has set the connection's write deadline). Their answers
+// are not waited for: the reader drops an answer no call waits for.
 func (c *Client) writeAcksLocked() bool {
 	c.ackMu.Lock()
 	acks := c.acks
@@ -618,7 +723,6 @@ func (c *Client) writeAcksLocked() bool {
 	if len(acks) == 0 {
 		return false
 	}
-	c.conn.SetWriteDeadline(time.Now().Add(c.o.Timeout))
 	for _, id := range acks {
 		c.seq++
 		b, err := json.Marshal(Request{Op: OpAck, ID: id, Seq: c.seq, NoReply: true})
@@ -659,6 +763,7 @@ func (c *Client) Close() error {
 	c.ackMu.Unlock()
 	var err error
 	if c.conn != nil {
+		c.conn.SetWriteDeadline(time.Now().Add(c.o.SpawnTimeout))
 		if !c.dead && c.writeAcksLocked() {
 			c.w.Flush()
 		}

@@ -72,6 +72,10 @@ type Request struct {
 	Grace *time.Duration `json:"grace,omitempty"`
 	// NoReply: the daemon waits for no answer but an error's (an ack).
 	NoReply bool `json:"no_reply,omitempty"`
+	// Deadline, on a spawn or pty_spawn, is when the daemon stops
+	// waiting for the answer: a holder that reads it later (it was
+	// stopped, or stuck) starts nothing and answers with an error.
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // Events the holder sends on its own.
@@ -97,6 +101,12 @@ type Message struct {
 	Stderr *job.Counts  `json:"stderr,omitempty"`
 	End    *job.HeldEnd `json:"end,omitempty"`
 }
+
+// ErrNotAnswering is wrapped by the error of a call the holder gave no
+// answer to in time (ClientOptions.Timeout, SpawnTimeout): it is stopped
+// (SIGSTOP) or stuck. It is job.ErrHolderNotAnswering, which the job
+// manager tests for.
+var ErrNotAnswering = job.ErrHolderNotAnswering
 
 // ErrIncompatible is a holder whose protocol versions do not overlap the
 // daemon's.

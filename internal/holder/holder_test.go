@@ -298,7 +298,7 @@ func (s *sink) HeldResync() {
 func TestQuitRefusedDuringASpawn(t *testing.T) {
 	s := &server{log: slog.New(slog.DiscardHandler), jobs: map[string]*held{}, reserved: map[string]bool{},
 		dirty: map[string]bool{}, idle: make(chan struct{}, 1), quit: make(chan struct{})}
-	if _, err := s.reserve("j1", false); err != nil {
+	if _, err := s.reserve("j1", false, nil); err != nil {
 		t.Fatal(err)
 	}
 	a, b := net.Pipe()
@@ -328,7 +328,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 		t.Fatalf("reply %+v, want an error naming the spawn in flight", m)
 	}
 	// The spawn goes on: quit did not stop the holder from taking it.
-	if _, err := s.reserve("j2", false); err != nil {
+	if _, err := s.reserve("j2", false, nil); err != nil {
 		t.Fatalf("a spawn after the refused quit: %v", err)
 	}
 	s.unreserve("j1")

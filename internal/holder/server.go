@@ -438,7 +438,7 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 	if spec != nil {
 		sid = spec.ID
 	}
-	id, err := s.reserve(sid, spec == nil)
+	id, err := s.reserve(sid, spec == nil, req.Deadline)
 	if err != nil {
 		reply.Error = "pty_spawn: " + err.Error()
 		sc.send(reply)
@@ -501,7 +501,7 @@ func (s *server) sendFD(c net.Conn, id string) {
 func (s *server) spawn(sc *serverConn, req Request) {
 	reply := Message{Re: req.Seq}
 	spec := req.Spawn
-	id, err := s.reserve(specID(spec), spec == nil)
+	id, err := s.reserve(specID(spec), spec == nil, req.Deadline)
 	if err != nil {
 		reply.Error = "spawn: " + err.Error()
 		sc.send(reply)
@@ -544,8 +544,10 @@ func (s *server) ended(id string, h *held, end job.HeldEnd) {
 }
 
 // reserve takes id for a spawn in flight: one spawn an id, and a holder
-// with a spawn in flight is not idle.
-func (s *server) reserve(id string, noSpec bool) (string, error) {
+// with a spawn in flight is not idle. A spawn read after its deadline
+// (the holder was stopped, or stuck) is refused: the daemon has given up
+// on it, and told its caller that it did not start.
+func (s *server) reserve(id string, noSpec bool, deadline *time.Time) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -555,6 +557,8 @@ func (s *server) reserve(id string, noSpec bool) (string, error) {
 		return "", fmt.Errorf("%q is held already", id)
 	case s.stop:
 		return "", errors.New("the holder is stopping")
+	case deadline != nil && time.Now().After(*deadline):
+		return "", fmt.Errorf("%q: read %v after the daemon stopped waiting for it: not started", id, time.Since(*deadline).Round(time.Millisecond))
 	}
 	s.reserved[id] = true
 	return id, nil

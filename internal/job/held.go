@@ -21,8 +21,15 @@ import (
 // records, loose ends and the streams' readers; the holder keeps the
 // processes, their pipes and the bytes (it writes the stream files), and
 // the ends that the daemon has not acknowledged.
+//
+// Its calls may block until the holder answers (or its client gives up:
+// ErrHolderNotAnswering); the Manager makes them with none of its locks
+// held.
 type Holder interface {
-	// Spawn starts a job's process.
+	// Spawn starts a job's process. An error wrapping
+	// ErrHolderNotAnswering means the holder was asked but gave no
+	// answer in time: the Holder then sees to it that a process the
+	// holder starts late is stopped.
 	Spawn(HeldSpec) (HeldStart, error)
 	// Stop signals a held job's group: SIGINT, SIGKILL after grace (the
 	// first stop's); SIGKILL at once with force.
@@ -103,6 +110,13 @@ func (c Counts) Stats(closed bool) output.Stats {
 
 // ErrHolderLost is the error of a held job whose holder died.
 var ErrHolderLost = errors.New("the holder of the jobs died")
+
+// ErrHolderNotAnswering is wrapped by the error of a call to a Holder
+// that gave no answer in time (holder.ErrNotAnswering is this error): a
+// holder stopped (SIGSTOP) or stuck. A spawn that gets it fails the job,
+// and Start returns it; should the holder start the job later all the
+// same, the Holder stops it (it is no job of the manager's).
+var ErrHolderNotAnswering = errors.New("the holder of the jobs does not answer")
 
 // --- the holder's half ---
 
@@ -241,36 +255,76 @@ func (n notifyWriter) Write(p []byte) (int, error) {
 
 // --- the manager's half ---
 
-// beginHeldLocked starts the job in the holder. Its streams follow the
-// files the holder writes.
-func (j *Job) beginHeldLocked() func() {
+// beginHeld starts the job in the holder (see begin: no lock is held
+// across the spawn). Its streams follow the files the holder writes.
+func (j *Job) beginHeld() func() {
 	m := j.m
-	path, argv, env, err := j.commandLocked()
+	path, argv, env, err := j.command()
 	dir := j.spec.Dir
 	if dir == "" {
 		dir, _ = os.Getwd() // the daemon's, as for a job it runs itself (the holder's is /)
 	}
 	var st HeldStart
 	if err == nil {
-		j.stdout = output.Follow(j.info.StdoutPath, m.o.FileCap, output.Stats{})
-		j.stderr = output.Follow(j.info.StderrPath, m.o.FileCap, output.Stats{})
-		j.follow.Store(&[2]*output.Stream{j.stdout, j.stderr})
-		j.held = true
+		// The streams exist before the spawn: the holder's events of the
+		// job may come before its answer is taken (they go to follow).
+		stdout := output.Follow(j.info.StdoutPath, m.o.FileCap, output.Stats{})
+		stderr := output.Follow(j.info.StderrPath, m.o.FileCap, output.Stats{})
+		j.mu.Lock()
+		j.stdout, j.stderr = stdout, stderr
+		j.mu.Unlock()
+		j.follow.Store(&[2]*output.Stream{stdout, stderr})
 		st, err = m.o.Holder.Spawn(HeldSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: dir,
 			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
 			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace})
 	}
+	j.mu.Lock()
+	j.starting = false
 	if err != nil {
-		j.held = false
 		j.info.Error = err.Error()
+		if errors.Is(err, ErrHolderNotAnswering) {
+			// Should the holder start it late, the holder's client
+			// stops it.
+			j.givenUp = true
+			if j.inline {
+				// Start returns this error instead of the job: no
+				// caller has its id, so it raises no loose end.
+				j.startErr = err
+				j.detached = false
+			}
+		}
 		if j.stdout != nil {
 			j.closeStreams()
 		}
 		j.finishLocked(Failed)
+		j.mu.Unlock()
 		return nil
 	}
 	j.adoptLocked(st)
+	stop := j.reason != "" // stopped while the spawn was in flight
+	force, grace := j.stopForce, j.stopGrace
+	j.mu.Unlock()
+	if stop {
+		j.stopHeld(force, grace)
+	}
 	return j.watchHeld
+}
+
+// stopHeld sends a held job's stop to its holder, with no lock held: an
+// answer can take until the holder's client gives up on it. A holder
+// that does not answer is the error (the stop is sent: it takes it when
+// it runs again); another failure is only logged, as the job may have
+// ended meanwhile.
+func (j *Job) stopHeld(force bool, grace time.Duration) error {
+	err := j.m.o.Holder.Stop(j.info.ID, force, grace)
+	if err == nil {
+		return nil
+	}
+	j.m.o.Logger.Warn("could not stop a held job", "job", j.info.ID, "err", err)
+	if errors.Is(err, ErrHolderNotAnswering) {
+		return fmt.Errorf("job %s: stop: %w", j.info.ID, err)
+	}
+	return nil
 }
 
 // adoptLocked makes the job running in its holder, as st says.
@@ -423,17 +477,23 @@ func (m *Manager) HolderLost() {
 	}
 	m.mu.Unlock()
 	var held []*Job
+	var recs []Info
 	for _, j := range all {
 		j.mu.Lock()
-		if j.held && !j.info.State.Terminal() {
+		switch {
+		case j.held && !j.info.State.Terminal():
 			held = append(held, j)
+		case j.starting || j.givenUp:
+			// Its spawn is in flight (it fails: the connection is
+			// gone), or went unanswered, and the holder may have
+			// started it: its processes carry its marks.
+			recs = append(recs, j.snapshotLocked())
 		}
 		j.mu.Unlock()
 	}
-	if len(held) == 0 {
+	if len(held) == 0 && len(recs) == 0 {
 		return
 	}
-	var recs []Info
 	var cgroups []string
 	for _, j := range held {
 		recs = append(recs, j.Info())
@@ -514,7 +574,10 @@ func (m *Manager) terminateLeft(ins []Info) int {
 
 // HeldResync catches up with the holder after its connection was
 // replaced (events may have been lost meanwhile): the ends it holds are
-// told again (each counts once), and counters come from the files.
+// told again (each counts once), and counters come from the files. A
+// job the holder runs that this manager does not (a spawn whose answer
+// was lost with the connection, after the manager gave up on it) is
+// stopped with SIGKILL, as at New.
 func (m *Manager) HeldResync() {
 	hs, err := m.o.Holder.Held()
 	if err != nil {
@@ -522,12 +585,37 @@ func (m *Manager) HeldResync() {
 		return
 	}
 	for _, x := range hs {
-		if x.End != nil {
+		switch {
+		case x.End != nil:
 			m.HeldEnded(*x.End)
-		} else {
+		case m.stray(x.ID):
+			m.o.Logger.Warn("the holder runs a job this daemon does not (its start was given up): stopped", "job", x.ID, "pid", x.Pid)
+			if err := m.o.Holder.Stop(x.ID, true, 0); err != nil {
+				m.o.Logger.Warn("could not stop a held job that is no job of this daemon", "job", x.ID, "err", err)
+			}
+		default:
 			m.HeldProgress(x.ID, x.Stdout, x.Stderr)
 		}
 	}
+}
+
+// stray tells whether a job the holder runs is none of this manager's:
+// unknown to it, or known but neither running in the holder nor being
+// started there. While New adopts, none is (New sorts them out).
+func (m *Manager) stray(id string) bool {
+	m.mu.Lock()
+	j, ok := m.jobs[id]
+	adopting := m.early != nil
+	m.mu.Unlock()
+	if adopting {
+		return false
+	}
+	if !ok {
+		return true
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return !j.held && !j.starting
 }
 
 // HeldSink hears a holder's events: see Manager.

@@ -116,8 +116,9 @@ func itoa(n int) string {
 }
 
 // Starts, stops and output events of held jobs at once never wait on
-// each other: a call to the holder made under a job's lock gets its answer
-// while the events of other jobs wait for the manager's lock.
+// each other: calls to the holder are made with no job's lock held (they
+// once were, and the events of other jobs waited for the manager's lock
+// behind them), and their answers come while events are delivered.
 func TestHeldCallsAndEventsDoNotDeadlock(t *testing.T) {
 	dir, sock, st := heldSetup(t, time.Millisecond)
 	c, err := holder.Open(holder.ClientOptions{Socket: sock, Timeout: 20 * time.Second})

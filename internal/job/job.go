@@ -185,11 +185,30 @@ func (i Info) Duration() time.Duration {
 type Job struct {
 	m *Manager
 
+	// mu guards the job's state. It is never held across a call that
+	// can block: the start of the process (an exec, or the holder's
+	// spawn), a stop sent to the holder, a store commit. Whoever takes
+	// it with the manager's lock takes that one first.
 	mu       sync.Mutex
 	info     Info
-	spec     Spec
+	spec     Spec // not changed once the job is in its manager's map (read without mu)
 	detached bool
 	reason   State // requested end state (killed, timed_out, interrupted); "" = none
+	// stopForce and stopGrace are the stop asked (reason) while the job
+	// was pending: applied if its process starts all the same (a stop
+	// that came while its start was in flight).
+	stopForce bool
+	stopGrace time.Duration
+	// starting is set while the job's process is being started without
+	// mu (see begin); the job is pending meanwhile. inline: Start waits
+	// for that start (it is not a queued job's), and returns startErr,
+	// the holder's not answering, as its error instead of the job.
+	starting bool
+	inline   bool
+	startErr error
+	// givenUp is set when the holder did not answer the job's spawn:
+	// it may start it late (its client then stops it).
+	givenUp  bool
 	timeoutT *time.Timer
 	// child is the job's process while this daemon is its parent (no
 	// Holder); held is set once a Holder runs it (heldEnd then hears
@@ -204,8 +223,9 @@ type Job struct {
 	runSeq  uint64
 	endKept bool
 	// follow are a held job's streams, for its holder's events: read
-	// without j.mu, which a call to the holder may hold while the
-	// holder's events wait to be read.
+	// without j.mu, so the events of a job never wait for its lock (set
+	// before its spawn, whose events may come before its answer is
+	// taken).
 	follow atomic.Pointer[[2]*output.Stream]
 	// reaped is set once the leader has been waited for: from then on its
 	// pid may name another process. pidStart is the leader's start time

@@ -298,7 +298,9 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 			break
 		}
 	}
-	j := &Job{m: m, spec: spec, detached: !spec.Attached, done: make(chan struct{}), started: make(chan struct{})}
+	// A slot is taken now, or the job waits in the queue.
+	now := m.running < m.o.MaxRunning
+	j := &Job{m: m, spec: spec, detached: !spec.Attached, inline: now, done: make(chan struct{}), started: make(chan struct{})}
 	if m.o.Holder != nil {
 		j.heldEnd = make(chan HeldEnd, 1)
 	}
@@ -313,8 +315,6 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	}
 	m.order = append(m.order, id)
 	m.trimLocked()
-	// A slot is taken now, or the job waits in the queue.
-	now := m.running < m.o.MaxRunning
 	if now {
 		m.running++
 		m.wg.Add(1)
@@ -367,6 +367,17 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		}
 		m.slotFreed(j)
 	}()
+	j.mu.Lock()
+	notAnswered := j.startErr
+	j.mu.Unlock()
+	if notAnswered != nil {
+		// The holder did not answer: no job to hand out. Its record
+		// says failed, and why.
+		if err := m.Sync(j); err != nil {
+			m.o.Logger.Warn("the failed start of a job could not be recorded", "job", id, "err", err)
+		}
+		return nil, fmt.Errorf("job %s was not started: %w", id, notAnswered)
+	}
 	if j.detached {
 		// The running record (pid, start time) is what a restarted
 		// daemon needs to find the job's processes.
@@ -666,7 +677,10 @@ func (m *Manager) ListNamed(ctx context.Context, limit int, name string, states 
 // Kill stops a job: a pending one is cancelled before it starts, a running
 // one gets SIGINT to its group (SIGKILL with force) and SIGKILL after the
 // grace period. It does not wait. It returns ErrEnded (with the snapshot)
-// for a job that had already ended.
+// for a job that had already ended. A job whose start is in flight is
+// stopped once it has started. A held job whose holder does not answer
+// the stop gives an error wrapping ErrHolderNotAnswering (the holder
+// takes the stop once it runs again). No lock is held while it waits.
 func (m *Manager) Kill(id string, force bool) (Info, error) {
 	m.mu.Lock()
 	j, ok := m.getLocked(id)
@@ -716,18 +730,22 @@ func (m *Manager) Remove(ctx context.Context, ref string) (Info, error) {
 		return Info{}, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	j, live := m.jobs[in.ID]
+	m.mu.Unlock()
 	if live {
 		in = j.Info()
 	}
 	if !in.State.Terminal() {
 		return in, fmt.Errorf("job %s is %s: %w (stop it first with kill, or wait for it)", in.ID, in.State, ErrNotEnded)
 	}
+	// The commit is made with no lock held. The id stays taken
+	// (hexIDs) until the files are gone, so no new job gets it meanwhile.
 	if _, err := m.o.Store.DeleteJob(ctx, in.ID); err != nil {
 		return in, err
 	}
-	if live {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if live && m.jobs[in.ID] == j {
 		delete(m.jobs, in.ID)
 		m.removeOrder(in.ID)
 		m.dropNameLocked(in.Name, in.ID)

@@ -30,22 +30,32 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b 
 // begin starts the job's process. It returns the rest of the job's life
 // (wait, clean up, record), to run on the goroutine that owns the child, or
 // nil if the job ended without running (cancelled, or failed to start).
+//
+// No lock is held while the process starts (a fork and exec, or the
+// holder's spawn: either can take long, and a holder stopped with
+// SIGSTOP never answers). The job is marked starting under j.mu and stays
+// pending for everyone else; the outcome is applied under j.mu again,
+// and a stop asked meanwhile (Kill, a shutdown) is then sent to the
+// process that started: it is never left running.
 func (j *Job) begin() func() {
 	m := j.m
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.info.State.Terminal() {
+		j.mu.Unlock()
 		return nil
 	}
 	if j.reason != "" { // stopped between dispatch and start
 		j.info.Error = "cancelled before it started"
 		j.finishLocked(j.reason)
+		j.mu.Unlock()
 		return nil
 	}
+	j.starting = true
+	j.mu.Unlock()
 	if m.o.Holder != nil {
-		return j.beginHeldLocked()
+		return j.beginHeld()
 	}
-	cmd, pipes, err := j.prepareLocked()
+	cmd, pipes, err := j.prepare()
 	var c *child
 	if err == nil {
 		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, cgroups: m.o.Cgroups, leftover: m.o.LeftoverGrace,
@@ -54,6 +64,9 @@ func (j *Job) begin() func() {
 			err = fmt.Errorf("start: %w", err)
 		}
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.starting = false
 	if err != nil {
 		pipes.closeAll()
 		j.info.Error = err.Error()
@@ -76,6 +89,9 @@ func (j *Job) begin() func() {
 		j.pidStart.Store(procStartTime(pid))
 	}
 	j.runningLocked()
+	if j.reason != "" { // stopped while it started
+		c.stop(j.stopForce, j.stopGrace)
+	}
 	return func() { j.watch(c) }
 }
 
@@ -167,19 +183,21 @@ func (j *Job) createStreamsLocked() {
 	}
 }
 
-// prepareLocked creates the pipes and the command.
-func (j *Job) prepareLocked() (*exec.Cmd, *jobPipes, error) {
-	path, argv, env, err := j.commandLocked()
+// prepare creates the pipes and the command (see command).
+func (j *Job) prepare() (*exec.Cmd, *jobPipes, error) {
+	path, argv, env, err := j.command()
 	if err != nil {
 		return nil, nil, err
 	}
 	return newCmd(path, argv, j.spec.Dir, env, j.spec.Stdin, j.m.devNull)
 }
 
-// commandLocked is what the job runs: the program's path, its argv and
-// its environment (the policy shell's, with the job's marks), once its
-// working directory is checked.
-func (j *Job) commandLocked() (path string, argv, env []string, err error) {
+// command is what the job runs: the program's path, its argv and its
+// environment (the policy shell's, with the job's marks), once its
+// working directory is checked. It reads only what does not change once
+// the job exists (its spec and id), so it needs no lock, and it takes
+// none: the look-up and the check touch the file system.
+func (j *Job) command() (path string, argv, env []string, err error) {
 	m := j.m
 	argv = j.spec.Argv
 	if len(argv) == 0 {
@@ -473,11 +491,12 @@ func (j *Job) stop(reason State, force bool) (Info, error) {
 }
 
 // stopWithin is stop with the time between SIGINT and SIGKILL, and a
-// note for Info.Error (when it has none) saying why it was stopped.
+// note for Info.Error (when it has none) saying why it was stopped. A
+// held job's stop goes to its holder without j.mu held.
 func (j *Job) stopWithin(reason State, force bool, grace time.Duration, note string) (Info, error) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if j.info.State.Terminal() {
+		defer j.mu.Unlock()
 		return j.snapshotLocked(), ErrEnded
 	}
 	if j.reason == "" {
@@ -487,20 +506,24 @@ func (j *Job) stopWithin(reason State, force bool, grace time.Duration, note str
 		j.info.Error = note
 	}
 	if j.info.State == Pending {
-		return j.snapshotLocked(), nil // supervise sees the reason before starting
-	}
-	j.signalLocked(force, grace)
-	return j.snapshotLocked(), nil
-}
-
-// signalLocked stops the running job's process: see child.stop.
-func (j *Job) signalLocked(force bool, grace time.Duration) {
-	switch {
-	case j.child != nil:
-		j.child.stop(force, grace)
-	case j.held:
-		if err := j.m.o.Holder.Stop(j.info.ID, force, grace); err != nil {
-			j.m.o.Logger.Warn("could not stop a held job", "job", j.info.ID, "err", err)
+		// begin sees the reason before starting, or, if its start is in
+		// flight, stops the process once it has started: the first
+		// stop's grace, SIGKILL if any stop forces.
+		if j.stopGrace == 0 {
+			j.stopGrace = grace
 		}
+		j.stopForce = j.stopForce || force
+		defer j.mu.Unlock()
+		return j.snapshotLocked(), nil
 	}
+	in := j.snapshotLocked()
+	c, held := j.child, j.held
+	j.mu.Unlock()
+	switch {
+	case c != nil:
+		c.stop(force, grace)
+	case held:
+		return in, j.stopHeld(force, grace)
+	}
+	return in, nil
 }

@@ -337,7 +337,10 @@ func (m *Manager) PTYHolderLost() {
 }
 
 // PTYResync catches up with the holder after its connection was replaced
-// (events may have been lost): exits and output counts are told again.
+// (events may have been lost): exits and output counts are told again. A
+// session the holder runs that this manager neither holds nor is opening
+// (a spawn whose answer was lost with the connection, after Open gave up
+// on it) has its terminal closed, as at Recover.
 func (m *Manager) PTYResync() {
 	list, err := m.opts.Holder.HeldPTYs()
 	if err != nil {
@@ -345,11 +348,27 @@ func (m *Manager) PTYResync() {
 		return
 	}
 	for _, x := range list {
+		if !x.Exited && m.stray(x.ID) {
+			m.opts.Logger.Warn("the holder runs a pty session this daemon does not (its open was given up): closed", "session", x.ID, "pid", x.Pid)
+			if _, err := m.opts.Holder.ClosePTY(x.ID); err != nil {
+				m.opts.Logger.Warn("could not close a held pty session that is no session of this daemon", "session", x.ID, "err", err)
+			}
+			continue
+		}
 		m.PTYProgress(x.ID, x.Output)
 		if x.Exited {
 			m.PTYExited(x.ID, x.ExitCode) // and acked if no longer this daemon's
 		}
 	}
+}
+
+// stray tells whether a session the holder runs is none of this
+// manager's: not open in it, nor being opened. While Recover adopts,
+// none is (it sorts them out).
+func (m *Manager) stray(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.early == nil && m.sessions[id] == nil && !m.reserved[id]
 }
 
 func (m *Manager) session(id string) *Session {

@@ -1,0 +1,172 @@
+//go:build unix
+
+package holder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// socketEnv makes this test binary a holder process serving the socket
+// it names (see TestMain): a holder that a test can stop with SIGSTOP.
+const socketEnv = "HIVE_TEST_HOLDER_SOCKET"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(socketEnv); sock != "" {
+		// It exits once no client is connected and nothing is held.
+		if err := Serve(context.Background(), ServerOptions{Socket: sock, FirstWait: time.Minute}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// logBuffer is a log that tests can wait on.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Contains(l.b.String(), s)
+}
+
+// A holder that does not answer (stopped with SIGSTOP) makes a spawn and
+// a stop fail at their bound, with an error that says so and names the
+// holder; the spawn it reads once it runs again is past its deadline, and
+// it starts nothing.
+func TestStoppedHolderDoesNotAnswer(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hold") // short: a unix socket path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "holder.sock")
+	h := exec.Command(os.Args[0], "-test.run=^$")
+	h.Env = append(os.Environ(), socketEnv+"="+sock)
+	h.Stderr = os.Stderr
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := h.Process.Pid
+	t.Cleanup(func() {
+		syscall.Kill(pid, syscall.SIGCONT) // never left stopped
+		h.Process.Kill()
+		h.Wait()
+	})
+	var logs logBuffer
+	const bound = 300 * time.Millisecond
+	var c *Client
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if c, err = Open(ClientOptions{Socket: sock, SpawnTimeout: bound, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder process does not serve: %v", err)
+		}
+	}
+	defer c.Close()
+	s := newSink()
+	c.Listen(s)
+	if _, err := c.Spawn(spec(dir, "before", "/bin/sleep", "3600")); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		op string
+		f  func() error
+	}{
+		{"spawn", func() error { _, err := c.Spawn(spec(dir, "stalled", "/bin/sleep", "3600")); return err }},
+		{"stop", func() error { return c.Stop("before", true, 0) }},
+	} {
+		t0 := time.Now()
+		err := call.f()
+		d := time.Since(t0)
+		if !errors.Is(err, ErrNotAnswering) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", pid)) || !strings.Contains(err.Error(), call.op) {
+			t.Errorf("%s to a stopped holder: %v, want ErrNotAnswering naming the holder's pid %d and the op", call.op, err, pid)
+		}
+		if d > 10*bound {
+			t.Errorf("%s to a stopped holder gave up after %v, its bound is %v", call.op, d, bound)
+		}
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// The stop went through once it ran again (it was sent).
+	select {
+	case e := <-s.ends:
+		if e.ID != "before" || !e.Stopped {
+			t.Errorf("end after the holder ran again: %+v, want the stopped job before", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stop sent to the stopped holder had no effect once it ran again")
+	}
+	// The spawn's answer, when it came, was a refusal.
+	for deadline := time.Now().Add(10 * time.Second); !logs.has("nothing started"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to the given-up spawn came; the log:\n%s", logs.b.String())
+		}
+	}
+	held, err := c.Held()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range held {
+		if x.ID == "stalled" {
+			t.Errorf("the holder started a spawn it read after its deadline: %+v", x)
+		}
+	}
+}
+
+// The answer to a spawn whose caller gave up that says the job started
+// (the holder read it just before its deadline and answered after) stops
+// the job: it is no one's.
+func TestLateSpawnIsStopped(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := newSink()
+	c.Listen(s)
+	sp := spec(dir, "late", "/bin/sleep", "3600")
+	st, err := c.Spawn(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.late(Request{Op: OpSpawn, Spawn: &sp}, Message{Start: &st})
+	select {
+	case e := <-s.ends:
+		if e.ID != "late" || !e.Stopped || e.Signal == nil || *e.Signal != int(syscall.SIGKILL) {
+			t.Errorf("end of the late job: %+v, want stopped by SIGKILL", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job whose spawn was given up runs on")
+	}
+}

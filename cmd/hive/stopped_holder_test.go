@@ -13,6 +13,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"errors"
+	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proto"
 )
 
 // A holder stopped with SIGSTOP stalls nothing but the starts that need
@@ -23,16 +30,16 @@ import (
 // done, and nothing of the given-up starts runs (the holder refused
 // them, or their processes were stopped).
 func TestStoppedHolderStallsNothing(t *testing.T) {
-	state := stateDir(t)
-	startDaemon(t, state)
-	s := connect(t, state, t.TempDir())
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	s := hivetest.Connect(t, state, t.TempDir())
 	var running, ended taskStatus
-	s.mustCall("run", map[string]any{"cmd": "sleep 600", "wait_seconds": 0}, &running)
-	s.mustCall("run", map[string]any{"cmd": "echo ended", "wait_seconds": 10}, &ended)
+	s.MustCall("run", map[string]any{"cmd": "sleep 600", "wait_seconds": 0}, &running)
+	s.MustCall("run", map[string]any{"cmd": "echo ended", "wait_seconds": 10}, &ended)
 	if ended.Status != "done" {
 		t.Fatalf("the ended job: %+v", ended)
 	}
-	h := holderPid(state)
+	h := hivetest.HolderPid(state)
 	if h == 0 {
 		t.Fatal("no holder runs")
 	}
@@ -40,11 +47,12 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 	if err := syscall.Kill(h, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); procState(h) != 'T'; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder %d is not stopped: state %c", h, procState(h))
+	hivetest.Eventually(t, 10*time.Second, "the holder stopped", func() error {
+		if st := hivetest.ProcState(h); st != 'T' {
+			return fmt.Errorf("the holder %d is not stopped: state %c", h, st)
 		}
-	}
+		return nil
+	})
 
 	// Starts while it is stopped, each timed: through the CLI (one of a
 	// command whose process would be easy to find should it run), and
@@ -56,21 +64,21 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 		err  bool
 		took time.Duration
 	}
-	outcomes := make(chan outcome, 4)
+	outcomes := make(chan outcome, 5)
 	cli := func(args ...string) {
 		t0 := time.Now()
-		cmd := hiveCmd(state, args...)
+		cmd := hivetest.Command(t, state, args...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		outcomes <- outcome{"hive " + strings.Join(args, " "), out.String(), err != nil, time.Since(t0)}
 	}
-	s2 := connect(t, state, t.TempDir())
+	s2 := hivetest.Connect(t, state, t.TempDir())
 	tool := func(name string, args map[string]any) {
 		t0 := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		res, err := s2.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		res, err := s2.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		o := outcome{what: name, took: time.Since(t0), err: true}
 		if err != nil {
 			o.out = "protocol error: " + err.Error()
@@ -86,30 +94,40 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 	}
 	go cli("run", "--name", "stalled", "--", "sleep", marker)
 	go cli("run", "--", "true")
+	go func() { // through the socket: the error keeps its class
+		t0 := time.Now()
+		_, err := client.Call(paths.Layout{Dir: state}, proto.Request{Cmd: proto.CmdRun, Argv: []string{"true"}})
+		o := outcome{what: "socket run", err: err != nil, took: time.Since(t0)}
+		if err != nil {
+			o.out = err.Error()
+			if !errors.Is(err, errdefs.ErrUnavailable) {
+				o.out += " (not of class unavailable)"
+			}
+		}
+		outcomes <- o
+	}()
 	go tool("run", map[string]any{"cmd": "true", "wait_seconds": 0})
 	go tool("terminal_pty_open", nil)
 
 	// The CLI's start is in flight once its job is listed, pending.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	hivetest.Eventually(t, 10*time.Second, "the start to the stopped holder listed pending", func() error {
 		t0 := time.Now()
 		st, ok := psAll(t, state)["stalled"]
 		if d := time.Since(t0); d > 2*time.Second {
-			t.Fatalf("hive ps took %v while a start waited for the stopped holder", d)
+			return hivetest.Abort(fmt.Errorf("hive ps took %v while a start waited for the stopped holder", d))
 		}
-		if ok && st.State == "pending" {
-			break
+		if !ok || st.State != "pending" {
+			return fmt.Errorf("not listed pending: %+v %v", st, ok)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the start to the stopped holder is not listed pending: %+v %v", st, ok)
-		}
-	}
+		return nil
+	})
 	// Each view answers at once, the best of 3 tries under 200 ms.
 	checks := []struct {
 		what string
 		f    func() error
 	}{
 		{"hive ps", func() error {
-			out, err := hive(t, state, "ps", "-a")
+			out, err := hivetest.Run(t, state, "ps", "-a")
 			if err == nil && (!strings.Contains(out, running.ID) || !strings.Contains(out, ended.ID)) {
 				err = fmt.Errorf("the jobs are not listed: %s", out)
 			}
@@ -117,10 +135,10 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 		}},
 		{"status", func() error {
 			var st taskStatus
-			if text, isErr := s.call("status", map[string]any{"id": running.ID}, &st); isErr || st.Status != "running" {
+			if text, isErr := s.Call("status", map[string]any{"id": running.ID}, &st); isErr || st.Status != "running" {
 				return fmt.Errorf("%s %+v", text, st)
 			}
-			if text, isErr := s.call("status", map[string]any{"id": ended.ID}, &st); isErr || st.Status != "done" {
+			if text, isErr := s.Call("status", map[string]any{"id": ended.ID}, &st); isErr || st.Status != "done" {
 				return fmt.Errorf("%s %+v", text, st)
 			}
 			return nil
@@ -131,7 +149,7 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 					JobID string `json:"job_id"`
 				} `json:"jobs"`
 			}
-			text, isErr := s.call("terminal_job_list", map[string]any{}, &list)
+			text, isErr := s.Call("terminal_job_list", map[string]any{}, &list)
 			seen := map[string]bool{}
 			for _, j := range list.Jobs {
 				seen[j.JobID] = true
@@ -156,10 +174,11 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 			t.Errorf("%s while a start waits for the stopped holder: best of 3 took %v, want < 200ms", c.what, best)
 		}
 	}
-	for range 4 {
+	for range 5 {
 		o := <-outcomes
 		t.Logf("%s while the holder is stopped: failed after %v", o.what, o.took)
-		if !o.err || !strings.Contains(o.out, "does not answer") || !strings.Contains(o.out, strconv.Itoa(h)) {
+		if !o.err || !strings.Contains(o.out, "does not answer") || !strings.Contains(o.out, strconv.Itoa(h)) ||
+			strings.Contains(o.out, "not of class") {
 			t.Errorf("%s while the holder is stopped: error %v: %q, want an error saying the holder (pid %d) does not answer", o.what, o.err, o.out, h)
 		}
 		if o.took > 5*time.Second {
@@ -171,7 +190,7 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	var after taskStatus
-	s.mustCall("run", map[string]any{"cmd": "echo after", "wait_seconds": 10}, &after)
+	s.MustCall("run", map[string]any{"cmd": "echo after", "wait_seconds": 10}, &after)
 	if after.Status != "done" || after.StdoutTail != "after\n" {
 		t.Errorf("a job once the holder runs again: %+v", after)
 	}
@@ -179,35 +198,21 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 		t.Errorf("the given-up start's job: %+v, want failed saying why", st)
 	}
 	var st taskStatus
-	s.mustCall("status", map[string]any{"id": running.ID}, &st)
+	s.MustCall("status", map[string]any{"id": running.ID}, &st)
 	if st.Status != "running" {
 		t.Errorf("the job that ran through the stop: %+v", st)
 	}
 	// Nothing of the given-up starts runs: the holder, which read them
 	// once it ran again, refused them or stopped what it had started.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		pids := processesRunning("sleep\x00" + marker + "\x00")
-		if len(pids) == 0 {
-			break
+	hivetest.Eventually(t, 10*time.Second, "nothing of the given-up starts running", func() error {
+		if pids := processesRunning("sleep\x00" + marker + "\x00"); len(pids) > 0 {
+			return fmt.Errorf("the given-up start of sleep %s runs: pids %v", marker, pids)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the given-up start of sleep %s runs: pids %v", marker, pids)
-		}
-	}
+		return nil
+	})
 }
 
 // procState is the state letter of a process ('T': stopped), 0 if gone.
-func procState(pid int) byte {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0
-	}
-	return b[i+2]
-}
 
 // processesRunning lists the live processes whose command line is
 // cmdline (its arguments each ended by NUL).
@@ -220,7 +225,7 @@ func processesRunning(cmdline string) []int {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && string(b) == cmdline && processAlive(pid) {
+		if err == nil && string(b) == cmdline && hivetest.Alive(pid) {
 			pids = append(pids, pid)
 		}
 	}

@@ -1,6 +1,7 @@
 package hivetest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,4 +140,19 @@ func signal(pid int, sig os.Signal) {
 		p.Signal(sig)
 		p.Release()
 	}
+}
+
+// ProcState is the state letter of process pid as /proc tells it ('R',
+// 'S', 'T' for stopped, 'Z'…), 0 where it cannot be read (no such
+// process, or no /proc: not Linux).
+func ProcState(pid int) byte {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
 }

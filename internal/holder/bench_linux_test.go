@@ -13,13 +13,6 @@ import (
 	"github.com/hivetools/hive/internal/store"
 )
 
-// The holder runs as its own process, as it does under a daemon: a hive
-// built on first use (hivetest.Main's build mode), so that the tests
-// build nothing.
-func TestMain(m *testing.M) {
-	hivetest.Main(m, nil)
-}
-
 // manager is a job manager on a fresh store, its jobs run by a `hive
 // holder` process (held) or by the manager itself.
 func manager(b *testing.B, held bool) *job.Manager {

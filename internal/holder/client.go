@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
@@ -281,7 +282,7 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 	c.dead = true
 	closed := c.closed || c.quiting
 	for seq, ch := range c.pending {
-		ch <- Message{Re: seq, Error: errConnLost.Error()}
+		ch <- Message{Re: seq, err: errConnLost}
 		delete(c.pending, seq)
 	}
 	pid := c.hello.Pid
@@ -557,13 +558,13 @@ func (c *Client) call1(req Request) (Message, error) {
 
 // answer is the outcome of a call that got m.
 func answer(m Message) (Message, error) {
-	switch m.Error {
-	case "":
-		return m, nil
-	case errConnLost.Error():
-		return m, errConnLost
+	switch {
+	case m.err != nil:
+		return m, m.err
+	case m.Error != "":
+		return m, errdefs.FromWire(m.Code, m.Error)
 	}
-	return m, errors.New(m.Error)
+	return m, nil
 }
 
 // bound is how long a call of op waits for its answer.

@@ -87,9 +87,15 @@ const (
 // Message is a line from the holder: its hello, an answer (Re: the
 // request's Seq) or an event (Ev).
 type Message struct {
-	Hello *Hello         `json:"hello,omitempty"`
-	Re    uint64         `json:"re,omitempty"`
-	Error string         `json:"error,omitempty"`
+	Hello *Hello `json:"hello,omitempty"`
+	Re    uint64 `json:"re,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Code is the class of Error (errdefs.Code), so that the daemon's
+	// errors.Is finds it as the holder meant it; "" for none.
+	Code string `json:"code,omitempty"`
+	// err is a failure the client itself gives a call in flight (the
+	// connection ended): never on the wire.
+	err   error
 	Start *job.HeldStart `json:"start,omitempty"`
 	Held  []job.HeldJob  `json:"held,omitempty"`
 	// Sessions: held's PTY sessions, and pty_spawn's session.

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/pty"
@@ -355,7 +356,7 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		ended := ok && h.end != nil
 		s.mu.Unlock()
 		if !ok || h.p == nil {
-			reply.Error = fmt.Sprintf("job %q: not held", req.ID)
+			reply.Error, reply.Code = fmt.Sprintf("job %q: not held", req.ID), errdefs.CodeNotFound
 		} else if !ended {
 			g := 10 * time.Second
 			if req.Grace != nil {
@@ -385,7 +386,7 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		}
 		s.mu.Unlock()
 		if n > 0 || stopping {
-			reply.Error = fmt.Sprintf("the holder holds %d job(s) or spawns in flight", n)
+			reply.Error, reply.Code = fmt.Sprintf("the holder holds %d job(s) or spawns in flight", n), errdefs.CodeConflict
 		} else {
 			sc.send(reply)
 			s.log.Info("told to quit with no job held")
@@ -393,7 +394,7 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 			return true
 		}
 	default:
-		reply.Error = fmt.Sprintf("op %q: unknown", req.Op)
+		reply.Error, reply.Code = fmt.Sprintf("op %q: unknown", req.Op), errdefs.CodeInvalid
 	}
 	if !req.NoReply || reply.Error != "" {
 		sc.send(reply)
@@ -440,14 +441,14 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 	}
 	id, err := s.reserve(sid, spec == nil, req.Deadline)
 	if err != nil {
-		reply.Error = "pty_spawn: " + err.Error()
+		reply.Error, reply.Code = "pty_spawn: "+err.Error(), errdefs.Code(err)
 		sc.send(reply)
 		return
 	}
 	t, err := pty.StartHeld(*spec, func() { s.wrote(id) })
 	if err != nil {
 		s.unreserve(id)
-		reply.Error = err.Error()
+		reply.Error, reply.Code = err.Error(), errdefs.Code(err)
 		sc.send(reply)
 		return
 	}
@@ -468,7 +469,7 @@ func (s *server) closePTY(sc *serverConn, req Request) {
 	h, ok := s.jobs[req.ID]
 	s.mu.Unlock()
 	if !ok || h.t == nil {
-		reply.Error = fmt.Sprintf("pty_close: session %q: not held", req.ID)
+		reply.Error, reply.Code = fmt.Sprintf("pty_close: session %q: not held", req.ID), errdefs.CodeNotFound
 	} else {
 		c := job.CountsOf(h.t.Close())
 		reply.Stdout = &c
@@ -503,14 +504,14 @@ func (s *server) spawn(sc *serverConn, req Request) {
 	spec := req.Spawn
 	id, err := s.reserve(specID(spec), spec == nil, req.Deadline)
 	if err != nil {
-		reply.Error = "spawn: " + err.Error()
+		reply.Error, reply.Code = "spawn: "+err.Error(), errdefs.Code(err)
 		sc.send(reply)
 		return
 	}
 	p, err := job.RunHeld(*spec, s.o.Reaper, s.o.Cgroups, s.log, func() { s.wrote(id) })
 	if err != nil {
 		s.unreserve(id)
-		reply.Error = err.Error()
+		reply.Error, reply.Code = err.Error(), errdefs.Code(err)
 		sc.send(reply)
 		return
 	}

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hivetools/hive/internal/hivetest"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,16 +23,19 @@ import (
 // it names (see TestMain): a holder that a test can stop with SIGSTOP.
 const socketEnv = "HIVE_TEST_HOLDER_SOCKET"
 
-func TestMain(m *testing.M) {
-	if sock := os.Getenv(socketEnv); sock != "" {
-		// It exits once no client is connected and nothing is held.
-		if err := Serve(context.Background(), ServerOptions{Socket: sock, FirstWait: time.Minute}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+// serveIfAsked makes this test binary the holder process serving the
+// socket socketEnv names, if it does: it exits once no client is
+// connected and nothing is held.
+func serveIfAsked() {
+	sock := os.Getenv(socketEnv)
+	if sock == "" {
+		return
 	}
-	os.Exit(m.Run())
+	if err := Serve(context.Background(), ServerOptions{Socket: sock, FirstWait: time.Minute}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // logBuffer is a log that tests can wait on.
@@ -43,6 +48,12 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (l *logBuffer) has(s string) bool {
@@ -77,14 +88,10 @@ func TestStoppedHolderDoesNotAnswer(t *testing.T) {
 	var logs logBuffer
 	const bound = 300 * time.Millisecond
 	var c *Client
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if c, err = Open(ClientOptions{Socket: sock, SpawnTimeout: bound, Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder process does not serve: %v", err)
-		}
-	}
+	hivetest.Eventually(t, 10*time.Second, "the holder process serving", func() (err error) {
+		c, err = Open(ClientOptions{Socket: sock, SpawnTimeout: bound, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		return err
+	})
 	defer c.Close()
 	s := newSink()
 	c.Listen(s)
@@ -94,6 +101,16 @@ func TestStoppedHolderDoesNotAnswer(t *testing.T) {
 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" {
+		// A signal takes effect when the kernel next schedules it: until
+		// then the holder could still read (and answer) the calls below.
+		hivetest.Eventually(t, 10*time.Second, "the holder stopped", func() error {
+			if st := hivetest.ProcState(pid); st != 'T' {
+				return fmt.Errorf("holder %d in state %q", pid, st)
+			}
+			return nil
+		})
 	}
 	for _, call := range []struct {
 		op string
@@ -126,11 +143,12 @@ func TestStoppedHolderDoesNotAnswer(t *testing.T) {
 		t.Fatal("the stop sent to the stopped holder had no effect once it ran again")
 	}
 	// The spawn's answer, when it came, was a refusal.
-	for deadline := time.Now().Add(10 * time.Second); !logs.has("nothing started"); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer to the given-up spawn came; the log:\n%s", logs.b.String())
+	hivetest.Eventually(t, 10*time.Second, "the answer to the given-up spawn", func() error {
+		if !logs.has("nothing started") {
+			return fmt.Errorf("no answer to the given-up spawn came; the log:\n%s", logs.String())
 		}
-	}
+		return nil
+	})
 	held, err := c.Held()
 	if err != nil {
 		t.Fatal(err)

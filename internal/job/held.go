@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hivetools/hive/internal/errdefs"
 	"io"
 	"log/slog"
 	"os"
@@ -109,14 +110,14 @@ func (c Counts) Stats(closed bool) output.Stats {
 }
 
 // ErrHolderLost is the error of a held job whose holder died.
-var ErrHolderLost = errors.New("the holder of the jobs died")
+var ErrHolderLost = errdefs.New(errdefs.ErrUnavailable, "the holder of the jobs died")
 
 // ErrHolderNotAnswering is wrapped by the error of a call to a Holder
 // that gave no answer in time (holder.ErrNotAnswering is this error): a
 // holder stopped (SIGSTOP) or stuck. A spawn that gets it fails the job,
 // and Start returns it; should the holder start the job later all the
 // same, the Holder stops it (it is no job of the manager's).
-var ErrHolderNotAnswering = errors.New("the holder of the jobs does not answer")
+var ErrHolderNotAnswering = errdefs.New(errdefs.ErrUnavailable, "the holder of the jobs does not answer")
 
 // --- the holder's half ---
 

@@ -5,6 +5,8 @@ package job_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/hivetools/hive/internal/hivetest"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -190,22 +192,20 @@ func TestResyncStopsAStrayHeldJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.HeldResync()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	hivetest.Eventually(t, 10*time.Second, "the stray ended and its end acked", func() error {
 		held, err := c.Held()
 		if err != nil {
-			t.Fatal(err)
+			return hivetest.Abort(err)
 		}
 		ids := []string{}
 		for _, x := range held {
 			ids = append(ids, x.ID)
 		}
 		if len(held) == 1 && held[0].ID == own.ID() && held[0].End == nil {
-			break // the stray ended and its end was acked
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the holder holds %v, want only %s running", ids, own.ID())
-		}
-	}
+		return fmt.Errorf("the holder holds %v, want only %s running", ids, own.ID())
+	})
 	if err := syscall.Kill(stray.Pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("the stray's process %d: %v", stray.Pid, err)
 	}

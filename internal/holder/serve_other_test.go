@@ -1,0 +1,6 @@
+//go:build !unix
+
+package holder
+
+// serveIfAsked: no holder process runs on this platform.
+func serveIfAsked() {}

@@ -14,12 +14,16 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/hivetest"
+
+	"go.uber.org/goleak"
 )
 
 // The harness's own tests run a built hive (Main's build mode, which the
 // benchmarks use too).
+// TestMain: a hive built on first use; once the tests passed, every
+// goroutine the harness started (a daemon's waiter) has ended.
 func TestMain(m *testing.M) {
-	hivetest.Main(m, nil)
+	hivetest.Main(m, nil, func() error { return goleak.Find() })
 }
 
 var errNotYet = errors.New("not yet")

@@ -2,7 +2,6 @@ package reliability
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -39,18 +38,7 @@ func hiveMain() {
 		exe = os.Args[0]
 	}
 	err = cli.Run(context.Background(), cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Exe: exe}, os.Args[1:])
-	var exit *cli.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		os.Exit(exit.Code)
-	case errors.Is(err, cli.ErrUsage):
-		fmt.Fprintln(os.Stderr, "hive:", err)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "hive:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.ExitCode(err, os.Stderr))
 }
 
 // count is small in CI and full with -full.

@@ -27,6 +27,26 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
+// ExitCode is the exit status of the process whose Run returned err,
+// after printing err once on stderr: 0 for nil; an ExitError's own code
+// (a job's status, the error already printed); 2 for a usage error; 1
+// for any other, as docker's CLI exits 1 for an error its daemon reports.
+func ExitCode(err error, stderr io.Writer) int {
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.Is(err, ErrUsage):
+		fmt.Fprintln(stderr, "hive:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "hive:", err)
+		return 1
+	}
+}
+
 // Env is what a subcommand may use of its process.
 type Env struct {
 	Stdin  io.Reader

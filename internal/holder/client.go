@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
@@ -647,13 +648,13 @@ func (c *Client) redial(pid int) error {
 }
 
 // Spawn implements job.Holder.
-func (c *Client) Spawn(spec job.HeldSpec) (job.HeldStart, error) {
+func (c *Client) Spawn(spec wire.JobSpec) (wire.JobStart, error) {
 	m, err := c.call(Request{Op: OpSpawn, Spawn: &spec})
 	if err != nil {
-		return job.HeldStart{}, err
+		return wire.JobStart{}, err
 	}
 	if m.Start == nil {
-		return job.HeldStart{}, errors.New("the holder's answer to spawn has no process")
+		return wire.JobStart{}, errors.New("the holder's answer to spawn has no process")
 	}
 	return *m.Start, nil
 }
@@ -735,7 +736,7 @@ func (c *Client) writeAcksLocked() bool {
 }
 
 // Held implements job.Holder.
-func (c *Client) Held() ([]job.HeldJob, error) {
+func (c *Client) Held() ([]wire.Job, error) {
 	m, err := c.call(Request{Op: OpHeld})
 	return m.Held, err
 }

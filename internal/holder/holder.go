@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/pty"
 )
@@ -65,7 +66,7 @@ type Request struct {
 	Seq   uint64         `json:"seq,omitempty"`
 	Op    string         `json:"op"`
 	Hello *Hello         `json:"hello,omitempty"`
-	Spawn *job.HeldSpec  `json:"spawn,omitempty"`
+	Spawn *wire.JobSpec  `json:"spawn,omitempty"`
 	PTY   *pty.HeldSpec  `json:"pty,omitempty"`
 	ID    string         `json:"id,omitempty"`
 	Force bool           `json:"force,omitempty"`
@@ -96,16 +97,16 @@ type Message struct {
 	// err is a failure the client itself gives a call in flight (the
 	// connection ended): never on the wire.
 	err   error
-	Start *job.HeldStart `json:"start,omitempty"`
-	Held  []job.HeldJob  `json:"held,omitempty"`
+	Start *wire.JobStart `json:"start,omitempty"`
+	Held  []wire.Job     `json:"held,omitempty"`
 	// Sessions: held's PTY sessions, and pty_spawn's session.
 	Sessions []pty.HeldSession `json:"sessions,omitempty"`
 
 	Ev     string       `json:"ev,omitempty"`
 	ID     string       `json:"id,omitempty"`
-	Stdout *job.Counts  `json:"stdout,omitempty"`
-	Stderr *job.Counts  `json:"stderr,omitempty"`
-	End    *job.HeldEnd `json:"end,omitempty"`
+	Stdout *wire.Counts `json:"stdout,omitempty"`
+	Stderr *wire.Counts `json:"stderr,omitempty"`
+	End    *wire.JobEnd `json:"end,omitempty"`
 }
 
 // ErrNotAnswering is wrapped by the error of a call the holder gave no

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/pty"
@@ -71,7 +72,7 @@ type server struct {
 type held struct {
 	p   *job.HeldProc // a job, or
 	t   *pty.HeldPTY  // a PTY session
-	end *job.HeldEnd  // once it ended, until acked
+	end *wire.JobEnd  // once it ended, until acked
 }
 
 // serverConn is a daemon's connection.
@@ -403,10 +404,10 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 }
 
 // list is what the holder holds, in start order.
-func (s *server) list() ([]job.HeldJob, []pty.HeldSession) {
+func (s *server) list() ([]wire.Job, []pty.HeldSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]job.HeldJob, 0, len(s.jobs))
+	out := make([]wire.Job, 0, len(s.jobs))
 	var ss []pty.HeldSession
 	for id, h := range s.jobs {
 		if h.t != nil {
@@ -417,7 +418,7 @@ func (s *server) list() ([]job.HeldJob, []pty.HeldSession) {
 			ss = append(ss, x)
 			continue
 		}
-		x := job.HeldJob{ID: id, HeldStart: h.p.Start}
+		x := wire.Job{ID: id, JobStart: h.p.Start}
 		x.Stdout, x.Stderr = h.p.Counts()
 		if h.end != nil {
 			e := *h.end
@@ -457,7 +458,7 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 	sc.send(reply)
 	go func() {
 		code := t.Wait()
-		s.ended(id, h, job.HeldEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()})
+		s.ended(id, h, wire.JobEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()})
 	}()
 }
 
@@ -471,7 +472,7 @@ func (s *server) closePTY(sc *serverConn, req Request) {
 	if !ok || h.t == nil {
 		reply.Error, reply.Code = fmt.Sprintf("pty_close: session %q: not held", req.ID), errdefs.CodeNotFound
 	} else {
-		c := job.CountsOf(h.t.Close())
+		c := wire.CountsOf(h.t.Close())
 		reply.Stdout = &c
 	}
 	sc.send(reply)
@@ -533,7 +534,7 @@ func (s *server) admit(id string, h *held) *held {
 
 // ended keeps the end of what h runs until it is acked, and tells the
 // daemon if one is connected.
-func (s *server) ended(id string, h *held, end job.HeldEnd) {
+func (s *server) ended(id string, h *held, end wire.JobEnd) {
 	s.mu.Lock()
 	h.end = &end
 	delete(s.dirty, id)
@@ -572,7 +573,7 @@ func (s *server) unreserve(id string) {
 	s.signalIdle()
 }
 
-func specID(spec *job.HeldSpec) string {
+func specID(spec *wire.JobSpec) string {
 	if spec == nil {
 		return ""
 	}
@@ -612,8 +613,8 @@ func (s *server) flusher(ctx context.Context) {
 			switch {
 			case !ok:
 			case h.t != nil:
-				o := job.CountsOf(h.t.Stats())
-				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &job.Counts{}})
+				o := wire.CountsOf(h.t.Stats())
+				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &wire.Counts{}})
 			case h.end == nil:
 				o, e := h.p.Counts()
 				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &e})

@@ -1,0 +1,82 @@
+package wire
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/output"
+)
+
+// The values of each type, full and zero, and their encodings as the
+// protocol's first version has them: a daemon and a holder of different
+// builds read each other's lines only while these stay as they are.
+var (
+	at     = time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
+	sig    = 9
+	counts = Counts{Total: 10, InFile: 8, Dropped: 2}
+	jspec  = JobSpec{ID: "j1", Path: "/bin/sh", Argv: []string{"sh", "-c", "echo hi"}, Env: []string{"PATH=/bin"}, Dir: "/tmp",
+		Stdin: []byte("in\n"), Stdout: "/s/j1.out", Stderr: "/s/j1.err", Index: "/s/j1.idx", FileCap: 1 << 20, Owner: "own",
+		LeftoverGrace: 2 * time.Second}
+	jstart = JobStart{Pid: 100, PidStart: 12345, Started: at, Cgroup: "job-j1"}
+	jend   = JobEnd{ID: "j1", Exited: true, ExitCode: 137, Signal: &sig, Error: "boom", Leftover: 1, Stopped: true, Ended: at,
+		Stdout: counts, Stderr: Counts{Total: 3, InFile: 3}}
+	job = Job{ID: "j1", JobStart: jstart, Stdout: counts, Stderr: Counts{Total: 1, InFile: 1}, End: &jend}
+)
+
+const (
+	jspecJSON  = `{"id":"j1","path":"/bin/sh","argv":["sh","-c","echo hi"],"env":["PATH=/bin"],"dir":"/tmp","stdin":"aW4K","stdout":"/s/j1.out","stderr":"/s/j1.err","index":"/s/j1.idx","file_cap":1048576,"owner":"own","leftover_grace":2000000000}`
+	jstartJSON = `{"pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1"}`
+	countsJSON = `{"total":10,"in_file":8,"dropped":2}`
+	jendJSON   = `{"id":"j1","exited":true,"exit_code":137,"signal":9,"error":"boom","leftover":1,"stopped":true,"ended":"2024-05-06T07:08:09.123456789Z","stdout":` + countsJSON + `,"stderr":{"total":3,"in_file":3}}`
+	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
+)
+
+func TestEncoding(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v    any
+		json string
+	}{
+		{"JobSpec", jspec, jspecJSON},
+		{"JobSpec/zero", JobSpec{}, `{"id":"","path":"","argv":null,"env":null,"stdout":"","stderr":""}`},
+		{"JobStart", jstart, jstartJSON},
+		{"JobStart/zero", JobStart{}, `{"pid":0,"started":"0001-01-01T00:00:00Z"}`},
+		{"JobEnd", jend, jendJSON},
+		{"JobEnd/zero", JobEnd{}, `{"id":"","exit_code":0,"ended":"0001-01-01T00:00:00Z","stdout":{"total":0,"in_file":0},"stderr":{"total":0,"in_file":0}}`},
+		{"Job", job, jobJSON},
+		{"Job/zero", Job{}, `{"id":"","pid":0,"started":"0001-01-01T00:00:00Z","stdout":{"total":0,"in_file":0},"stderr":{"total":0,"in_file":0}}`},
+		{"Counts", counts, countsJSON},
+		{"Counts/zero", Counts{}, `{"total":0,"in_file":0}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(c.v)
+			if err != nil {
+				t.Fatalf("marshal: %v", err)
+			}
+			if string(b) != c.json {
+				t.Errorf("encoding changed:\n got %s\nwant %s", b, c.json)
+			}
+			// What an older or newer peer of this version sends reads
+			// back as the same value.
+			p := reflect.New(reflect.TypeOf(c.v))
+			if err := json.Unmarshal([]byte(c.json), p.Interface()); err != nil {
+				t.Fatalf("unmarshal: %v", err)
+			}
+			if got := p.Elem().Interface(); !reflect.DeepEqual(got, c.v) {
+				t.Errorf("decoded %+v, want %+v", got, c.v)
+			}
+		})
+	}
+}
+
+func TestCountsStats(t *testing.T) {
+	st := counts.Stats(true)
+	if want := (output.Stats{Total: 10, InFile: 8, Dropped: 2, Closed: true}); st != want {
+		t.Fatalf("Stats(true) = %+v, want %+v", st, want)
+	}
+	if c := CountsOf(st); c != counts {
+		t.Fatalf("CountsOf(%+v) = %+v, want %+v", st, c, counts)
+	}
+}

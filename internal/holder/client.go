@@ -810,13 +810,13 @@ func (c *Client) ListenPTY(sink pty.PTYSink) {
 }
 
 // SpawnPTY implements pty.Holder.
-func (c *Client) SpawnPTY(spec pty.HeldSpec) (pty.HeldSession, error) {
+func (c *Client) SpawnPTY(spec wire.PTYSpec) (wire.PTYSession, error) {
 	m, err := c.call(Request{Op: OpPTYSpawn, PTY: &spec})
 	if err != nil {
-		return pty.HeldSession{}, err
+		return wire.PTYSession{}, err
 	}
 	if len(m.Sessions) != 1 {
-		return pty.HeldSession{}, errors.New("the holder's answer to pty_spawn has no session")
+		return wire.PTYSession{}, errors.New("the holder's answer to pty_spawn has no session")
 	}
 	return m.Sessions[0], nil
 }
@@ -837,7 +837,7 @@ func (c *Client) ClosePTY(id string) (output.Stats, error) {
 func (c *Client) AckPTY(id string) error { return c.Ack(id) }
 
 // HeldPTYs implements pty.Holder.
-func (c *Client) HeldPTYs() ([]pty.HeldSession, error) {
+func (c *Client) HeldPTYs() ([]wire.PTYSession, error) {
 	m, err := c.call(Request{Op: OpHeld})
 	return m.Sessions, err
 }

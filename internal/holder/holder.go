@@ -21,7 +21,6 @@ import (
 
 	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
-	"github.com/hivetools/hive/internal/pty"
 )
 
 // The protocol versions this build speaks: Proto is its newest, MinProto
@@ -67,7 +66,7 @@ type Request struct {
 	Op    string         `json:"op"`
 	Hello *Hello         `json:"hello,omitempty"`
 	Spawn *wire.JobSpec  `json:"spawn,omitempty"`
-	PTY   *pty.HeldSpec  `json:"pty,omitempty"`
+	PTY   *wire.PTYSpec  `json:"pty,omitempty"`
 	ID    string         `json:"id,omitempty"`
 	Force bool           `json:"force,omitempty"`
 	Grace *time.Duration `json:"grace,omitempty"`
@@ -100,7 +99,7 @@ type Message struct {
 	Start *wire.JobStart `json:"start,omitempty"`
 	Held  []wire.Job     `json:"held,omitempty"`
 	// Sessions: held's PTY sessions, and pty_spawn's session.
-	Sessions []pty.HeldSession `json:"sessions,omitempty"`
+	Sessions []wire.PTYSession `json:"sessions,omitempty"`
 
 	Ev     string       `json:"ev,omitempty"`
 	ID     string       `json:"id,omitempty"`

@@ -404,14 +404,14 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 }
 
 // list is what the holder holds, in start order.
-func (s *server) list() ([]wire.Job, []pty.HeldSession) {
+func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]wire.Job, 0, len(s.jobs))
-	var ss []pty.HeldSession
+	var ss []wire.PTYSession
 	for id, h := range s.jobs {
 		if h.t != nil {
-			x := pty.HeldSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
+			x := wire.PTYSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
 			if h.end != nil {
 				x.Exited, x.ExitCode = true, h.end.ExitCode
 			}
@@ -454,7 +454,7 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 		return
 	}
 	h := s.admit(id, &held{t: t})
-	reply.Sessions = []pty.HeldSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
+	reply.Sessions = []wire.PTYSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
 	sc.send(reply)
 	go func() {
 		code := t.Wait()

@@ -22,7 +22,11 @@ var (
 	jstart = JobStart{Pid: 100, PidStart: 12345, Started: at, Cgroup: "job-j1"}
 	jend   = JobEnd{ID: "j1", Exited: true, ExitCode: 137, Signal: &sig, Error: "boom", Leftover: 1, Stopped: true, Ended: at,
 		Stdout: counts, Stderr: Counts{Total: 3, InFile: 3}}
-	job = Job{ID: "j1", JobStart: jstart, Stdout: counts, Stderr: Counts{Total: 1, InFile: 1}, End: &jend}
+	job   = Job{ID: "j1", JobStart: jstart, Stdout: counts, Stderr: Counts{Total: 1, InFile: 1}, End: &jend}
+	pspec = PTYSpec{ID: "pty_1", Path: "/bin/bash", Argv: []string{"bash"}, Env: []string{"TERM=xterm"}, Dir: "/home",
+		Cols: 80, Rows: 24, Output: "/s/pty_1.out", FileCap: 4096}
+	psess = PTYSession{ID: "pty_1", Pid: 200, PidStart: 777, TTY: "/dev/pts/3",
+		Output: output.Stats{Total: 5, InFile: 4, Dropped: 1, Closed: true}, Exited: true, ExitCode: 1}
 )
 
 const (
@@ -30,6 +34,8 @@ const (
 	jstartJSON = `{"pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1"}`
 	countsJSON = `{"total":10,"in_file":8,"dropped":2}`
 	jendJSON   = `{"id":"j1","exited":true,"exit_code":137,"signal":9,"error":"boom","leftover":1,"stopped":true,"ended":"2024-05-06T07:08:09.123456789Z","stdout":` + countsJSON + `,"stderr":{"total":3,"in_file":3}}`
+	pspecJSON  = `{"id":"pty_1","path":"/bin/bash","argv":["bash"],"env":["TERM=xterm"],"dir":"/home","cols":80,"rows":24,"output":"/s/pty_1.out","file_cap":4096}`
+	psessJSON  = `{"id":"pty_1","pid":200,"pid_start":777,"tty":"/dev/pts/3","output":{"Total":5,"InFile":4,"Dropped":1,"Closed":true},"exited":true,"exit_code":1}`
 	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
 )
 
@@ -49,6 +55,10 @@ func TestEncoding(t *testing.T) {
 		{"Job/zero", Job{}, `{"id":"","pid":0,"started":"0001-01-01T00:00:00Z","stdout":{"total":0,"in_file":0},"stderr":{"total":0,"in_file":0}}`},
 		{"Counts", counts, countsJSON},
 		{"Counts/zero", Counts{}, `{"total":0,"in_file":0}`},
+		{"PTYSpec", pspec, pspecJSON},
+		{"PTYSpec/zero", PTYSpec{}, `{"id":"","path":"","argv":null,"env":null,"cols":0,"rows":0,"output":""}`},
+		{"PTYSession", psess, psessJSON},
+		{"PTYSession/zero", PTYSession{}, `{"id":"","pid":0,"output":{"Total":0,"InFile":0,"Dropped":0,"Closed":false}}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b, err := json.Marshal(c.v)

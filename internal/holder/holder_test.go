@@ -307,7 +307,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	sc := &serverConn{c: a, w: bufio.NewWriter(a)}
-	replies := make(chan Message, 2)
+	replies := make(chan wire.Message, 2)
 	go func() {
 		r := bufio.NewReader(b)
 		for {
@@ -315,7 +315,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 			if err != nil {
 				return
 			}
-			var m Message
+			var m wire.Message
 			if err := json.Unmarshal(line, &m); err != nil {
 				t.Errorf("reply %q: %v", line, err)
 				return
@@ -323,7 +323,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 			replies <- m
 		}
 	}()
-	if s.handle(sc, Request{Op: OpQuit, Seq: 1}) {
+	if s.handle(sc, wire.Request{Op: wire.OpQuit, Seq: 1}) {
 		t.Fatal("quit taken with a spawn in flight")
 	}
 	if m := <-replies; m.Re != 1 || !strings.Contains(m.Error, "spawns in flight") {
@@ -335,7 +335,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 	}
 	s.unreserve("j1")
 	s.unreserve("j2")
-	if !s.handle(sc, Request{Op: OpQuit, Seq: 2}) {
+	if !s.handle(sc, wire.Request{Op: wire.OpQuit, Seq: 2}) {
 		t.Fatal("quit refused with nothing held or in flight")
 	}
 	if m := <-replies; m.Re != 2 || m.Error != "" {

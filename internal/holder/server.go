@@ -82,7 +82,7 @@ type serverConn struct {
 	w  *bufio.Writer
 }
 
-func (sc *serverConn) send(m Message) error {
+func (sc *serverConn) send(m wire.Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -265,8 +265,8 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	sc := &serverConn{c: c, w: bufio.NewWriterSize(c, 64<<10)}
-	me := Hello{Proto: Proto, Min: MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir()}
-	if sc.send(Message{Hello: &me}) != nil {
+	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir()}
+	if sc.send(wire.Message{Hello: &me}) != nil {
 		return
 	}
 	r := bufio.NewReaderSize(c, 64<<10)
@@ -275,17 +275,17 @@ func (s *server) serve(c net.Conn) {
 	if err != nil {
 		return
 	}
-	var req Request
-	if err := json.Unmarshal(line, &req); err == nil && req.Op == OpFD {
+	var req wire.Request
+	if err := json.Unmarshal(line, &req); err == nil && req.Op == wire.OpFD {
 		s.sendFD(c, req.ID)
 		return
 	}
-	if err := json.Unmarshal(line, &req); err != nil || req.Op != OpHello || req.Hello == nil {
-		sc.send(Message{Error: "the first line must be the daemon's hello"})
+	if err := json.Unmarshal(line, &req); err != nil || req.Op != wire.OpHello || req.Hello == nil {
+		sc.send(wire.Message{Error: "the first line must be the daemon's hello"})
 		return
 	}
 	if _, err := compatible(me, *req.Hello); err != nil {
-		sc.send(Message{Error: err.Error()})
+		sc.send(wire.Message{Error: err.Error()})
 		return
 	}
 	c.SetReadDeadline(time.Time{})
@@ -316,20 +316,20 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		if err != nil {
 			break
 		}
-		var req Request
+		var req wire.Request
 		if err := json.Unmarshal(line, &req); err != nil {
-			sc.send(Message{Error: "bad request: " + err.Error()})
+			sc.send(wire.Message{Error: "bad request: " + err.Error()})
 			continue
 		}
 		switch req.Op {
-		case OpSpawn:
+		case wire.OpSpawn:
 			go s.read(sc, r, pid)
 			s.spawn(sc, req)
 			return
-		case OpPTYSpawn:
+		case wire.OpPTYSpawn:
 			go s.spawnPTY(sc, req)
 			continue
-		case OpPTYClose:
+		case wire.OpPTYClose:
 			go s.closePTY(sc, req) // waits for the last output
 			continue
 		}
@@ -348,10 +348,10 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 }
 
 // handle answers one request but a spawn; true: the holder quits.
-func (s *server) handle(sc *serverConn, req Request) (quit bool) {
-	reply := Message{Re: req.Seq}
+func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
+	reply := wire.Message{Re: req.Seq}
 	switch req.Op {
-	case OpStop:
+	case wire.OpStop:
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		ended := ok && h.end != nil
@@ -365,7 +365,7 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 			}
 			h.p.Stop(req.Force, g)
 		}
-	case OpAck:
+	case wire.OpAck:
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		if ok && h.end != nil {
@@ -375,9 +375,9 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		if ok && h.end != nil && h.t != nil {
 			h.t.Close()
 		}
-	case OpHeld:
+	case wire.OpHeld:
 		reply.Held, reply.Sessions = s.list()
-	case OpQuit:
+	case wire.OpQuit:
 		s.mu.Lock()
 		// A spawn in flight counts as held: it was let in before this
 		// quit and is held the moment its fork returns.
@@ -433,8 +433,8 @@ func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 }
 
 // spawnPTY starts a session's process and answers with it.
-func (s *server) spawnPTY(sc *serverConn, req Request) {
-	reply := Message{Re: req.Seq}
+func (s *server) spawnPTY(sc *serverConn, req wire.Request) {
+	reply := wire.Message{Re: req.Seq}
 	spec := req.PTY
 	var sid string
 	if spec != nil {
@@ -464,8 +464,8 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 
 // closePTY closes a session's master once its output is in: the answer
 // has the output's count.
-func (s *server) closePTY(sc *serverConn, req Request) {
-	reply := Message{Re: req.Seq}
+func (s *server) closePTY(sc *serverConn, req wire.Request) {
+	reply := wire.Message{Re: req.Seq}
 	s.mu.Lock()
 	h, ok := s.jobs[req.ID]
 	s.mu.Unlock()
@@ -500,8 +500,8 @@ func (s *server) sendFD(c net.Conn, id string) {
 }
 
 // spawn starts a job and answers with its process.
-func (s *server) spawn(sc *serverConn, req Request) {
-	reply := Message{Re: req.Seq}
+func (s *server) spawn(sc *serverConn, req wire.Request) {
+	reply := wire.Message{Re: req.Seq}
 	spec := req.Spawn
 	id, err := s.reserve(specID(spec), spec == nil, req.Deadline)
 	if err != nil {
@@ -541,7 +541,7 @@ func (s *server) ended(id string, h *held, end wire.JobEnd) {
 	conn := s.conn
 	s.mu.Unlock()
 	if conn != nil {
-		conn.send(Message{Ev: EvEnd, ID: id, End: &end})
+		conn.send(wire.Message{Ev: wire.EvEnd, ID: id, End: &end})
 	}
 }
 
@@ -607,17 +607,17 @@ func (s *server) flusher(ctx context.Context) {
 		time.Sleep(s.o.ProgressEvery)
 		s.mu.Lock()
 		conn := s.conn
-		var msgs []Message
+		var msgs []wire.Message
 		for id := range s.dirty {
 			h, ok := s.jobs[id]
 			switch {
 			case !ok:
 			case h.t != nil:
 				o := wire.CountsOf(h.t.Stats())
-				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &wire.Counts{}})
+				msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &wire.Counts{}})
 			case h.end == nil:
 				o, e := h.p.Counts()
-				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &e})
+				msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &e})
 			}
 		}
 		clear(s.dirty)

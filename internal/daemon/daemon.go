@@ -23,7 +23,7 @@ import (
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/handles"
-	"github.com/hivetools/hive/internal/holder"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
@@ -118,7 +118,7 @@ type Config struct {
 type jobHolder interface {
 	job.Holder
 	pty.Holder
-	Info() holder.Hello
+	Info() wire.Hello
 	Close() error
 	Quit() error
 }
@@ -793,7 +793,7 @@ var pid = os.Getpid()
 var errLockHeld = errors.New("held by another daemon")
 
 // holderProto is the newest protocol this daemon speaks with its holder.
-const holderProto = holder.Proto
+const holderProto = wire.Proto
 
 // keepJobs tells whether the daemon's end leaves its jobs and sessions to
 // the holder (hive restart).

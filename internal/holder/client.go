@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
@@ -45,7 +46,7 @@ type ClientOptions struct {
 	// zero, 3 s. A call the holder has not answered by then fails with
 	// an error wrapping ErrNotAnswering, and a spawn the holder makes
 	// after that is undone (see Client.late); a holder that reads the
-	// spawn after it refuses it (Request.Deadline).
+	// spawn after it refuses it (wire.Request.Deadline).
 	SpawnTimeout time.Duration
 }
 
@@ -59,13 +60,13 @@ type Client struct {
 	mu       sync.Mutex
 	conn     net.Conn
 	w        *bufio.Writer
-	hello    Hello // the holder's
+	hello    wire.Hello // the holder's
 	seq      uint64
-	pending  map[uint64]chan Message
+	pending  map[uint64]chan reply
 	sink     job.HeldSink
-	early    []Message // events before Listen
+	early    []wire.Message // events before Listen
 	ptySink  pty.PTYSink
-	ptyEarly []Message // events of sessions before ListenPTY
+	ptyEarly []wire.Message // events of sessions before ListenPTY
 
 	// abandoned are the spawns whose callers stopped waiting (by seq,
 	// under mu), on the connection they went on: should the answer
@@ -109,7 +110,7 @@ func Open(o ClientOptions) (*Client, error) {
 	if o.SpawnTimeout <= 0 {
 		o.SpawnTimeout = 3 * time.Second
 	}
-	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan Message{}, abandoned: map[uint64]abandonedCall{}, qdone: make(chan struct{})}
+	c := &Client{o: o, log: o.Logger, pending: map[uint64]chan reply{}, abandoned: map[uint64]abandonedCall{}, qdone: make(chan struct{})}
 	c.qcond = sync.NewCond(&c.qmu)
 	if err := c.connect(); err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func Open(o ClientOptions) (*Client, error) {
 }
 
 // Info is the holder's hello.
-func (c *Client) Info() Hello {
+func (c *Client) Info() wire.Hello {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.hello
@@ -163,7 +164,7 @@ func (c *Client) dial() (net.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("the holder's hello: %w", err)
 	}
-	var m Message
+	var m wire.Message
 	if err := json.Unmarshal(line, &m); err != nil || m.Hello == nil {
 		conn.Close()
 		return nil, fmt.Errorf("%w: its first line is no hello: %q", errRefused, line)
@@ -172,13 +173,13 @@ func (c *Client) dial() (net.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: %s", errRefused, m.Error)
 	}
-	me := Hello{Proto: Proto, Min: MinProto, Build: c.o.Build, Pid: os.Getpid()}
+	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: c.o.Build, Pid: os.Getpid()}
 	if _, err := compatible(me, *m.Hello); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	w := bufio.NewWriter(conn)
-	b, _ := json.Marshal(Request{Op: OpHello, Hello: &me})
+	b, _ := json.Marshal(wire.Request{Op: wire.OpHello, Hello: &me})
 	w.Write(append(b, '\n'))
 	if err := w.Flush(); err != nil {
 		conn.Close()
@@ -244,7 +245,7 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 		if err != nil {
 			break
 		}
-		var m Message
+		var m wire.Message
 		if err := json.Unmarshal(line, &m); err != nil {
 			c.log.Warn("a bad line from the holder", "err", err)
 			continue
@@ -261,7 +262,7 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 		c.mu.Unlock()
 		switch {
 		case ch != nil:
-			ch <- m
+			ch <- reply{m: m}
 		case late:
 			c.enqueue(func() { c.late(a.req, m) })
 		}
@@ -282,7 +283,7 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 	c.dead = true
 	closed := c.closed || c.quiting
 	for seq, ch := range c.pending {
-		ch <- Message{Re: seq, err: errConnLost}
+		ch <- reply{m: wire.Message{Re: seq}, err: errConnLost}
 		delete(c.pending, seq)
 	}
 	pid := c.hello.Pid
@@ -389,9 +390,9 @@ func (c *Client) dispatch() {
 	}
 }
 
-func (c *Client) event(m Message) { c.enqueue(func() { c.deliver(m) }) }
+func (c *Client) event(m wire.Message) { c.enqueue(func() { c.deliver(m) }) }
 
-func (c *Client) deliver(m Message) {
+func (c *Client) deliver(m wire.Message) {
 	if isPTY(m.ID) {
 		c.mu.Lock()
 		sink := c.ptySink
@@ -415,13 +416,13 @@ func (c *Client) deliver(m Message) {
 	deliver(sink, m)
 }
 
-func deliver(sink job.HeldSink, m Message) {
+func deliver(sink job.HeldSink, m wire.Message) {
 	switch m.Ev {
-	case EvProgress:
+	case wire.EvProgress:
 		if m.Stdout != nil && m.Stderr != nil {
 			sink.HeldProgress(m.ID, *m.Stdout, *m.Stderr)
 		}
-	case EvEnd:
+	case wire.EvEnd:
 		if m.End != nil {
 			sink.HeldEnded(*m.End)
 		}
@@ -442,9 +443,9 @@ func (c *Client) Listen(sink job.HeldSink) {
 }
 
 // call sends a request and waits for its answer.
-func (c *Client) call(req Request) (Message, error) {
+func (c *Client) call(req wire.Request) (wire.Message, error) {
 	m, err := c.call1(req)
-	if errors.Is(err, errConnLost) && (req.Op == OpHeld || req.Op == OpStop && req.Force) {
+	if errors.Is(err, errConnLost) && (req.Op == wire.OpHeld || req.Op == wire.OpStop && req.Force) {
 		// The connection ended before the answer: a query or a forced
 		// stop (which may be repeated; a second SIGINT may not: many
 		// programs take it as "abort now") goes again, on a new
@@ -458,26 +459,26 @@ func (c *Client) call(req Request) (Message, error) {
 var errClosed = errors.New("the holder's client is closed")
 
 // call1 is one try of call.
-func (c *Client) call1(req Request) (Message, error) {
+func (c *Client) call1(req wire.Request) (wire.Message, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return Message{}, errClosed
+		return wire.Message{}, errClosed
 	}
-	if c.dead && req.Op != OpSpawn {
+	if c.dead && req.Op != wire.OpSpawn {
 		pid := c.hello.Pid
 		c.mu.Unlock()
 		if err := c.redial(pid); err != nil {
-			return Message{}, err
+			return wire.Message{}, err
 		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
-			return Message{}, errClosed
+			return wire.Message{}, errClosed
 		}
 		if c.dead { // lost again already: never a new holder but for a spawn
 			c.mu.Unlock()
-			return Message{}, errConnLost
+			return wire.Message{}, errConnLost
 		}
 	}
 	if c.dead {
@@ -496,7 +497,7 @@ func (c *Client) call1(req Request) (Message, error) {
 		}
 		c.dialMu.Unlock()
 		if err != nil {
-			return Message{}, err
+			return wire.Message{}, err
 		}
 		c.mu.Lock()
 	}
@@ -504,12 +505,12 @@ func (c *Client) call1(req Request) (Message, error) {
 	// with it, for the holder to see when it reads it.
 	bound := c.bound(req.Op)
 	deadline := time.Now().Add(bound)
-	if req.Op == OpSpawn || req.Op == OpPTYSpawn {
+	if req.Op == wire.OpSpawn || req.Op == wire.OpPTYSpawn {
 		req.Deadline = &deadline
 	}
 	c.seq++
 	req.Seq = c.seq
-	ch := make(chan Message, 1)
+	ch := make(chan reply, 1)
 	c.pending[req.Seq] = ch
 	conn, pid := c.conn, c.hello.Pid
 	b, err := json.Marshal(req)
@@ -527,23 +528,23 @@ func (c *Client) call1(req Request) (Message, error) {
 		delete(c.pending, req.Seq)
 		c.mu.Unlock()
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return Message{}, fmt.Errorf("%w (pid %d): %s could not be sent within %v", ErrNotAnswering, pid, req.Op, bound)
+			return wire.Message{}, fmt.Errorf("%w (pid %d): %s could not be sent within %v", ErrNotAnswering, pid, req.Op, bound)
 		}
-		return Message{}, fmt.Errorf("to the holder: %w", err)
+		return wire.Message{}, fmt.Errorf("to the holder: %w", err)
 	}
 	c.mu.Unlock()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
-	case m := <-ch:
-		return answer(m)
+	case r := <-ch:
+		return answer(r)
 	case <-t.C:
 	}
 	c.mu.Lock()
 	_, waiting := c.pending[req.Seq]
 	if waiting {
 		delete(c.pending, req.Seq)
-		if req.Op == OpSpawn || req.Op == OpPTYSpawn {
+		if req.Op == wire.OpSpawn || req.Op == wire.OpPTYSpawn {
 			c.abandoned[req.Seq] = abandonedCall{req: req, conn: conn}
 		}
 	}
@@ -553,14 +554,22 @@ func (c *Client) call1(req Request) (Message, error) {
 		// it is on its way.
 		return answer(<-ch)
 	}
-	return Message{}, fmt.Errorf("%w (pid %d): no answer to %s within %v", ErrNotAnswering, pid, req.Op, bound)
+	return wire.Message{}, fmt.Errorf("%w (pid %d): no answer to %s within %v", ErrNotAnswering, pid, req.Op, bound)
 }
 
-// answer is the outcome of a call that got m.
-func answer(m Message) (Message, error) {
+// reply is what a call in flight gets: the holder's answer, or a
+// failure the client itself gives it (err: the connection ended).
+type reply struct {
+	m   wire.Message
+	err error
+}
+
+// answer is the outcome of a call that got r.
+func answer(r reply) (wire.Message, error) {
+	m := r.m
 	switch {
-	case m.err != nil:
-		return m, m.err
+	case r.err != nil:
+		return m, r.err
 	case m.Error != "":
 		return m, errdefs.FromWire(m.Code, m.Error)
 	}
@@ -570,7 +579,7 @@ func answer(m Message) (Message, error) {
 // bound is how long a call of op waits for its answer.
 func (c *Client) bound(op string) time.Duration {
 	switch op {
-	case OpSpawn, OpPTYSpawn, OpStop:
+	case wire.OpSpawn, wire.OpPTYSpawn, wire.OpStop:
 		return c.o.SpawnTimeout
 	}
 	return c.o.Timeout
@@ -578,7 +587,7 @@ func (c *Client) bound(op string) time.Duration {
 
 // abandonedCall is a spawn whose caller stopped waiting for the answer.
 type abandonedCall struct {
-	req  Request
+	req  wire.Request
 	conn net.Conn
 }
 
@@ -588,18 +597,18 @@ type abandonedCall struct {
 // with SIGKILL, a session's terminal closed (a hangup), as a daemon does
 // at its start with what it finds held without a record. The end the
 // holder then tells is of nothing the sinks hold: they ack it.
-func (c *Client) late(req Request, m Message) {
+func (c *Client) late(req wire.Request, m wire.Message) {
 	switch {
 	case m.Error != "":
 		// Nothing started: the holder saw the deadline pass, or the
 		// start failed.
 		c.log.Info("the holder answered a spawn the daemon had given up on: nothing started", "op", req.Op, "err", m.Error)
-	case req.Op == OpSpawn && m.Start != nil && req.Spawn != nil:
+	case req.Op == wire.OpSpawn && m.Start != nil && req.Spawn != nil:
 		c.log.Warn("the holder started a job after the daemon had given up on it: stopped", "job", req.Spawn.ID, "pid", m.Start.Pid)
 		if err := c.Stop(req.Spawn.ID, true, 0); err != nil {
 			c.log.Error("could not stop a job the holder started late", "job", req.Spawn.ID, "pid", m.Start.Pid, "err", err)
 		}
-	case req.Op == OpPTYSpawn && len(m.Sessions) == 1 && req.PTY != nil:
+	case req.Op == wire.OpPTYSpawn && len(m.Sessions) == 1 && req.PTY != nil:
 		c.log.Warn("the holder started a pty session after the daemon had given up on it: closed", "session", req.PTY.ID, "pid", m.Sessions[0].Pid)
 		if _, err := c.ClosePTY(req.PTY.ID); err != nil {
 			c.log.Error("could not close a pty session the holder started late", "session", req.PTY.ID, "err", err)
@@ -647,20 +656,20 @@ func (c *Client) redial(pid int) error {
 }
 
 // Spawn implements job.Holder.
-func (c *Client) Spawn(spec job.HeldSpec) (job.HeldStart, error) {
-	m, err := c.call(Request{Op: OpSpawn, Spawn: &spec})
+func (c *Client) Spawn(spec wire.JobSpec) (wire.JobStart, error) {
+	m, err := c.call(wire.Request{Op: wire.OpSpawn, Spawn: &spec})
 	if err != nil {
-		return job.HeldStart{}, err
+		return wire.JobStart{}, err
 	}
 	if m.Start == nil {
-		return job.HeldStart{}, errors.New("the holder's answer to spawn has no process")
+		return wire.JobStart{}, errors.New("the holder's answer to spawn has no process")
 	}
 	return *m.Start, nil
 }
 
 // Stop implements job.Holder.
 func (c *Client) Stop(id string, force bool, grace time.Duration) error {
-	_, err := c.call(Request{Op: OpStop, ID: id, Force: force, Grace: &grace})
+	_, err := c.call(wire.Request{Op: wire.OpStop, ID: id, Force: force, Grace: &grace})
 	return err
 }
 
@@ -726,7 +735,7 @@ func (c *Client) writeAcksLocked() bool {
 	}
 	for _, id := range acks {
 		c.seq++
-		b, err := json.Marshal(Request{Op: OpAck, ID: id, Seq: c.seq, NoReply: true})
+		b, err := json.Marshal(wire.Request{Op: wire.OpAck, ID: id, Seq: c.seq, NoReply: true})
 		if err == nil {
 			c.w.Write(append(b, '\n'))
 		}
@@ -735,8 +744,8 @@ func (c *Client) writeAcksLocked() bool {
 }
 
 // Held implements job.Holder.
-func (c *Client) Held() ([]job.HeldJob, error) {
-	m, err := c.call(Request{Op: OpHeld})
+func (c *Client) Held() ([]wire.Job, error) {
+	m, err := c.call(wire.Request{Op: wire.OpHeld})
 	return m.Held, err
 }
 
@@ -746,7 +755,7 @@ func (c *Client) Quit() error {
 	c.mu.Lock()
 	c.quiting = true
 	c.mu.Unlock()
-	_, err := c.call(Request{Op: OpQuit})
+	_, err := c.call(wire.Request{Op: wire.OpQuit})
 	c.Close()
 	return err
 }
@@ -782,13 +791,13 @@ func (c *Client) Close() error {
 // isPTY tells a PTY session's id from a job's.
 func isPTY(id string) bool { return strings.HasPrefix(id, "pty_") }
 
-func deliverPTY(sink pty.PTYSink, m Message) {
+func deliverPTY(sink pty.PTYSink, m wire.Message) {
 	switch m.Ev {
-	case EvProgress:
+	case wire.EvProgress:
 		if m.Stdout != nil {
 			sink.PTYProgress(m.ID, m.Stdout.Stats(false))
 		}
-	case EvEnd:
+	case wire.EvEnd:
 		if m.End != nil {
 			sink.PTYExited(m.ID, m.End.ExitCode)
 		}
@@ -809,20 +818,20 @@ func (c *Client) ListenPTY(sink pty.PTYSink) {
 }
 
 // SpawnPTY implements pty.Holder.
-func (c *Client) SpawnPTY(spec pty.HeldSpec) (pty.HeldSession, error) {
-	m, err := c.call(Request{Op: OpPTYSpawn, PTY: &spec})
+func (c *Client) SpawnPTY(spec wire.PTYSpec) (wire.PTYSession, error) {
+	m, err := c.call(wire.Request{Op: wire.OpPTYSpawn, PTY: &spec})
 	if err != nil {
-		return pty.HeldSession{}, err
+		return wire.PTYSession{}, err
 	}
 	if len(m.Sessions) != 1 {
-		return pty.HeldSession{}, errors.New("the holder's answer to pty_spawn has no session")
+		return wire.PTYSession{}, errors.New("the holder's answer to pty_spawn has no session")
 	}
 	return m.Sessions[0], nil
 }
 
 // ClosePTY implements pty.Holder.
 func (c *Client) ClosePTY(id string) (output.Stats, error) {
-	m, err := c.call(Request{Op: OpPTYClose, ID: id})
+	m, err := c.call(wire.Request{Op: wire.OpPTYClose, ID: id})
 	if err != nil {
 		return output.Stats{}, err
 	}
@@ -836,8 +845,8 @@ func (c *Client) ClosePTY(id string) (output.Stats, error) {
 func (c *Client) AckPTY(id string) error { return c.Ack(id) }
 
 // HeldPTYs implements pty.Holder.
-func (c *Client) HeldPTYs() ([]pty.HeldSession, error) {
-	m, err := c.call(Request{Op: OpHeld})
+func (c *Client) HeldPTYs() ([]wire.PTYSession, error) {
+	m, err := c.call(wire.Request{Op: wire.OpHeld})
 	return m.Sessions, err
 }
 
@@ -865,7 +874,7 @@ func (c *Client) MasterPTY(id string) (*os.File, error) {
 			break
 		}
 	}
-	b, _ := json.Marshal(Request{Op: OpFD, ID: id})
+	b, _ := json.Marshal(wire.Request{Op: wire.OpFD, ID: id})
 	if _, err := conn.Write(append(b, '\n')); err != nil {
 		return nil, err
 	}

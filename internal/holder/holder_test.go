@@ -19,28 +19,28 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/hivetest"
-	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/holder/wire"
 )
 
 // sink records a client's events.
 type sink struct {
 	c     *Client // for HeldResync
 	mu    sync.Mutex
-	ends  chan job.HeldEnd
+	ends  chan wire.JobEnd
 	lost  chan struct{}
 	bytes map[string]int64
 }
 
 func newSink() *sink {
-	return &sink{ends: make(chan job.HeldEnd, 16), lost: make(chan struct{}, 1), bytes: map[string]int64{}}
+	return &sink{ends: make(chan wire.JobEnd, 16), lost: make(chan struct{}, 1), bytes: map[string]int64{}}
 }
 
-func (s *sink) HeldProgress(id string, out, errs job.Counts) {
+func (s *sink) HeldProgress(id string, out, errs wire.Counts) {
 	s.mu.Lock()
 	s.bytes[id] = out.Total
 	s.mu.Unlock()
 }
-func (s *sink) HeldEnded(e job.HeldEnd) { s.ends <- e }
+func (s *sink) HeldEnded(e wire.JobEnd) { s.ends <- e }
 func (s *sink) HolderLost()             { s.lost <- struct{}{} }
 
 // serve runs a holder in this process on a socket in a temp dir.
@@ -71,8 +71,8 @@ func serve(t *testing.T) (sock string, stop func()) {
 	return sock, stop
 }
 
-func spec(dir, id string, argv ...string) job.HeldSpec {
-	return job.HeldSpec{ID: id, Path: argv[0], Argv: argv, Env: []string{"PATH=/usr/bin:/bin"},
+func spec(dir, id string, argv ...string) wire.JobSpec {
+	return wire.JobSpec{ID: id, Path: argv[0], Argv: argv, Env: []string{"PATH=/usr/bin:/bin"},
 		Stdout: filepath.Join(dir, id+".out"), Stderr: filepath.Join(dir, id+".err"), Index: filepath.Join(dir, id+".idx")}
 }
 
@@ -307,7 +307,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	sc := &serverConn{c: a, w: bufio.NewWriter(a)}
-	replies := make(chan Message, 2)
+	replies := make(chan wire.Message, 2)
 	go func() {
 		r := bufio.NewReader(b)
 		for {
@@ -315,7 +315,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 			if err != nil {
 				return
 			}
-			var m Message
+			var m wire.Message
 			if err := json.Unmarshal(line, &m); err != nil {
 				t.Errorf("reply %q: %v", line, err)
 				return
@@ -323,7 +323,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 			replies <- m
 		}
 	}()
-	if s.handle(sc, Request{Op: OpQuit, Seq: 1}) {
+	if s.handle(sc, wire.Request{Op: wire.OpQuit, Seq: 1}) {
 		t.Fatal("quit taken with a spawn in flight")
 	}
 	if m := <-replies; m.Re != 1 || !strings.Contains(m.Error, "spawns in flight") {
@@ -335,7 +335,7 @@ func TestQuitRefusedDuringASpawn(t *testing.T) {
 	}
 	s.unreserve("j1")
 	s.unreserve("j2")
-	if !s.handle(sc, Request{Op: OpQuit, Seq: 2}) {
+	if !s.handle(sc, wire.Request{Op: wire.OpQuit, Seq: 2}) {
 		t.Fatal("quit refused with nothing held or in flight")
 	}
 	if m := <-replies; m.Re != 2 || m.Error != "" {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/pty"
@@ -71,7 +72,7 @@ type server struct {
 type held struct {
 	p   *job.HeldProc // a job, or
 	t   *pty.HeldPTY  // a PTY session
-	end *job.HeldEnd  // once it ended, until acked
+	end *wire.JobEnd  // once it ended, until acked
 }
 
 // serverConn is a daemon's connection.
@@ -81,7 +82,7 @@ type serverConn struct {
 	w  *bufio.Writer
 }
 
-func (sc *serverConn) send(m Message) error {
+func (sc *serverConn) send(m wire.Message) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -264,8 +265,8 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	sc := &serverConn{c: c, w: bufio.NewWriterSize(c, 64<<10)}
-	me := Hello{Proto: Proto, Min: MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir()}
-	if sc.send(Message{Hello: &me}) != nil {
+	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir()}
+	if sc.send(wire.Message{Hello: &me}) != nil {
 		return
 	}
 	r := bufio.NewReaderSize(c, 64<<10)
@@ -274,17 +275,17 @@ func (s *server) serve(c net.Conn) {
 	if err != nil {
 		return
 	}
-	var req Request
-	if err := json.Unmarshal(line, &req); err == nil && req.Op == OpFD {
+	var req wire.Request
+	if err := json.Unmarshal(line, &req); err == nil && req.Op == wire.OpFD {
 		s.sendFD(c, req.ID)
 		return
 	}
-	if err := json.Unmarshal(line, &req); err != nil || req.Op != OpHello || req.Hello == nil {
-		sc.send(Message{Error: "the first line must be the daemon's hello"})
+	if err := json.Unmarshal(line, &req); err != nil || req.Op != wire.OpHello || req.Hello == nil {
+		sc.send(wire.Message{Error: "the first line must be the daemon's hello"})
 		return
 	}
 	if _, err := compatible(me, *req.Hello); err != nil {
-		sc.send(Message{Error: err.Error()})
+		sc.send(wire.Message{Error: err.Error()})
 		return
 	}
 	c.SetReadDeadline(time.Time{})
@@ -315,20 +316,20 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		if err != nil {
 			break
 		}
-		var req Request
+		var req wire.Request
 		if err := json.Unmarshal(line, &req); err != nil {
-			sc.send(Message{Error: "bad request: " + err.Error()})
+			sc.send(wire.Message{Error: "bad request: " + err.Error()})
 			continue
 		}
 		switch req.Op {
-		case OpSpawn:
+		case wire.OpSpawn:
 			go s.read(sc, r, pid)
 			s.spawn(sc, req)
 			return
-		case OpPTYSpawn:
+		case wire.OpPTYSpawn:
 			go s.spawnPTY(sc, req)
 			continue
-		case OpPTYClose:
+		case wire.OpPTYClose:
 			go s.closePTY(sc, req) // waits for the last output
 			continue
 		}
@@ -347,10 +348,10 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 }
 
 // handle answers one request but a spawn; true: the holder quits.
-func (s *server) handle(sc *serverConn, req Request) (quit bool) {
-	reply := Message{Re: req.Seq}
+func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
+	reply := wire.Message{Re: req.Seq}
 	switch req.Op {
-	case OpStop:
+	case wire.OpStop:
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		ended := ok && h.end != nil
@@ -364,7 +365,7 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 			}
 			h.p.Stop(req.Force, g)
 		}
-	case OpAck:
+	case wire.OpAck:
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		if ok && h.end != nil {
@@ -374,9 +375,9 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 		if ok && h.end != nil && h.t != nil {
 			h.t.Close()
 		}
-	case OpHeld:
+	case wire.OpHeld:
 		reply.Held, reply.Sessions = s.list()
-	case OpQuit:
+	case wire.OpQuit:
 		s.mu.Lock()
 		// A spawn in flight counts as held: it was let in before this
 		// quit and is held the moment its fork returns.
@@ -403,21 +404,21 @@ func (s *server) handle(sc *serverConn, req Request) (quit bool) {
 }
 
 // list is what the holder holds, in start order.
-func (s *server) list() ([]job.HeldJob, []pty.HeldSession) {
+func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]job.HeldJob, 0, len(s.jobs))
-	var ss []pty.HeldSession
+	out := make([]wire.Job, 0, len(s.jobs))
+	var ss []wire.PTYSession
 	for id, h := range s.jobs {
 		if h.t != nil {
-			x := pty.HeldSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
+			x := wire.PTYSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
 			if h.end != nil {
 				x.Exited, x.ExitCode = true, h.end.ExitCode
 			}
 			ss = append(ss, x)
 			continue
 		}
-		x := job.HeldJob{ID: id, HeldStart: h.p.Start}
+		x := wire.Job{ID: id, JobStart: h.p.Start}
 		x.Stdout, x.Stderr = h.p.Counts()
 		if h.end != nil {
 			e := *h.end
@@ -432,8 +433,8 @@ func (s *server) list() ([]job.HeldJob, []pty.HeldSession) {
 }
 
 // spawnPTY starts a session's process and answers with it.
-func (s *server) spawnPTY(sc *serverConn, req Request) {
-	reply := Message{Re: req.Seq}
+func (s *server) spawnPTY(sc *serverConn, req wire.Request) {
+	reply := wire.Message{Re: req.Seq}
 	spec := req.PTY
 	var sid string
 	if spec != nil {
@@ -453,25 +454,25 @@ func (s *server) spawnPTY(sc *serverConn, req Request) {
 		return
 	}
 	h := s.admit(id, &held{t: t})
-	reply.Sessions = []pty.HeldSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
+	reply.Sessions = []wire.PTYSession{{ID: id, Pid: t.Pid, PidStart: t.PidStart, TTY: t.TTY}}
 	sc.send(reply)
 	go func() {
 		code := t.Wait()
-		s.ended(id, h, job.HeldEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()})
+		s.ended(id, h, wire.JobEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()})
 	}()
 }
 
 // closePTY closes a session's master once its output is in: the answer
 // has the output's count.
-func (s *server) closePTY(sc *serverConn, req Request) {
-	reply := Message{Re: req.Seq}
+func (s *server) closePTY(sc *serverConn, req wire.Request) {
+	reply := wire.Message{Re: req.Seq}
 	s.mu.Lock()
 	h, ok := s.jobs[req.ID]
 	s.mu.Unlock()
 	if !ok || h.t == nil {
 		reply.Error, reply.Code = fmt.Sprintf("pty_close: session %q: not held", req.ID), errdefs.CodeNotFound
 	} else {
-		c := job.CountsOf(h.t.Close())
+		c := wire.CountsOf(h.t.Close())
 		reply.Stdout = &c
 	}
 	sc.send(reply)
@@ -499,8 +500,8 @@ func (s *server) sendFD(c net.Conn, id string) {
 }
 
 // spawn starts a job and answers with its process.
-func (s *server) spawn(sc *serverConn, req Request) {
-	reply := Message{Re: req.Seq}
+func (s *server) spawn(sc *serverConn, req wire.Request) {
+	reply := wire.Message{Re: req.Seq}
 	spec := req.Spawn
 	id, err := s.reserve(specID(spec), spec == nil, req.Deadline)
 	if err != nil {
@@ -533,14 +534,14 @@ func (s *server) admit(id string, h *held) *held {
 
 // ended keeps the end of what h runs until it is acked, and tells the
 // daemon if one is connected.
-func (s *server) ended(id string, h *held, end job.HeldEnd) {
+func (s *server) ended(id string, h *held, end wire.JobEnd) {
 	s.mu.Lock()
 	h.end = &end
 	delete(s.dirty, id)
 	conn := s.conn
 	s.mu.Unlock()
 	if conn != nil {
-		conn.send(Message{Ev: EvEnd, ID: id, End: &end})
+		conn.send(wire.Message{Ev: wire.EvEnd, ID: id, End: &end})
 	}
 }
 
@@ -572,7 +573,7 @@ func (s *server) unreserve(id string) {
 	s.signalIdle()
 }
 
-func specID(spec *job.HeldSpec) string {
+func specID(spec *wire.JobSpec) string {
 	if spec == nil {
 		return ""
 	}
@@ -606,17 +607,17 @@ func (s *server) flusher(ctx context.Context) {
 		time.Sleep(s.o.ProgressEvery)
 		s.mu.Lock()
 		conn := s.conn
-		var msgs []Message
+		var msgs []wire.Message
 		for id := range s.dirty {
 			h, ok := s.jobs[id]
 			switch {
 			case !ok:
 			case h.t != nil:
-				o := job.CountsOf(h.t.Stats())
-				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &job.Counts{}})
+				o := wire.CountsOf(h.t.Stats())
+				msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &wire.Counts{}})
 			case h.end == nil:
 				o, e := h.p.Counts()
-				msgs = append(msgs, Message{Ev: EvProgress, ID: id, Stdout: &o, Stderr: &e})
+				msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &e})
 			}
 		}
 		clear(s.dirty)

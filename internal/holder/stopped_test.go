@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hivetools/hive/internal/holder/wire"
 )
 
 // socketEnv makes this test binary a holder process serving the socket
@@ -178,7 +180,7 @@ func TestLateSpawnIsStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.late(Request{Op: OpSpawn, Spawn: &sp}, Message{Start: &st})
+	c.late(wire.Request{Op: wire.OpSpawn, Spawn: &sp}, wire.Message{Start: &st})
 	select {
 	case e := <-s.ends:
 		if e.ID != "late" || !e.Stopped || e.Signal == nil || *e.Signal != int(syscall.SIGKILL) {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
@@ -31,7 +32,7 @@ type Holder interface {
 	// ErrHolderNotAnswering means the holder was asked but gave no
 	// answer in time: the Holder then sees to it that a process the
 	// holder starts late is stopped.
-	Spawn(HeldSpec) (HeldStart, error)
+	Spawn(wire.JobSpec) (wire.JobStart, error)
 	// Stop signals a held job's group: SIGINT, SIGKILL after grace (the
 	// first stop's); SIGKILL at once with force.
 	Stop(id string, force bool, grace time.Duration) error
@@ -39,74 +40,7 @@ type Holder interface {
 	Ack(id string) error
 	// Held lists what the holder holds: running jobs, and ended ones not
 	// acknowledged.
-	Held() ([]HeldJob, error)
-}
-
-// HeldSpec is what a holder needs to run a job.
-type HeldSpec struct {
-	ID     string   `json:"id"`
-	Path   string   `json:"path"`
-	Argv   []string `json:"argv"`
-	Env    []string `json:"env"`
-	Dir    string   `json:"dir,omitempty"`
-	Stdin  []byte   `json:"stdin,omitempty"`
-	Stdout string   `json:"stdout"`
-	Stderr string   `json:"stderr"`
-	Index  string   `json:"index,omitempty"`
-	// FileCap caps each stream file (0: the default, < 0: none).
-	FileCap int64 `json:"file_cap,omitempty"`
-	// Owner is the jobs' mark (HIVE_JOB_OWNER): what proves an escaped
-	// process to be the job's.
-	Owner         string        `json:"owner,omitempty"`
-	LeftoverGrace time.Duration `json:"leftover_grace,omitempty"`
-}
-
-// HeldStart is a started job's process.
-type HeldStart struct {
-	Pid      int       `json:"pid"`
-	PidStart uint64    `json:"pid_start,omitempty"`
-	Started  time.Time `json:"started"`
-	// Cgroup is the job's cgroup in its holder (proc.JobCgroups), if it
-	// has one: what is left in it ends with the job if the holder dies.
-	Cgroup string `json:"cgroup,omitempty"`
-}
-
-// HeldEnd is how a held job ended.
-type HeldEnd struct {
-	ID       string    `json:"id"`
-	Exited   bool      `json:"exited,omitempty"` // ExitCode and Signal are known
-	ExitCode int       `json:"exit_code"`
-	Signal   *int      `json:"signal,omitempty"`
-	Error    string    `json:"error,omitempty"`
-	Leftover int       `json:"leftover,omitempty"`
-	Stopped  bool      `json:"stopped,omitempty"` // it was asked to stop
-	Ended    time.Time `json:"ended"`
-	Stdout   Counts    `json:"stdout"`
-	Stderr   Counts    `json:"stderr"`
-}
-
-// HeldJob is a job a holder holds.
-type HeldJob struct {
-	ID string `json:"id"`
-	HeldStart
-	Stdout Counts   `json:"stdout"`
-	Stderr Counts   `json:"stderr"`
-	End    *HeldEnd `json:"end,omitempty"` // nil while it runs
-}
-
-// Counts are a stream's counters (output.Stats), as a holder tells them.
-type Counts struct {
-	Total   int64 `json:"total"`
-	InFile  int64 `json:"in_file"`
-	Dropped int64 `json:"dropped,omitempty"`
-}
-
-// CountsOf is a stream's counters as a holder tells them.
-func CountsOf(s output.Stats) Counts { return Counts{s.Total, s.InFile, s.Dropped} }
-
-// Stats are the counters as a stream takes them (output.Stream.Advance).
-func (c Counts) Stats(closed bool) output.Stats {
-	return output.Stats{Total: c.Total, InFile: c.InFile, Dropped: c.Dropped, Closed: closed}
+	Held() ([]wire.Job, error)
 }
 
 // ErrHolderLost is the error of a held job whose holder died.
@@ -123,8 +57,8 @@ var ErrHolderNotAnswering = errdefs.New(errdefs.ErrUnavailable, "the holder of t
 
 // HeldProc is a job's process as a holder runs it.
 type HeldProc struct {
-	Spec           HeldSpec
-	Start          HeldStart
+	Spec           wire.JobSpec
+	Start          wire.JobStart
 	c              *child
 	stdout, stderr *output.Stream
 	index          *output.Interleave
@@ -148,7 +82,7 @@ var heldDevNull = sync.OnceValue(func() *os.File {
 // by Wait; wrote is called (from the pumping goroutines) after each write
 // to a stream. reaper, if set, is the holder's child subreaper; cgroups,
 // if set, gives the job a cgroup of its own.
-func RunHeld(spec HeldSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, logger *slog.Logger, wrote func()) (*HeldProc, error) {
+func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, logger *slog.Logger, wrote func()) (*HeldProc, error) {
 	if spec.ID == "" || spec.Path == "" || len(spec.Argv) == 0 || spec.Stdout == "" || spec.Stderr == "" {
 		return nil, errors.New("spawn: id, path, argv, stdout and stderr are required")
 	}
@@ -192,7 +126,7 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, logge
 	}
 	st := procStartTime(h.c.pid)
 	h.pidStart.Store(st)
-	h.Start = HeldStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID)}
+	h.Start = wire.JobStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID)}
 	h.wrote = wrote
 	return h, nil
 }
@@ -201,13 +135,13 @@ func RunHeld(spec HeldSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, logge
 func (h *HeldProc) Stop(force bool, grace time.Duration) { h.c.stop(force, grace) }
 
 // Counts are the streams' counters now.
-func (h *HeldProc) Counts() (stdout, stderr Counts) {
-	return CountsOf(h.stdout.Stats()), CountsOf(h.stderr.Stats())
+func (h *HeldProc) Counts() (stdout, stderr wire.Counts) {
+	return wire.CountsOf(h.stdout.Stats()), wire.CountsOf(h.stderr.Stats())
 }
 
 // Wait pumps the output until the job has ended and everything it left
 // is gone, and returns its end. Call it once.
-func (h *HeldProc) Wait() HeldEnd {
+func (h *HeldProc) Wait() wire.JobEnd {
 	var out, errw io.Writer = h.stdout, h.stderr
 	if h.index != nil {
 		out, errw = h.index.Writer(0), h.index.Writer(1)
@@ -217,7 +151,7 @@ func (h *HeldProc) Wait() HeldEnd {
 	}
 	e := h.c.run(out, errw)
 	h.closeStreams()
-	end := HeldEnd{ID: h.Spec.ID, Exited: e.exited, ExitCode: e.code, Signal: e.sig, Leftover: e.leftover,
+	end := wire.JobEnd{ID: h.Spec.ID, Exited: e.exited, ExitCode: e.code, Signal: e.sig, Leftover: e.leftover,
 		Stopped: h.c.stopped(), Ended: time.Now()}
 	if e.err != nil {
 		end.Error = e.err.Error()
@@ -265,7 +199,7 @@ func (j *Job) beginHeld() func() {
 	if dir == "" {
 		dir, _ = os.Getwd() // the daemon's, as for a job it runs itself (the holder's is /)
 	}
-	var st HeldStart
+	var st wire.JobStart
 	if err == nil {
 		// The streams exist before the spawn: the holder's events of the
 		// job may come before its answer is taken (they go to follow).
@@ -275,7 +209,7 @@ func (j *Job) beginHeld() func() {
 		j.stdout, j.stderr = stdout, stderr
 		j.mu.Unlock()
 		j.follow.Store(&[2]*output.Stream{stdout, stderr})
-		st, err = m.o.Holder.Spawn(HeldSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: dir,
+		st, err = m.o.Holder.Spawn(wire.JobSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: dir,
 			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
 			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace})
 	}
@@ -329,7 +263,7 @@ func (j *Job) stopHeld(force bool, grace time.Duration) error {
 }
 
 // adoptLocked makes the job running in its holder, as st says.
-func (j *Job) adoptLocked(st HeldStart) {
+func (j *Job) adoptLocked(st wire.JobStart) {
 	j.held = true
 	j.info.Pid = st.Pid
 	j.info.PidStart = st.PidStart
@@ -358,7 +292,7 @@ func (j *Job) watchHeld() {
 }
 
 // endHeld records a held job's end, then tells the holder so.
-func (j *Job) endHeld(e HeldEnd) {
+func (j *Job) endHeld(e wire.JobEnd) {
 	m := j.m
 	j.mu.Lock()
 	j.reaped.Store(true)
@@ -422,7 +356,7 @@ func (m *Manager) ackWhenRecorded(id string, seq uint64) {
 }
 
 // HeldProgress tells the manager a held job's counters (from its holder).
-func (m *Manager) HeldProgress(id string, stdout, stderr Counts) {
+func (m *Manager) HeldProgress(id string, stdout, stderr wire.Counts) {
 	m.mu.Lock()
 	j, ok := m.jobs[id]
 	m.mu.Unlock()
@@ -438,7 +372,7 @@ func (m *Manager) HeldProgress(id string, stdout, stderr Counts) {
 // HeldEnded tells the manager that a held job ended (from its holder). An
 // end of a job this manager does not hold is kept for the adoption at
 // New, or acknowledged when the store has the job's end already.
-func (m *Manager) HeldEnded(e HeldEnd) {
+func (m *Manager) HeldEnded(e wire.JobEnd) {
 	m.mu.Lock()
 	j, ok := m.jobs[e.ID]
 	if !ok && m.early != nil {
@@ -512,7 +446,7 @@ func (m *Manager) HolderLost() {
 	m.o.Logger.Error("the holder of the jobs died: its jobs end as interrupted", "jobs", len(held), "processes_terminated", n)
 	for _, j := range held {
 		select {
-		case j.heldEnd <- HeldEnd{ID: j.info.ID, Error: ErrHolderLost.Error(), Ended: time.Now()}:
+		case j.heldEnd <- wire.JobEnd{ID: j.info.ID, Error: ErrHolderLost.Error(), Ended: time.Now()}:
 		default:
 		}
 	}
@@ -621,8 +555,8 @@ func (m *Manager) stray(id string) bool {
 
 // HeldSink hears a holder's events: see Manager.
 type HeldSink interface {
-	HeldProgress(id string, stdout, stderr Counts)
-	HeldEnded(HeldEnd)
+	HeldProgress(id string, stdout, stderr wire.Counts)
+	HeldEnded(wire.JobEnd)
 	HolderLost()
 }
 
@@ -640,7 +574,7 @@ func (m *Manager) adoptHeld(left []store.Job) ([]store.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the holder of the jobs: %w", err)
 	}
-	held := make(map[string]HeldJob, len(hs))
+	held := make(map[string]wire.Job, len(hs))
 	for _, x := range hs {
 		held[x.ID] = x
 	}
@@ -682,9 +616,9 @@ func (m *Manager) adoptHeld(left []store.Job) ([]store.Job, error) {
 
 // adopt makes the job of rec, which the holder holds as x, this
 // manager's.
-func (m *Manager) adopt(rec store.Job, x HeldJob) {
+func (m *Manager) adopt(rec store.Job, x wire.Job) {
 	in := fromRecord(rec)
-	j := &Job{m: m, detached: true, done: make(chan struct{}), started: make(chan struct{}), heldEnd: make(chan HeldEnd, 1),
+	j := &Job{m: m, detached: true, done: make(chan struct{}), started: make(chan struct{}), heldEnd: make(chan wire.JobEnd, 1),
 		spec: Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd, Timeout: in.Timeout, Name: in.Name,
 			Source: in.Source, Quiet: in.Quiet, KillOnTimeout: in.KillOnTimeout}}
 	j.info = in
@@ -708,7 +642,7 @@ func (m *Manager) adopt(rec store.Job, x HeldJob) {
 	if ended {
 		j.spec.Timeout = 0 // it ended in the gap: no timer to end it again
 	}
-	j.adoptLocked(x.HeldStart)
+	j.adoptLocked(x.JobStart)
 	j.mu.Unlock()
 	if ended {
 		select { // the end may come as an event too: once is enough

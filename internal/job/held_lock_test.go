@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/holder"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 )
 
@@ -28,7 +29,7 @@ type gatedHolder struct {
 
 const gatedMark = "gated-spawn"
 
-func (g *gatedHolder) Spawn(spec job.HeldSpec) (job.HeldStart, error) {
+func (g *gatedHolder) Spawn(spec wire.JobSpec) (wire.JobStart, error) {
 	if strings.Contains(strings.Join(spec.Argv, " "), gatedMark) {
 		g.entered <- spec.ID
 		<-g.gate
@@ -186,7 +187,7 @@ func TestResyncStopsAStrayHeldJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks := filepath.Join(dir, "tasks")
-	stray, err := c.Spawn(job.HeldSpec{ID: "stray", Path: "/bin/sleep", Argv: []string{"sleep", "3600"}, Env: []string{"PATH=/usr/bin:/bin"},
+	stray, err := c.Spawn(wire.JobSpec{ID: "stray", Path: "/bin/sleep", Argv: []string{"sleep", "3600"}, Env: []string{"PATH=/usr/bin:/bin"},
 		Stdout: filepath.Join(tasks, "stray.out"), Stderr: filepath.Join(tasks, "stray.err")})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/output"
 )
 
@@ -215,8 +216,8 @@ type Job struct {
 	// how it ended).
 	child   *child
 	held    bool
-	heldEnd chan HeldEnd
-	cgroup  string // a held job's cgroup in its holder (HeldStart.Cgroup)
+	heldEnd chan wire.JobEnd
+	cgroup  string // a held job's cgroup in its holder (wire.JobStart.Cgroup)
 	// runSeq is a held job's running record (its seq); endKept is set
 	// once it ended with its holder keeping the end until the ack (see
 	// Durable). Under mu.

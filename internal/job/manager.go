@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/shell"
@@ -72,7 +73,7 @@ type Options struct {
 	// Cgroups, if set, gives each job the manager runs itself a cgroup
 	// of its own, and what is left in it ends with the job (see
 	// proc.JobCgroups). A Holder makes its own; what is left in them
-	// ends with their jobs if it dies (HeldStart.Cgroup).
+	// ends with their jobs if it dies (wire.JobStart.Cgroup).
 	Cgroups *proc.JobCgroups
 	// Holder, if set, runs the jobs in a process that outlives the
 	// daemon (see Holder); its events come through HeldProgress,
@@ -116,7 +117,7 @@ type Manager struct {
 	closed  bool
 	// early keeps the ends a holder tells of while New adopts its jobs
 	// (nil after).
-	early map[string]HeldEnd
+	early map[string]wire.JobEnd
 	// released is closed by Release: held jobs' watchers stop waiting.
 	released chan struct{}
 }
@@ -157,7 +158,7 @@ func New(o Options) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, names: map[string]string{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr,
-		early: map[string]HeldEnd{}, released: make(chan struct{})}
+		early: map[string]wire.JobEnd{}, released: make(chan struct{})}
 	ids, err := o.Store.JobIDs(ctx)
 	if err != nil {
 		cancel()
@@ -302,7 +303,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	now := m.running < m.o.MaxRunning
 	j := &Job{m: m, spec: spec, detached: !spec.Attached, inline: now, done: make(chan struct{}), started: make(chan struct{})}
 	if m.o.Holder != nil {
-		j.heldEnd = make(chan HeldEnd, 1)
+		j.heldEnd = make(chan wire.JobEnd, 1)
 	}
 	j.info = Info{
 		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,

@@ -3,6 +3,7 @@ package pty
 import (
 	"os"
 
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/output"
 )
 
@@ -13,7 +14,7 @@ import (
 // resize, the foreground group), follows the file and keeps the screen.
 // A daemon that comes after replays the file into a new screen.
 type Holder interface {
-	SpawnPTY(HeldSpec) (HeldSession, error)
+	SpawnPTY(wire.PTYSpec) (wire.PTYSession, error)
 	// MasterPTY returns a duplicate of a held session's master side.
 	MasterPTY(id string) (*os.File, error)
 	// ClosePTY closes the holder's master once the process has exited,
@@ -23,31 +24,7 @@ type Holder interface {
 	// AckPTY: the session's end is recorded; the holder forgets it.
 	AckPTY(id string) error
 	// HeldPTYs lists the sessions the holder holds.
-	HeldPTYs() ([]HeldSession, error)
-}
-
-// HeldSpec is what a holder needs to run a session's process.
-type HeldSpec struct {
-	ID      string   `json:"id"`
-	Path    string   `json:"path"`
-	Argv    []string `json:"argv"`
-	Env     []string `json:"env"`
-	Dir     string   `json:"dir,omitempty"`
-	Cols    int      `json:"cols"`
-	Rows    int      `json:"rows"`
-	Output  string   `json:"output"`
-	FileCap int64    `json:"file_cap,omitempty"`
-}
-
-// HeldSession is a session a holder holds.
-type HeldSession struct {
-	ID       string       `json:"id"`
-	Pid      int          `json:"pid"`
-	PidStart uint64       `json:"pid_start,omitempty"`
-	TTY      string       `json:"tty,omitempty"`
-	Output   output.Stats `json:"output"`
-	Exited   bool         `json:"exited,omitempty"`
-	ExitCode int          `json:"exit_code,omitempty"`
+	HeldPTYs() ([]wire.PTYSession, error)
 }
 
 // PTYSink hears a holder's events about sessions: see Manager.

@@ -17,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"golang.org/x/sys/unix"
 
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
@@ -26,7 +27,7 @@ import (
 
 // HeldPTY is a session's process as a holder runs it.
 type HeldPTY struct {
-	Spec     HeldSpec
+	Spec     wire.PTYSpec
 	Pid      int
 	PidStart uint64
 	TTY      string
@@ -39,7 +40,7 @@ type HeldPTY struct {
 
 // StartHeld starts spec's process on a new pty; its output is copied into
 // spec.Output, and wrote called after each write.
-func StartHeld(spec HeldSpec, wrote func()) (*HeldPTY, error) {
+func StartHeld(spec wire.PTYSpec, wrote func()) (*HeldPTY, error) {
 	if spec.ID == "" || spec.Path == "" || len(spec.Argv) == 0 || spec.Output == "" {
 		return nil, errors.New("pty spawn: id, path, argv and output are required")
 	}
@@ -139,7 +140,7 @@ func startHeld(m *Manager, id string, o OpenOptions, cmd *exec.Cmd, cmdText, cwd
 		dir = cwd
 	}
 	h := m.opts.Holder
-	x, err := h.SpawnPTY(HeldSpec{ID: id, Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: dir, Cols: o.Cols, Rows: o.Rows,
+	x, err := h.SpawnPTY(wire.PTYSpec{ID: id, Path: cmd.Path, Argv: cmd.Args, Env: cmd.Env, Dir: dir, Cols: o.Cols, Rows: o.Rows,
 		Output: path, FileCap: m.opts.FileCap})
 	var master *os.File
 	if err == nil {
@@ -386,7 +387,7 @@ func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 		m.opts.Logger.Error("could not list the sessions the holder holds", "err", err)
 		return recs
 	}
-	held := map[string]HeldSession{}
+	held := map[string]wire.PTYSession{}
 	for _, x := range list {
 		held[x.ID] = x
 	}

@@ -1,0 +1,74 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/hivetools/hive/internal/output"
+)
+
+// JobSpec is what a holder needs to run a job.
+type JobSpec struct {
+	ID     string   `json:"id"`
+	Path   string   `json:"path"`
+	Argv   []string `json:"argv"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir,omitempty"`
+	Stdin  []byte   `json:"stdin,omitempty"`
+	Stdout string   `json:"stdout"`
+	Stderr string   `json:"stderr"`
+	Index  string   `json:"index,omitempty"`
+	// FileCap caps each stream file (0: the default, < 0: none).
+	FileCap int64 `json:"file_cap,omitempty"`
+	// Owner is the jobs' mark (HIVE_JOB_OWNER): what proves an escaped
+	// process to be the job's.
+	Owner         string        `json:"owner,omitempty"`
+	LeftoverGrace time.Duration `json:"leftover_grace,omitempty"`
+}
+
+// JobStart is a started job's process.
+type JobStart struct {
+	Pid      int       `json:"pid"`
+	PidStart uint64    `json:"pid_start,omitempty"`
+	Started  time.Time `json:"started"`
+	// Cgroup is the job's cgroup in its holder (proc.JobCgroups), if it
+	// has one: what is left in it ends with the job if the holder dies.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// JobEnd is how a held job ended.
+type JobEnd struct {
+	ID       string    `json:"id"`
+	Exited   bool      `json:"exited,omitempty"` // ExitCode and Signal are known
+	ExitCode int       `json:"exit_code"`
+	Signal   *int      `json:"signal,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Leftover int       `json:"leftover,omitempty"`
+	Stopped  bool      `json:"stopped,omitempty"` // it was asked to stop
+	Ended    time.Time `json:"ended"`
+	Stdout   Counts    `json:"stdout"`
+	Stderr   Counts    `json:"stderr"`
+}
+
+// Job is a job a holder holds.
+type Job struct {
+	ID string `json:"id"`
+	JobStart
+	Stdout Counts  `json:"stdout"`
+	Stderr Counts  `json:"stderr"`
+	End    *JobEnd `json:"end,omitempty"` // nil while it runs
+}
+
+// Counts are a stream's counters (output.Stats), as a holder tells them.
+type Counts struct {
+	Total   int64 `json:"total"`
+	InFile  int64 `json:"in_file"`
+	Dropped int64 `json:"dropped,omitempty"`
+}
+
+// CountsOf is a stream's counters as a holder tells them.
+func CountsOf(s output.Stats) Counts { return Counts{s.Total, s.InFile, s.Dropped} }
+
+// Stats are the counters as a stream takes them (output.Stream.Advance).
+func (c Counts) Stats(closed bool) output.Stats {
+	return output.Stats{Total: c.Total, InFile: c.InFile, Dropped: c.Dropped, Closed: closed}
+}

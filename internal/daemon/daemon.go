@@ -26,6 +26,7 @@ import (
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/mcpline"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
@@ -699,7 +700,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		return
 	}
 	defer stop()
-	lt := &lineTransport{r: rwc{br, c}, w: deadlineWriter{c}, maxLine: d.cfg.MaxLine}
+	lt := &mcpline.Transport{Reader: rwc{br, c}, Writer: deadlineWriter{c}, MaxLine: d.cfg.MaxLine}
 	var stdin, stdout *os.File
 	if req.Stdio {
 		if stdin, stdout, err = stdioFiles(fds); err != nil {
@@ -708,7 +709,7 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 		}
 		defer stdin.Close()
 		defer stdout.Close()
-		lt = &lineTransport{r: stdin, w: deadlineWriter{stdout}, maxLine: d.cfg.MaxLine}
+		lt = &mcpline.Transport{Reader: stdin, Writer: deadlineWriter{stdout}, MaxLine: d.cfg.MaxLine}
 	}
 	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
 		return
@@ -766,13 +767,13 @@ func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 
 // endReason says why a session's transport ended: nil for the client's
 // end of input.
-func (d *daemon) endReason(lt *lineTransport) error {
+func (d *daemon) endReason(lt *mcpline.Transport) error {
 	select {
 	case <-d.stopping:
 		return errors.New("the daemon is stopping")
 	default:
 	}
-	return lt.endReason()
+	return lt.EndReason()
 }
 
 func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
@@ -785,6 +786,10 @@ func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
 		d.log.Warn("mcp session closed", "session", id, "reason", reason.Error())
 	}
 }
+
+// DefaultMaxLine bounds one inbound JSON-RPC line of an MCP session unless
+// Config.MaxLine says otherwise (the go-sdk's default, 16 MiB).
+const DefaultMaxLine = mcpline.DefaultMaxLine
 
 // pid is this daemon's process id.
 var pid = os.Getpid()

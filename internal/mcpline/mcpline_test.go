@@ -1,4 +1,4 @@
-package daemon
+package mcpline
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// lineServer serves a small MCP server on a lineTransport over two real
+// lineServer serves a small MCP server on a Transport over two real
 // pipes; the test writes lines to in and reads lines from out.
 func lineServer(t *testing.T) (in io.WriteCloser, out *bufio.Reader) {
 	return lineServerMax(t, 0)
@@ -39,7 +39,7 @@ func lineServerMax(t *testing.T, maxLine int) (in io.WriteCloser, out *bufio.Rea
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, struct{}, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, struct{}{}, nil
 	})
-	ss, err := srv.Connect(context.Background(), &lineTransport{r: inR, w: outW, maxLine: maxLine}, nil)
+	ss, err := srv.Connect(context.Background(), &Transport{Reader: inR, Writer: outW, MaxLine: maxLine}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/holder"
+	"github.com/hivetools/hive/internal/httpfront"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/mcpline"
@@ -42,14 +43,14 @@ var ErrRunning = errors.New("a hive daemon is already running")
 // Config configures a daemon. Zero values mean the defaults.
 type Config struct {
 	StateDir   string
-	HTTPAddr   string // "" disables HTTP
+	HTTPAddr   string // "" disables HTTP (internal/httpfront)
 	TokenFile  string // bearer token for HTTP; "" means <state>/http-token, generated (unless HTTPNoAuth)
 	MaxRunning int
 	Grace      time.Duration
 	FileCap    int64
 	// HTTPNoAuth serves HTTP without a token; only with a loopback HTTPAddr.
 	HTTPNoAuth bool
-	// HTTP bounds (zero: the Default* values): connections and live MCP
+	// HTTP bounds (zero: the DefaultHTTP* values): connections and live MCP
 	// sessions at once, how long an idle session lives, how long a request
 	// body may take to arrive, and how long one write to a client may take.
 	HTTPMaxConns     int
@@ -137,11 +138,8 @@ type daemon struct {
 	cgroups *proc.JobCgroups
 	holder  jobHolder // nil without Config.Holder
 	svc     *service.Service
-	// peerLogged is when an http connection of another user was last
-	// refused and logged (unix nanoseconds).
-	peerLogged atomic.Int64
-	http       *httpFront
-	extra      []func() // closers of extra engines, run at shutdown
+	http    *httpfront.Front // nil without Config.HTTPAddr
+	extra   []func()         // closers of extra engines, run at shutdown
 	// extraRan: the shutdown ran the closers; guarded by connMu.
 	extraRan bool
 
@@ -238,7 +236,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.HTTPAddr != "" {
-		if d.http, err = d.listenHTTP(); err != nil {
+		if d.http, err = httpfront.Listen(httpfront.Options{Addr: cfg.HTTPAddr, TokenFile: cfg.TokenFile, NoAuth: cfg.HTTPNoAuth,
+			MaxConns: cfg.HTTPMaxConns, MaxSessions: cfg.HTTPMaxSessions, SessionIdle: cfg.HTTPSessionIdle,
+			ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, TakeoverLife: cfg.DashboardTakeoverLife,
+			Layout: l, Service: d.svc, Started: d.started, AddCloser: d.addCloser, Logger: d.log}); err != nil {
 			ln.Close()
 			os.Remove(l.Socket())
 			d.close()
@@ -248,7 +249,7 @@ func Run(ctx context.Context, cfg Config) error {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			if err := d.http.serve(); err != nil {
+			if err := d.http.Serve(); err != nil {
 				d.log.Error("http serve", "err", err)
 			}
 		}()
@@ -268,7 +269,7 @@ func Run(ctx context.Context, cfg Config) error {
 		<-ctx.Done()
 		ln.Close()
 		if d.http != nil {
-			d.http.shutdown()
+			d.http.Shutdown()
 		}
 	}()
 	for {
@@ -787,12 +788,18 @@ func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
 	}
 }
 
+// Defaults of the HTTP front end (the Config zero values).
+const (
+	DefaultHTTPMaxConns     = httpfront.DefaultMaxConns
+	DefaultHTTPMaxSessions  = httpfront.DefaultMaxSessions
+	DefaultHTTPSessionIdle  = httpfront.DefaultSessionIdle
+	DefaultHTTPReadTimeout  = httpfront.DefaultReadTimeout
+	DefaultHTTPWriteTimeout = httpfront.DefaultWriteTimeout
+)
+
 // DefaultMaxLine bounds one inbound JSON-RPC line of an MCP session unless
 // Config.MaxLine says otherwise (the go-sdk's default, 16 MiB).
 const DefaultMaxLine = mcpline.DefaultMaxLine
-
-// pid is this daemon's process id.
-var pid = os.Getpid()
 
 // errLockHeld is a daemon lock another process holds.
 var errLockHeld = errors.New("held by another daemon")

@@ -49,7 +49,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		resp.Activity = &a
 		resp.Supervisor = d.cfg.Supervisor
 		if d.http != nil {
-			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.addr, d.http.auth(), d.http.tokenPath()
+			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.Addr(), d.http.Auth(), d.http.TokenPath()
 		}
 		return resp
 	case proto.CmdDashboard:
@@ -472,7 +472,7 @@ func (d *daemon) stats() *proto.Stats {
 		st.PTYSessions = len(d.svc.PTY.List())
 	}
 	if d.http != nil {
-		st.HTTPConns, st.HTTPSessions = d.http.ln.open(), d.http.sessions.count()
+		st.HTTPConns, st.HTTPSessions = d.http.Conns(), d.http.Sessions()
 	}
 	return st
 }

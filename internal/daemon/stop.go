@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"net"
 	"os"
 	"time"
@@ -78,9 +79,20 @@ func (d *daemon) activity() proto.Activity {
 		}
 	}
 	if d.http != nil {
-		a.HTTPSessions = d.http.sessions.count()
+		a.HTTPSessions = d.http.Sessions()
 	}
 	return a
+}
+
+// errNoHTTP: the daemon serves no HTTP, so no dashboard.
+var errNoHTTP = errors.New("this daemon serves no HTTP, so no dashboard: start it with `hive daemon --http 127.0.0.1:PORT`")
+
+// dashboardURL is a one-time login URL of the dashboard.
+func (d *daemon) dashboardURL() (string, error) {
+	if d.http == nil {
+		return "", errNoHTTP
+	}
+	return d.http.LoginURL(), nil
 }
 
 // sum is the digest of the daemon's executable, computed at the first

@@ -1,7 +1,6 @@
-package daemon
+package httpfront
 
 import (
-	"errors"
 	"net"
 	"net/http"
 
@@ -11,13 +10,13 @@ import (
 // dashboard makes the front end's dashboard (the page at /, /login and
 // /api/) and returns its handler, behind the Host and Origin checks. It
 // authenticates by itself: the bearer token or a session cookie.
-func (f *httpFront) dashboard(d *daemon) http.Handler {
-	o := dashboard.Options{Service: d.svc, State: d.apiState, Logger: d.log,
-		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, LogoutsFile: d.layout.DashboardLogouts(),
-		TakeoverLife: d.cfg.DashboardTakeoverLife}
+func (f *Front) dashboard(o Options) http.Handler {
+	do := dashboard.Options{Service: f.svc, State: f.apiState, Logger: f.log,
+		ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout, LogoutsFile: o.Layout.DashboardLogouts(),
+		TakeoverLife: o.TakeoverLife}
 	if t := f.token; t != nil {
-		o.Secret = t.current
-		o.Bearer = func(r *http.Request) (bool, error) {
+		do.Secret = t.current
+		do.Bearer = func(r *http.Request) (bool, error) {
 			sum, err := t.current()
 			if err != nil {
 				return false, err
@@ -25,7 +24,7 @@ func (f *httpFront) dashboard(d *daemon) http.Handler {
 			return authorized(r.Header.Values("Authorization"), sum), nil
 		}
 	}
-	f.dash = dashboard.New(o)
+	f.dash = dashboard.New(do)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if f.admitHost(w, r) {
 			f.dash.ServeHTTP(w, r)
@@ -33,15 +32,9 @@ func (f *httpFront) dashboard(d *daemon) http.Handler {
 	})
 }
 
-// errNoHTTP: the daemon serves no HTTP, so no dashboard.
-var errNoHTTP = errors.New("this daemon serves no HTTP, so no dashboard: start it with `hive daemon --http 127.0.0.1:PORT`")
-
-// dashboardURL is a one-time login URL of the dashboard.
-func (d *daemon) dashboardURL() (string, error) {
-	if d.http == nil || d.http.dash == nil {
-		return "", errNoHTTP
-	}
-	return "http://" + loginHost(d.http.addr) + "/login?code=" + d.http.dash.LoginCode(), nil
+// LoginURL is a one-time login URL of the dashboard.
+func (f *Front) LoginURL() string {
+	return "http://" + loginHost(f.addr) + "/login?code=" + f.dash.LoginCode()
 }
 
 // loginHost is the host:port a login URL names for the address the

@@ -1,4 +1,10 @@
-package daemon
+// Package httpfront is hive's HTTP front end: streamable HTTP MCP at
+// /mcp and the dashboard at / and /api/ (internal/dashboard), behind one
+// guard: the Host and Origin checks against DNS rebinding, the bearer
+// token (rotated by rewriting its file), bounded request bodies, read and
+// write deadlines, and caps on connections and MCP sessions. The tools
+// it serves and the dashboard run on a *service.Service.
+package httpfront
 
 import (
 	"bytes"
@@ -14,11 +20,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/dashboard"
+	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/tools"
 )
@@ -26,13 +34,13 @@ import (
 // maxHTTPBody bounds an MCP request body.
 const maxHTTPBody = 4 << 20
 
-// Defaults of the HTTP front end (the Config zero values).
+// Defaults of the front end (the Options zero values).
 const (
-	DefaultHTTPMaxConns     = 256
-	DefaultHTTPMaxSessions  = 512
-	DefaultHTTPSessionIdle  = 30 * time.Minute
-	DefaultHTTPReadTimeout  = 30 * time.Second
-	DefaultHTTPWriteTimeout = 30 * time.Second
+	DefaultMaxConns     = 256
+	DefaultMaxSessions  = 512
+	DefaultSessionIdle  = 30 * time.Minute
+	DefaultReadTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
 )
 
 const (
@@ -41,13 +49,57 @@ const (
 	httpMaxHeaderBytes    = 64 << 10
 )
 
-// httpFront is the streamable HTTP front end: MCP at /mcp behind a guard
+// Options configures Listen. The errors name the daemon's flags the
+// fields come from.
+type Options struct {
+	// Addr is HOST:PORT to listen on (--http). It must be loopback unless
+	// TokenFile is set.
+	Addr string
+	// TokenFile holds the bearer token (--http-token-file). If empty, the
+	// token is Layout's generated <state>/http-token (unless NoAuth).
+	TokenFile string
+	// NoAuth serves without a token (--http-no-auth); only with a
+	// loopback Addr, and not with TokenFile.
+	NoAuth bool
+	// Bounds (zero: the Default* values; negative is an error):
+	// connections and live MCP sessions at once, how long an idle session
+	// lives, how long a request body may take to arrive, and how long one
+	// write to a client may take.
+	MaxConns     int
+	MaxSessions  int
+	SessionIdle  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// TakeoverLife is how long a dashboard's PTY take-over lasts (see
+	// dashboard.Options). If zero, dashboard.DefaultTakeoverLife.
+	TakeoverLife time.Duration
+	// Layout is the state dir: the generated token file and the
+	// dashboard's logouts live in it.
+	Layout paths.Layout
+	// Service is what the MCP tools and the dashboard run on. Required.
+	Service *service.Service
+	// Started is when the daemon started (GET /api/state's uptime). If
+	// zero, when Listen was called.
+	Started time.Time
+	// AddCloser is given the stop of each MCP server the front end makes
+	// (one per group list, answer form and directory asked for), for the
+	// daemon to run at its shutdown, before its engines stop (a server
+	// made after that is stopped at once). Required.
+	AddCloser func(func())
+	// Logger: if nil, logs are discarded.
+	Logger *slog.Logger
+}
+
+// Front is the streamable HTTP front end: MCP at /mcp behind a guard
 // that checks Host, Origin and the bearer token, reads the body under a
-// deadline, and caps connections and sessions.
-type httpFront struct {
+// deadline, and caps connections and sessions; the dashboard at / and
+// /api/. Make it with Listen, serve with Serve, stop with Shutdown; its
+// other methods are safe for concurrent use.
+type Front struct {
 	log       *slog.Logger
 	svc       *service.Service
 	addCloser func(func())
+	started   time.Time
 	srv       *http.Server
 	ln        *limitListener
 	mcp       http.Handler
@@ -61,53 +113,62 @@ type httpFront struct {
 
 	readTimeout, writeTimeout time.Duration
 
+	// peerLogged is when a connection of another user was last refused
+	// and logged (unix nanoseconds).
+	peerLogged atomic.Int64
+
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // by group list; shared by the sessions that ask for it
 }
 
 type serverKey struct{}
 
-// listenHTTP checks the HTTP configuration, sets up the bearer token
-// (generating <state>/http-token when no file is given) and listens. The
-// address must be loopback unless a token file is given; --http-no-auth
-// is for loopback only. Serve with serve, stop with shutdown.
-func (d *daemon) listenHTTP() (*httpFront, error) {
-	cfg := d.cfg
-	addr := cfg.HTTPAddr
+// Listen checks the options, sets up the bearer token (generating
+// <state>/http-token when no file is given) and listens. The address must
+// be loopback unless a token file is given; NoAuth is for loopback only.
+func Listen(o Options) (*Front, error) {
+	addr := o.Addr
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %q: want HOST:PORT: %v", addr, err)
 	}
 	loopback := isLoopbackHost(host)
 	switch {
-	case cfg.HTTPNoAuth && cfg.TokenFile != "":
+	case o.NoAuth && o.TokenFile != "":
 		return nil, errors.New("--http-no-auth and --http-token-file: give one or the other")
-	case cfg.HTTPNoAuth && !loopback:
+	case o.NoAuth && !loopback:
 		return nil, fmt.Errorf("--http-no-auth: allowed only with a loopback --http address (127.0.0.1, [::1], localhost), not %q", addr)
-	case !loopback && cfg.TokenFile == "":
+	case !loopback && o.TokenFile == "":
 		return nil, fmt.Errorf("--http %q: must be a loopback address (127.0.0.1, [::1], localhost) unless --http-token-file is set", addr)
 	}
 	for _, v := range []struct {
 		flag string
 		n    int64
 	}{
-		{"--http-max-conns", int64(cfg.HTTPMaxConns)}, {"--http-max-sessions", int64(cfg.HTTPMaxSessions)},
-		{"--http-session-idle", int64(cfg.HTTPSessionIdle)}, {"--http-read-timeout", int64(cfg.HTTPReadTimeout)},
-		{"--http-write-timeout", int64(cfg.HTTPWriteTimeout)},
+		{"--http-max-conns", int64(o.MaxConns)}, {"--http-max-sessions", int64(o.MaxSessions)},
+		{"--http-session-idle", int64(o.SessionIdle)}, {"--http-read-timeout", int64(o.ReadTimeout)},
+		{"--http-write-timeout", int64(o.WriteTimeout)},
 	} {
 		if v.n < 0 {
 			return nil, fmt.Errorf("%s: must not be negative (0: the default)", v.flag)
 		}
 	}
-	f := &httpFront{
-		log: d.log, svc: d.svc, addCloser: d.addCloser, loopback: loopback,
-		readTimeout: orDefault(cfg.HTTPReadTimeout, DefaultHTTPReadTimeout), writeTimeout: orDefault(cfg.HTTPWriteTimeout, DefaultHTTPWriteTimeout),
-		sessions: &sessionTable{log: d.log, max: orDefault(cfg.HTTPMaxSessions, DefaultHTTPMaxSessions)},
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	f := &Front{
+		log: log, svc: o.Service, addCloser: o.AddCloser, started: o.Started, loopback: loopback,
+		readTimeout: orDefault(o.ReadTimeout, DefaultReadTimeout), writeTimeout: orDefault(o.WriteTimeout, DefaultWriteTimeout),
+		sessions: &sessionTable{log: log, max: orDefault(o.MaxSessions, DefaultMaxSessions)},
 		servers:  map[string]*mcp.Server{},
 	}
+	if f.started.IsZero() {
+		f.started = time.Now()
+	}
 	f.cwd, _ = os.Getwd()
-	if !cfg.HTTPNoAuth {
-		if f.token, err = d.httpToken(); err != nil {
+	if !o.NoAuth {
+		if f.token, err = httpToken(o, log); err != nil {
 			return nil, err
 		}
 	}
@@ -115,13 +176,13 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 		s, _ := r.Context().Value(serverKey{}).(*mcp.Server)
 		return s
 	}, &mcp.StreamableHTTPOptions{
-		Logger:              d.log,
+		Logger:              log,
 		MaxRequestBodyBytes: maxHTTPBody,
-		SessionTimeout:      orDefault(cfg.HTTPSessionIdle, DefaultHTTPSessionIdle),
+		SessionTimeout:      orDefault(o.SessionIdle, DefaultSessionIdle),
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", f)
-	mux.Handle("/", f.dashboard(d))
+	mux.Handle("/", f.dashboard(o))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http %q: %w", addr, err)
@@ -129,55 +190,55 @@ func (d *daemon) listenHTTP() (*httpFront, error) {
 	f.addr = ln.Addr().String()
 	// The address bound is what counts: "localhost" resolves through the
 	// hosts file, which may not say 127.0.0.1.
-	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && (cfg.HTTPNoAuth || cfg.TokenFile == "") {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && (o.NoAuth || o.TokenFile == "") {
 		ln.Close()
 		what := "--http " + addr
-		if cfg.HTTPNoAuth {
+		if o.NoAuth {
 			what = "--http-no-auth"
 		}
 		return nil, fmt.Errorf("%s: %q was bound to %s, not a loopback address: give an explicit 127.0.0.1 or [::1]", what, addr, a.IP)
 	}
-	f.ln = newLimitListener(ln, orDefault(cfg.HTTPMaxConns, DefaultHTTPMaxConns))
-	f.ln.admit = d.loopbackPeerAllowed
+	f.ln = newLimitListener(ln, orDefault(o.MaxConns, DefaultMaxConns))
+	f.ln.admit = f.loopbackPeerAllowed
 	f.srv = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: httpReadHeaderTimeout,
 		IdleTimeout:       httpIdleTimeout,
 		MaxHeaderBytes:    httpMaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if f.token == nil {
-		d.log.Warn("http without authentication (--http-no-auth): every local process can run commands through it", "http", f.addr)
+		log.Warn("http without authentication (--http-no-auth): every local process can run commands through it", "http", f.addr)
 	}
 	return f, nil
 }
 
 // httpToken sets up the bearer token: the --http-token-file, else
 // <state>/http-token, generated on first use. It logs which file holds it.
-func (d *daemon) httpToken() (*tokenFile, error) {
-	if p := d.cfg.TokenFile; p != "" {
+func httpToken(o Options, log *slog.Logger) (*tokenFile, error) {
+	if p := o.TokenFile; p != "" {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, fmt.Errorf("--http-token-file %q: %w", p, err)
 		}
-		t := &tokenFile{path: abs, name: "--http-token-file", log: d.log}
+		t := &tokenFile{path: abs, name: "--http-token-file", log: log}
 		if err := t.load(); err != nil {
 			return nil, err
 		}
-		d.log.Info("http bearer token required", "token_file", abs)
+		log.Info("http bearer token required", "token_file", abs)
 		return t, nil
 	}
-	p := d.layout.HTTPToken()
+	p := o.Layout.HTTPToken()
 	created, err := generateToken(p)
 	if err != nil {
 		return nil, err
 	}
-	t := &tokenFile{path: p, name: "generated http token file", noFollow: true, log: d.log,
+	t := &tokenFile{path: p, name: "generated http token file", noFollow: true, log: log,
 		fix: "; remove the file and hive generates a new token"}
 	if err := t.load(); err != nil {
 		return nil, err
 	}
-	d.log.Info("http bearer token required", "token_file", p, "generated", created)
+	log.Info("http bearer token required", "token_file", p, "generated", created)
 	return t, nil
 }
 
@@ -188,18 +249,18 @@ func orDefault[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// serve serves until shutdown.
-func (f *httpFront) serve() error {
+// Serve serves until Shutdown, and returns nil then.
+func (f *Front) Serve() error {
 	if err := f.srv.Serve(f.ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
 }
 
-// shutdown refuses new sessions, closes the open ones, then stops the
+// Shutdown refuses new sessions, closes the open ones, then stops the
 // server: handlers get 2 s to end before their connections are cut. It
 // returns once the goroutines the front end started have ended.
-func (f *httpFront) shutdown() {
+func (f *Front) Shutdown() {
 	f.mu.Lock()
 	var servers []*mcp.Server
 	for _, s := range f.servers {
@@ -215,20 +276,31 @@ func (f *httpFront) shutdown() {
 	}
 }
 
-// auth is "token" or "none"; tokenPath the token file ("" with none).
-func (f *httpFront) auth() string {
+// Addr is the address the front end listens on.
+func (f *Front) Addr() string { return f.addr }
+
+// Auth is "token" or "none" (NoAuth).
+func (f *Front) Auth() string {
 	if f.token == nil {
 		return "none"
 	}
 	return "token"
 }
 
-func (f *httpFront) tokenPath() string {
+// TokenPath is the token file ("" without authentication).
+func (f *Front) TokenPath() string {
 	if f.token == nil {
 		return ""
 	}
 	return f.token.path
 }
+
+// Conns is the number of HTTP connections open.
+func (f *Front) Conns() int { return f.ln.open() }
+
+// Sessions is the number of live MCP sessions (and of initializes under
+// way).
+func (f *Front) Sessions() int { return f.sessions.count() }
 
 // maxHTTPServers bounds the MCP servers the HTTP front end makes: one
 // per group list, answer form and working directory asked for
@@ -240,7 +312,7 @@ var errTooManyServers = fmt.Errorf("too many distinct ?groups=, ?answers= and ?c
 
 // server is the MCP server of a group list, answer form and working
 // directory ("": the daemon's), made on first use.
-func (f *httpFront) server(groups []string, answers, cwd string) (*mcp.Server, error) {
+func (f *Front) server(groups []string, answers, cwd string) (*mcp.Server, error) {
 	if cwd == "" {
 		cwd = f.cwd
 	}
@@ -277,7 +349,7 @@ func isLoopbackHost(h string) bool {
 // unusable); ?groups= or ?answers= → 400; the body, read whole within the read timeout
 // → 408, at most maxHTTPBody → 413; a new session past the cap → 503.
 // Every write to the client then has its own write deadline.
-func (f *httpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetWriteDeadline(time.Now().Add(f.writeTimeout)) // for the error answers below
 	// Until the body is read, the request has the read timeout: a request
@@ -378,7 +450,7 @@ func refuse(w http.ResponseWriter, msg string, code int) {
 // Host (loopback when listening on loopback) and Origin (loopback)
 // against DNS rebinding → 403; the bearer token → 401 (500 while the
 // token file is unusable).
-func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
+func (f *Front) admit(w http.ResponseWriter, r *http.Request) bool {
 	if !f.admitHost(w, r) {
 		return false
 	}
@@ -400,7 +472,7 @@ func (f *httpFront) admit(w http.ResponseWriter, r *http.Request) bool {
 // admitHost checks Host (loopback when listening on loopback) and Origin
 // (loopback, or off loopback also the request's own http(s)://Host)
 // against DNS rebinding, and answers 403 if they fail.
-func (f *httpFront) admitHost(w http.ResponseWriter, r *http.Request) bool {
+func (f *Front) admitHost(w http.ResponseWriter, r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -428,7 +500,7 @@ func (f *httpFront) admitHost(w http.ResponseWriter, r *http.Request) bool {
 // it back as an in-memory body, so a slow client holds no handler past
 // the timeout while long-lived responses (SSE streams) have no read
 // deadline. It answers the errors itself and reports whether to go on.
-func (f *httpFront) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) bool {
+func (f *Front) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) bool {
 	tooLarge := func() bool {
 		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("request body larger than %d bytes", maxHTTPBody), http.StatusRequestEntityTooLarge)

@@ -1,7 +1,8 @@
-package daemon
+package httpfront
 
 import (
 	"context"
+	"os"
 	"time"
 )
 
@@ -28,27 +29,28 @@ type APILooseEnds struct {
 	Inbox     int `json:"inbox"`
 }
 
-func (d *daemon) apiState(ctx context.Context) (any, error) {
-	st := d.svc.Agent.State()
-	out := APIState{Name: st.Name, Version: d.cfg.Version, PID: pid, UptimeSecs: int64(time.Since(d.started).Seconds()),
+// apiState answers GET /api/state.
+func (f *Front) apiState(ctx context.Context) (any, error) {
+	st := f.svc.Agent.State()
+	out := APIState{Name: st.Name, Version: f.svc.Version, PID: os.Getpid(), UptimeSecs: int64(time.Since(f.started).Seconds()),
 		TurnState: st.Turn, TurnStateSince: st.TurnSince.Unix(), Status: st.StatusText,
 		ContextUsage: st.ContextUsage, CompactPending: st.CompactPending}
 	if !st.StatusSetAt.IsZero() {
 		out.StatusSetAt = st.StatusSetAt.Unix()
 	}
 	var err error
-	if out.Jobs, err = d.jobs.Counts(ctx); err != nil {
+	if out.Jobs, err = f.svc.Jobs.Counts(ctx); err != nil {
 		return nil, err
 	}
-	rs, err := d.inbox.Reminders(ctx)
+	rs, err := f.svc.Inbox.Reminders(ctx)
 	if err != nil {
 		return nil, err
 	}
-	todos, err := d.inbox.Todos(ctx)
+	todos, err := f.svc.Inbox.Todos(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n, err := d.inbox.Undelivered(ctx)
+	n, err := f.svc.Inbox.Undelivered(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package daemon
+package httpfront
 
 import (
 	"log/slog"

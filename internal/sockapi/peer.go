@@ -1,4 +1,4 @@
-package daemon
+package sockapi
 
 import (
 	"errors"
@@ -13,17 +13,17 @@ import (
 // a 0700 dir already keeps other users out; this is the second lock.
 // Where the platform cannot tell (client.ErrNoPeerCred), every peer is
 // allowed.
-func (d *daemon) peerAllowed(c net.Conn) bool {
+func (s *Server) peerAllowed(c net.Conn) bool {
 	p, err := client.PeerOf(c)
 	if errors.Is(err, client.ErrNoPeerCred) {
 		return true
 	}
 	if err != nil {
-		d.log.Warn("refused a connection: cannot read its credentials", "err", err)
+		s.log.Warn("refused a connection: cannot read its credentials", "err", err)
 		return false
 	}
 	if euid := os.Geteuid(); p.UID != euid {
-		d.log.Warn("refused a connection from another user", "uid", p.UID, "pid", p.PID, "daemon_uid", euid)
+		s.log.Warn("refused a connection from another user", "uid", p.UID, "pid", p.PID, "daemon_uid", euid)
 		return false
 	}
 	return true

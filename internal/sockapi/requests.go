@@ -1,4 +1,4 @@
-package daemon
+package sockapi
 
 import (
 	"context"
@@ -7,76 +7,51 @@ import (
 	"io"
 	"net"
 	"os"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
-	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/view"
 )
 
 // handle answers a one-shot request.
-func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
+func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 	fail := proto.Fail
 	switch req.Cmd {
 	case proto.CmdVersion:
-		resp := proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), EscapeTracking: d.escapeTracking(),
-			Args: d.cfg.Args, Settings: d.cfg.Settings}
-		if d.cfg.Build != (build.Info{}) {
-			b := d.cfg.Build
-			if req.WantSum {
-				b.Sum = d.sum()
-			}
-			resp.Build = &b
-		}
-		if d.holder != nil {
-			h := d.holder.Info()
-			resp.Holder = &proto.HolderInfo{Pid: h.Pid, Build: h.Build, Proto: min(h.Proto, holderProto), Cgroups: h.Cgroups}
-		}
-		resp.Exe, _ = os.Executable()
-		resp.Cwd, _ = os.Getwd()
-		a := d.activity()
-		resp.Activity = &a
-		resp.Supervisor = d.cfg.Supervisor
-		if d.http != nil {
-			resp.HTTPAddr, resp.HTTPAuth, resp.HTTPTokenFile = d.http.Addr(), d.http.Auth(), d.http.TokenPath()
-		}
-		return resp
+		return s.d.Version(req.WantSum)
 	case proto.CmdDashboard:
-		u, err := d.dashboardURL()
+		u, err := s.d.DashboardURL()
 		if err != nil {
 			return proto.Fail(err)
 		}
 		return proto.Response{OK: true, URL: u}
 	case proto.CmdStats:
-		return proto.Response{OK: true, PID: os.Getpid(), Stats: d.stats()}
+		return proto.Response{OK: true, PID: os.Getpid(), Stats: s.d.Stats()}
 	case proto.CmdPs:
 		var states []job.State
 		if !req.All && len(req.States) == 0 {
 			states = []job.State{job.Pending, job.Running}
 		}
-		for _, s := range req.States {
-			if !job.ValidState(s) {
-				return fail(errdefs.Newf(errdefs.ErrInvalid, "states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", s))
+		for _, st := range req.States {
+			if !job.ValidState(st) {
+				return fail(errdefs.Newf(errdefs.ErrInvalid, "states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", st))
 			}
-			states = append(states, job.State(s))
+			states = append(states, job.State(st))
 		}
 		if req.Name != "" {
 			if err := ident.CheckName("name", req.Name); err != nil {
 				return fail(err)
 			}
 		}
-		infos, err := d.jobs.ListNamed(ctx, 200, req.Name, states...)
+		infos, err := s.svc.Jobs.ListNamed(ctx, 200, req.Name, states...)
 		if err != nil {
 			return fail(err)
 		}
@@ -102,13 +77,13 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
 		}
-		w, err := d.svc.RunJob(spec)
+		w, err := s.svc.RunJob(spec)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdKill:
-		w, err := d.svc.KillJob(req.ID, req.Force)
+		w, err := s.svc.KillJob(req.ID, req.Force)
 		if errors.Is(err, job.ErrEnded) {
 			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
 		}
@@ -120,7 +95,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if req.ID == "" {
 			return fail(errdefs.New(errdefs.ErrInvalid, "id: must not be empty"))
 		}
-		w, err := d.svc.RemoveJob(ctx, req.ID)
+		w, err := s.svc.RemoveJob(ctx, req.ID)
 		if err != nil {
 			return fail(err)
 		}
@@ -130,13 +105,13 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		// ended job (or an error) at once.
 		fallthrough
 	case proto.CmdStatus:
-		w, err := d.svc.Job(ctx, req.ID)
+		w, err := s.svc.Job(ctx, req.ID)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdTodo:
-		t, err := d.inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
+		t, err := s.svc.Inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
 		if err != nil {
 			return fail(err)
 		}
@@ -145,13 +120,13 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err := checkTodoKey(req); err != nil {
 			return fail(err)
 		}
-		cleared, err := d.inbox.ClearTodo(ctx, req.Subsystem, req.Key)
+		cleared, err := s.svc.Inbox.ClearTodo(ctx, req.Subsystem, req.Key)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Cleared: &cleared}
 	case proto.CmdTodoLs:
-		todos, err := d.inbox.Todos(ctx)
+		todos, err := s.svc.Inbox.Todos(ctx)
 		if err != nil {
 			return fail(err)
 		}
@@ -162,17 +137,17 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		return resp
 	case proto.CmdWake:
-		m, err := d.inbox.Wake(ctx, req.From, req.Body)
+		m, err := s.svc.Inbox.Wake(ctx, req.From, req.Body)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, MessageID: m.ID}
 	case proto.CmdInboxLs:
-		ms, err := d.st.Messages(ctx, proto.MaxListed, true)
+		ms, err := s.svc.Inbox.AllMessages(ctx, proto.MaxListed)
 		if err != nil {
 			return fail(err)
 		}
-		n, err := d.inbox.Undelivered(ctx)
+		n, err := s.svc.Inbox.Undelivered(ctx)
 		if err != nil {
 			return fail(err)
 		}
@@ -187,24 +162,24 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil || id < 1 {
 			return fail(errdefs.Newf(errdefs.ErrInvalid, "id %q: must be a message id (an integer >= 1, from inbox_next)", req.ID))
 		}
-		if err := d.inbox.Ack(ctx, id); err != nil {
+		if err := s.svc.Inbox.Ack(ctx, id); err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true}
 	case proto.CmdInboxRequeue:
-		n, err := d.inbox.Requeue(ctx)
+		n, err := s.svc.Inbox.Requeue(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Requeued: &n}
 	case proto.CmdGracefulStop:
-		m, err := d.inbox.GracefulStop(ctx)
+		m, err := s.svc.Inbox.GracefulStop(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Message: &proto.Message{ID: m.ID, From: m.From, At: m.At.Unix(), Body: m.Body}}
 	case proto.CmdTurn:
-		pending, err := d.svc.Agent.SetTurn(ctx, req.State, req.ContextUsage)
+		pending, err := s.svc.Agent.SetTurn(ctx, req.State, req.ContextUsage)
 		if err != nil {
 			return fail(err)
 		}
@@ -212,7 +187,7 @@ func (d *daemon) handle(ctx context.Context, req proto.Request) proto.Response {
 	case proto.CmdInboxNext:
 		// A waiting one is served by serveInboxNext, which watches the
 		// connection; this one does not wait.
-		return d.inboxNext(ctx, req)
+		return s.inboxNext(ctx, req)
 	case "":
 		return fail(errdefs.New(errdefs.ErrInvalid, "cmd: must not be empty"))
 	}
@@ -258,19 +233,19 @@ func checkNext(req proto.Request) (time.Duration, error) {
 // inboxNext pops the oldest message (Inbox.Next) and answers it. ctx ends
 // a wait: the caller tells the daemon's stop (the daemon's ctx is done)
 // from the client's end of input (it is not).
-func (d *daemon) inboxNext(ctx context.Context, req proto.Request) proto.Response {
-	return d.inboxNextUntil(ctx, ctx, req)
+func (s *Server) inboxNext(ctx context.Context, req proto.Request) proto.Response {
+	return s.inboxNextUntil(ctx, ctx, req)
 }
 
 // inboxNextUntil is inboxNext whose wait also ends with wait (a context
 // derived from daemonCtx that ends when the client's input does): that
 // end is answered as empty.
-func (d *daemon) inboxNextUntil(daemonCtx, wait context.Context, req proto.Request) proto.Response {
+func (s *Server) inboxNextUntil(daemonCtx, wait context.Context, req proto.Request) proto.Response {
 	timeout, err := checkNext(req)
 	if err != nil {
 		return proto.Fail(err)
 	}
-	m, ok, err := d.inbox.Next(wait, req.Wait, timeout)
+	m, ok, err := s.svc.Inbox.Next(wait, req.Wait, timeout)
 	switch {
 	case err != nil && daemonCtx.Err() != nil:
 		return proto.Fail(errdefs.New(errdefs.ErrUnavailable, "inbox_next: the daemon is stopping"))
@@ -290,9 +265,9 @@ func (d *daemon) inboxNextUntil(daemonCtx, wait context.Context, req proto.Reque
 // connection): then the answer is empty, or the message Next took at that
 // moment, so a client that half-closes and reads the answer loses
 // nothing. The answer line has the usual write deadline.
-func (d *daemon) serveInboxNext(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, writeTimeout time.Duration) {
-	d.waiters.Add(1)
-	defer d.waiters.Add(-1)
+func (s *Server) serveInboxNext(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, writeTimeout time.Duration) {
+	s.waiters.Add(1)
+	defer s.waiters.Add(-1)
 	wait, cancel := context.WithCancel(ctx)
 	defer cancel()
 	gone := make(chan struct{})
@@ -301,7 +276,7 @@ func (d *daemon) serveInboxNext(ctx context.Context, c net.Conn, br io.Reader, r
 		cancel()
 		close(gone)
 	}()
-	resp := d.inboxNextUntil(ctx, wait, req)
+	resp := s.inboxNextUntil(ctx, wait, req)
 	c.SetWriteDeadline(time.Now().Add(writeTimeout))
 	writeResp(c, resp)
 	c.Close()
@@ -313,7 +288,7 @@ func (d *daemon) serveInboxNext(ctx context.Context, c net.Conn, br io.Reader, r
 // lines; with Follow until the job ends. Bytes are read by ranges from
 // the live streams or, for a job this daemon no longer holds, from its
 // files.
-func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
+func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 	opts := output.MergeOptions{Stdout: req.Stdout, Stderr: req.Stderr, Timestamps: req.Timestamps, Tail: req.Tail}
 	switch {
 	case req.Stdout && req.Stderr:
@@ -331,7 +306,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		writeResp(c, proto.Fail(errdefs.New(errdefs.ErrInvalid, "offset: not with tail")))
 		return
 	}
-	in, err := d.jobs.Lookup(ctx, req.ID)
+	in, err := s.svc.Jobs.Lookup(ctx, req.ID)
 	if err != nil {
 		writeResp(c, proto.Fail(err))
 		return
@@ -342,7 +317,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 	}
 	var out, errs *output.Stream
 	var index *output.Interleave
-	if j, err := d.jobs.Get(in.ID); err == nil {
+	if j, err := s.svc.Jobs.Get(in.ID); err == nil {
 		if req.Follow {
 			select {
 			case <-j.Started():
@@ -401,7 +376,7 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		}
 		snap := snapshot()
 		if err := m.Round(rctx, cw, snap); err != nil {
-			d.log.Debug("logs", "job", in.ID, "err", err)
+			s.log.Debug("logs", "job", in.ID, "err", err)
 			return
 		}
 		if !req.Follow || snap.Closed || ch1 == nil {
@@ -420,8 +395,8 @@ func (d *daemon) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 
 // serveWait answers a wait once the job has ended (the job's record, as
 // committed), or when the client goes away or the daemon stops.
-func (d *daemon) serveWait(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, requestTimeout time.Duration) {
-	j, err := d.jobs.Get(req.ID)
+func (s *Server) serveWait(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, requestTimeout time.Duration) {
+	j, err := s.svc.Jobs.Get(req.ID)
 	if err == nil {
 		gone := make(chan struct{})
 		go func() {
@@ -440,41 +415,9 @@ func (d *daemon) serveWait(ctx context.Context, c net.Conn, br io.Reader, req pr
 		}
 		req.ID = j.ID()
 	}
-	resp := d.handle(ctx, req) // a job not held here has ended: its record answers
+	resp := s.handle(ctx, req) // a job not held here has ended: its record answers
 	c.SetWriteDeadline(time.Now().Add(requestTimeout))
 	writeResp(c, resp)
-}
-
-// stats reads the daemon's own figures.
-func (d *daemon) stats() *proto.Stats {
-	st := &proto.Stats{Goroutines: runtime.NumGoroutine(), JobsRunning: d.jobs.Running(), InboxWaiters: int(d.waiters.Load())}
-	if u, ok := proc.ReadUsage(os.Getpid()); ok {
-		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS
-	}
-	// The holder of the jobs is no job: its children (the jobs) count
-	// in its place, wherever it runs.
-	holder := 0
-	if d.holder != nil {
-		holder = d.holder.Info().Pid
-	}
-	children := proc.Children(os.Getpid())
-	if holder > 0 {
-		children = slices.DeleteFunc(children, func(c proc.Stat) bool { return c.Pid == holder })
-		children = append(children, proc.Children(holder)...)
-	}
-	for _, c := range children {
-		st.Children++
-		if !c.Alive() {
-			st.Zombies++
-		}
-	}
-	if d.svc.PTY != nil {
-		st.PTYSessions = len(d.svc.PTY.List())
-	}
-	if d.http != nil {
-		st.HTTPConns, st.HTTPSessions = d.http.Conns(), d.http.Sessions()
-	}
-	return st
 }
 
 // shellJoin quotes argv into one bash command line.

@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 
 	"github.com/hivetools/hive/internal/paths"
@@ -20,15 +19,4 @@ func lockFile(path string) (func(), error) {
 		return nil, fmt.Errorf("open lock %q: %w", path, err)
 	}
 	return func() { f.Close() }, nil
-}
-
-func listenUnix(path string) (net.Listener, error) {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %q: %w", path, err)
-	}
-	return ln, nil
 }

@@ -1,4 +1,4 @@
-package daemon
+package sockapi
 
 import (
 	"bufio"
@@ -9,7 +9,7 @@ import (
 
 func readHello(c net.Conn) ([]byte, *bufio.Reader, []int, error) {
 	br := bufio.NewReaderSize(c, 64<<10)
-	line, err := readLine(br)
+	line, err := readRequest(br)
 	return line, br, nil, err
 }
 

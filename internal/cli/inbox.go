@@ -12,6 +12,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/view"
 )
 
 const (
@@ -52,7 +53,7 @@ func runInboxLs(e Env, args []string) error {
 		return err
 	}
 	if resp.Messages == nil {
-		resp.Messages = []proto.MessageInfo{}
+		resp.Messages = []view.Message{}
 	}
 	undelivered := 0
 	if resp.Undelivered != nil {
@@ -79,7 +80,7 @@ func runInboxLs(e Env, args []string) error {
 		if m.InFlight {
 			state = "in flight"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.From, humanTime(time.Unix(m.At, 0), now), state, m.Size, clipLine(m.Preview, 80))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.From, humanTime(m.At, now), state, m.Size, clipLine(m.Preview, 80))
 	}
 	return tw.Flush()
 }

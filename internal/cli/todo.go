@@ -8,6 +8,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/view"
 )
 
 const (
@@ -140,7 +141,7 @@ func runTodoLs(e Env, args []string) error {
 		return err
 	}
 	if resp.Todos == nil {
-		resp.Todos = []proto.Todo{}
+		resp.Todos = []view.Todo{}
 	}
 	switch {
 	case out.json:
@@ -160,7 +161,7 @@ func runTodoLs(e Env, args []string) error {
 	now := time.Now()
 	for _, t := range resp.Todos {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Subsystem, t.Key,
-			humanTime(time.Unix(t.UpdatedAt, 0), now), clipLine(t.Summary, 100))
+			humanTime(t.Updated, now), clipLine(t.Summary, 100))
 	}
 	return tw.Flush()
 }

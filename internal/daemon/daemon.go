@@ -1,38 +1,36 @@
 // Package daemon is hive's composition root: it opens the store, starts the
-// job engine, the inbox and the other engines, and serves them on the state
-// directory's unix socket (and optionally streamable HTTP).
+// job engine, the inbox and the other engines (or connects to the holder
+// of the jobs), puts them behind one service.Service, serves that on the
+// state directory's unix socket (internal/sockapi) and optionally
+// streamable HTTP (internal/httpfront), and stops it all in order.
 package daemon
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hivetools/hive/internal/agent"
 	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/client"
-	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/handles"
 	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/httpfront"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/listen"
+	"github.com/hivetools/hive/internal/mcpline"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/service"
+	"github.com/hivetools/hive/internal/sockapi"
 	"github.com/hivetools/hive/internal/store"
-	"github.com/hivetools/hive/internal/tools"
 )
 
 // ErrRunning means another daemon serves the state directory.
@@ -41,14 +39,14 @@ var ErrRunning = errors.New("a hive daemon is already running")
 // Config configures a daemon. Zero values mean the defaults.
 type Config struct {
 	StateDir   string
-	HTTPAddr   string // "" disables HTTP
+	HTTPAddr   string // "" disables HTTP (internal/httpfront)
 	TokenFile  string // bearer token for HTTP; "" means <state>/http-token, generated (unless HTTPNoAuth)
 	MaxRunning int
 	Grace      time.Duration
 	FileCap    int64
 	// HTTPNoAuth serves HTTP without a token; only with a loopback HTTPAddr.
 	HTTPNoAuth bool
-	// HTTP bounds (zero: the Default* values): connections and live MCP
+	// HTTP bounds (zero: the DefaultHTTP* values): connections and live MCP
 	// sessions at once, how long an idle session lives, how long a request
 	// body may take to arrive, and how long one write to a client may take.
 	HTTPMaxConns     int
@@ -93,7 +91,7 @@ type Config struct {
 	RemindMax int
 	// RequestTimeout bounds the wait for a socket connection's first line
 	// (a client idle longer gets an error answer) and the write of a
-	// one-line answer. If zero, DefaultRequestTimeout (10 s).
+	// one-line answer. If zero, sockapi.DefaultRequestTimeout (10 s).
 	RequestTimeout time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
@@ -136,35 +134,20 @@ type daemon struct {
 	cgroups *proc.JobCgroups
 	holder  jobHolder // nil without Config.Holder
 	svc     *service.Service
-	// peerLogged is when an http connection of another user was last
-	// refused and logged (unix nanoseconds).
-	peerLogged atomic.Int64
-	http       *httpFront
-	extra      []func() // closers of extra engines, run at shutdown
-	// extraRan: the shutdown ran the closers; guarded by connMu.
+	sock    *sockapi.Server  // the socket's server
+	http    *httpfront.Front // nil without Config.HTTPAddr
+	extra   []func()         // closers of extra engines, run at shutdown
+	// extraRan: the shutdown ran the closers; guarded by extraMu.
 	extraRan bool
+	extraMu  sync.Mutex
 
-	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup // every goroutine Run starts
-	connWG sync.WaitGroup // the goroutines serving socket connections
-	// stopping is closed once the engines have stopped at shutdown: MCP
-	// sessions then end, saying so.
-	stopping chan struct{}
-	started  time.Time
-	// waiters counts the connections waiting in inbox_next.
-	waiters atomic.Int64
-	// mcpSessions counts the MCP sessions on the socket (and stdio).
-	mcpSessions atomic.Int64
+	wg      sync.WaitGroup // every goroutine Run starts
+	started time.Time
 
-	// cancel ends Run's context: a stop request.
-	cancel context.CancelFunc
-	// stopMu guards stopReq (the first stop request, nil when the stop
-	// came from Run's context) and stopWaiters (the connections of stop
-	// requests, answered once the daemon has stopped).
-	stopMu      sync.Mutex
-	stopReq     *stopRequest
-	stopWaiters []net.Conn
+	// stopMu guards stopReq: the first stop request, nil when the stop
+	// came from Run's context.
+	stopMu  sync.Mutex
+	stopReq *stopRequest
 
 	sumOnce sync.Once
 	sumVal  string
@@ -226,18 +209,22 @@ func Run(ctx context.Context, cfg Config) error {
 	defer unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ln, err := listenUnix(l.Socket())
+	ln, err := listen.Unix(l.Socket())
 	if err != nil {
 		return err
 	}
-	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, conns: map[net.Conn]struct{}{}, stopping: make(chan struct{}), started: time.Now(), cancel: cancel}
+	d := &daemon{cfg: cfg, layout: l, log: cfg.Logger, started: time.Now()}
 	if err := d.open(); err != nil {
 		ln.Close()
 		os.Remove(l.Socket())
 		return err
 	}
+	d.sock = sockapi.New(sockapi.Options{Service: d.svc, Daemon: d, RequestTimeout: cfg.RequestTimeout, MaxLine: cfg.MaxLine, Logger: d.log})
 	if cfg.HTTPAddr != "" {
-		if d.http, err = d.listenHTTP(); err != nil {
+		if d.http, err = httpfront.Listen(httpfront.Options{Addr: cfg.HTTPAddr, TokenFile: cfg.TokenFile, NoAuth: cfg.HTTPNoAuth,
+			MaxConns: cfg.HTTPMaxConns, MaxSessions: cfg.HTTPMaxSessions, SessionIdle: cfg.HTTPSessionIdle,
+			ReadTimeout: cfg.HTTPReadTimeout, WriteTimeout: cfg.HTTPWriteTimeout, TakeoverLife: cfg.DashboardTakeoverLife,
+			Layout: l, Service: d.svc, Started: d.started, AddCloser: d.addCloser, Logger: d.log}); err != nil {
 			ln.Close()
 			os.Remove(l.Socket())
 			d.close()
@@ -247,7 +234,7 @@ func Run(ctx context.Context, cfg Config) error {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
-			if err := d.http.serve(); err != nil {
+			if err := d.http.Serve(); err != nil {
 				d.log.Error("http serve", "err", err)
 			}
 		}()
@@ -265,62 +252,24 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() {
 		defer d.wg.Done()
 		<-ctx.Done()
-		ln.Close()
 		if d.http != nil {
-			d.http.shutdown()
+			d.http.Shutdown()
 		}
 	}()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			d.log.Error("accept", "err", err)
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		if !d.peerAllowed(c) {
-			c.Close()
-			continue
-		}
-		d.track(c, true)
-		d.wg.Add(1)
-		d.connWG.Add(1)
-		go func() {
-			defer d.wg.Done()
-			defer d.connWG.Done()
-			defer d.track(c, false)
-			if !d.serveConn(ctx, c) {
-				c.Close()
-			}
-		}()
-	}
+	d.sock.Serve(ctx, ln) // until ctx ends or a stop request
+	cancel()
 	d.log.Info("hive daemon stopping")
 	os.Remove(l.Socket())
 	// Stop jobs first so their last loose ends are recorded and pushed,
-	// then end the sessions: each says why to its bridge. Connections
-	// still open after a moment (a one-shot request stuck in a write, a
-	// client that does not go) are closed.
+	// then end the socket's sessions: each says why to its bridge.
 	d.close()
-	close(d.stopping)
-	conns := make(chan struct{})
-	go func() { d.connWG.Wait(); close(conns) }()
-	select {
-	case <-conns:
-	case <-time.After(2 * time.Second):
-	}
-	d.connMu.Lock()
-	for c := range d.conns {
-		c.Close()
-	}
-	d.connMu.Unlock()
+	d.sock.Close()
 	d.wg.Wait()
 	d.st.Close()
 	// Only now is the state dir free for another daemon: those who asked
 	// for the stop hear of it.
 	unlock()
-	d.answerStopped()
+	d.sock.AnswerStopped()
 	return nil
 }
 
@@ -359,24 +308,14 @@ func (d *daemon) prune(ctx context.Context) {
 // a late one (a server made for a request that came meanwhile) runs at
 // once.
 func (d *daemon) addCloser(f func()) {
-	d.connMu.Lock()
+	d.extraMu.Lock()
 	if !d.extraRan {
 		d.extra = append(d.extra, f)
-		d.connMu.Unlock()
+		d.extraMu.Unlock()
 		return
 	}
-	d.connMu.Unlock()
+	d.extraMu.Unlock()
 	f()
-}
-
-func (d *daemon) track(c net.Conn, add bool) {
-	d.connMu.Lock()
-	defer d.connMu.Unlock()
-	if add {
-		d.conns[c] = struct{}{}
-	} else {
-		delete(d.conns, c)
-	}
 }
 
 func (d *daemon) open() error {
@@ -508,10 +447,10 @@ func (d *daemon) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	d.connMu.Lock()
+	d.extraMu.Lock()
 	closers := d.extra
 	d.extra, d.extraRan = nil, true
-	d.connMu.Unlock()
+	d.extraMu.Unlock()
 	for _, c := range closers {
 		c()
 	}
@@ -554,240 +493,18 @@ func (d *daemon) escapeTracking() string {
 	return t
 }
 
-// maxRequestLine bounds the first line of a connection: a wake with the
-// largest body (inbox.MaxBody, 1 MiB) fits however JSON escapes it (at
-// most 6 bytes a byte, as \u0001).
-const maxRequestLine = 8 << 20
+// Defaults of the HTTP front end (the Config zero values).
+const (
+	DefaultHTTPMaxConns     = httpfront.DefaultMaxConns
+	DefaultHTTPMaxSessions  = httpfront.DefaultMaxSessions
+	DefaultHTTPSessionIdle  = httpfront.DefaultSessionIdle
+	DefaultHTTPReadTimeout  = httpfront.DefaultReadTimeout
+	DefaultHTTPWriteTimeout = httpfront.DefaultWriteTimeout
+)
 
-// DefaultRequestTimeout bounds the wait for a connection's first line,
-// and the write of a one-line answer, unless Config.RequestTimeout says
-// otherwise.
-const DefaultRequestTimeout = 10 * time.Second
-
-// errRequestTooLong is a first line over maxRequestLine.
-var errRequestTooLong = fmt.Errorf("request line longer than %d bytes", maxRequestLine)
-
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > maxRequestLine {
-			return nil, errRequestTooLong
-		}
-		if err == nil {
-			return line, nil
-		}
-		if errors.Is(err, io.EOF) && len(bytes.TrimSpace(line)) > 0 {
-			return line, nil // a last line without a newline
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, err
-		}
-	}
-}
-
-func writeResp(w io.Writer, r proto.Response) error {
-	b, _ := json.Marshal(r)
-	_, err := w.Write(append(b, '\n'))
-	return err
-}
-
-// serveConn serves one socket connection: its first line (within
-// requestTimeout) says what it is for. Every first line is answered, a
-// bad one with an error saying what is wrong. It reports whether it kept
-// the connection (a stop request's, answered again at the end of Run);
-// otherwise the caller closes it.
-func (d *daemon) serveConn(ctx context.Context, c net.Conn) (kept bool) {
-	requestTimeout := d.cfg.RequestTimeout
-	if requestTimeout <= 0 {
-		requestTimeout = DefaultRequestTimeout
-	}
-	c.SetDeadline(time.Now().Add(requestTimeout))
-	line, br, fds, err := readHello(c)
-	if err != nil {
-		c.SetWriteDeadline(time.Now().Add(requestTimeout))
-		var ne net.Error
-		switch {
-		case errors.Is(err, errRequestTooLong):
-			writeResp(c, proto.Fail(err))
-		case errors.As(err, &ne) && ne.Timeout():
-			writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "request: no complete line within %v", requestTimeout)))
-		}
-		return
-	}
-	c.SetReadDeadline(time.Time{}) // mcp and logs connections live on
-	var req proto.Request
-	if err := json.Unmarshal(line, &req); err != nil {
-		closeFDs(fds)
-		writeResp(c, proto.Fail(errdefs.Newf(errdefs.ErrInvalid, "request: not JSON: %v", err)))
-		return
-	}
-	if req.Cmd != proto.CmdMCP || !req.Stdio {
-		closeFDs(fds)
-		fds = nil
-	}
-	switch req.Cmd {
-	case proto.CmdMCP:
-		c.SetWriteDeadline(time.Time{}) // the session sets its own
-		d.serveMCP(ctx, c, br, req, fds)
-	case proto.CmdLogs:
-		c.SetWriteDeadline(time.Time{})
-		d.serveLogs(ctx, c, req)
-	case proto.CmdWait:
-		c.SetDeadline(time.Time{}) // the wait has no limit; the answer gets the write deadline
-		d.serveWait(ctx, c, br, req, requestTimeout)
-	case proto.CmdStop:
-		c.SetWriteDeadline(time.Now().Add(requestTimeout))
-		return d.serveStop(c, req)
-	case proto.CmdInboxNext:
-		if req.Wait {
-			d.serveInboxNext(ctx, c, br, req, requestTimeout)
-			return
-		}
-		fallthrough
-	default:
-		resp := d.handle(ctx, req)
-		c.SetWriteDeadline(time.Now().Add(requestTimeout))
-		writeResp(c, resp)
-	}
-	return false
-}
-
-// writeTimeout bounds one write to an MCP client: a client that reads
-// nothing for this long loses its session instead of holding a goroutine.
-const writeTimeout = 30 * time.Second
-
-// deadlineWriter sets a write deadline before every write.
-type deadlineWriter struct {
-	w interface {
-		io.WriteCloser
-		SetWriteDeadline(time.Time) error
-	}
-}
-
-func (d deadlineWriter) Write(p []byte) (int, error) {
-	d.w.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return d.w.Write(p)
-}
-
-func (d deadlineWriter) Close() error { return d.w.Close() }
-
-// rwc joins the buffered reader of a connection with the connection.
-type rwc struct {
-	*bufio.Reader
-	c net.Conn
-}
-
-func (r rwc) Close() error { return r.c.Close() }
-
-// serveMCP serves one MCP session. With fds (a bridge's stdin and
-// stdout, handed over with the request) the session runs on them directly
-// and the connection only tells whether the bridge is still there: no
-// bytes are copied through the bridge. Without, MCP runs over the
-// connection itself.
-//
-// When a stdio session ends, the daemon says why on the connection (one
-// Response line: OK when the client closed its input, else the reason)
-// before it closes it, so the bridge can tell its user.
-func (d *daemon) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
-	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c), Answers: req.Answers}
-	srv, stop, err := tools.NewServer(d.svc, sess, req.Groups)
-	if err != nil {
-		closeFDs(fds)
-		writeResp(c, proto.Fail(err))
-		return
-	}
-	defer stop()
-	lt := &lineTransport{r: rwc{br, c}, w: deadlineWriter{c}, maxLine: d.cfg.MaxLine}
-	var stdin, stdout *os.File
-	if req.Stdio {
-		if stdin, stdout, err = stdioFiles(fds); err != nil {
-			writeResp(c, proto.Fail(err))
-			return
-		}
-		defer stdin.Close()
-		defer stdout.Close()
-		lt = &lineTransport{r: stdin, w: deadlineWriter{stdout}, maxLine: d.cfg.MaxLine}
-	}
-	if err := writeResp(c, proto.Response{OK: true, Version: d.cfg.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
-		return
-	}
-	ss, err := srv.Connect(ctx, lt, nil)
-	if err != nil {
-		d.log.Error("mcp connect", "err", err)
-		return
-	}
-	d.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups, "stdio", req.Stdio)
-	d.mcpSessions.Add(1)
-	defer d.mcpSessions.Add(-1)
-	// The daemon stopping ends the session (and says so).
-	ended := make(chan struct{})
-	go func() {
-		select {
-		case <-d.stopping:
-			ss.Close()
-		case <-ended:
-		}
-	}()
-	if req.Stdio {
-		// The bridge holds the connection open while it lives; when it
-		// goes, so does the session. When the session ends first, the
-		// goodbye line and the closed connection tell the bridge to exit.
-		gone := make(chan struct{})
-		var left atomic.Bool
-		go func() {
-			io.Copy(io.Discard, br)
-			left.Store(true)
-			ss.Close()
-			close(gone)
-		}()
-		ss.Wait()
-		close(ended)
-		bridgeGone := left.Load()
-		reason := d.endReason(lt)
-		if !bridgeGone {
-			resp := proto.Response{OK: reason == nil}
-			if reason != nil {
-				resp.Error = "the daemon ended the session: " + reason.Error()
-			}
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			writeResp(c, resp)
-		}
-		c.Close()
-		<-gone
-		d.logEnd(sess.ID, reason, bridgeGone)
-		return
-	}
-	ss.Wait()
-	close(ended)
-	d.logEnd(sess.ID, d.endReason(lt), false)
-}
-
-// endReason says why a session's transport ended: nil for the client's
-// end of input.
-func (d *daemon) endReason(lt *lineTransport) error {
-	select {
-	case <-d.stopping:
-		return errors.New("the daemon is stopping")
-	default:
-	}
-	return lt.endReason()
-}
-
-func (d *daemon) logEnd(id string, reason error, bridgeGone bool) {
-	switch {
-	case bridgeGone:
-		d.log.Info("mcp session closed", "session", id, "reason", "the bridge went away")
-	case reason == nil:
-		d.log.Info("mcp session closed", "session", id, "reason", "end of input")
-	default:
-		d.log.Warn("mcp session closed", "session", id, "reason", reason.Error())
-	}
-}
-
-// pid is this daemon's process id.
-var pid = os.Getpid()
+// DefaultMaxLine bounds one inbound JSON-RPC line of an MCP session unless
+// Config.MaxLine says otherwise (the go-sdk's default, 16 MiB).
+const DefaultMaxLine = mcpline.DefaultMaxLine
 
 // errLockHeld is a daemon lock another process holds.
 var errLockHeld = errors.New("held by another daemon")

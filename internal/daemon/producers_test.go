@@ -15,6 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/sockapi"
 )
 
 // call sends one request with the client and fails the test on an error.
@@ -63,8 +64,8 @@ func TestProducerCommands(t *testing.T) {
 	// A wake with the largest body, escaped as badly as JSON can (every
 	// byte as \u0001, 6 bytes each), fits the request line.
 	big := strings.Repeat("\x01", inbox.MaxBody)
-	if b, _ := json.Marshal(proto.Request{Cmd: proto.CmdWake, From: "ci", Body: big}); len(b) <= 6*inbox.MaxBody || len(b) > maxRequestLine {
-		t.Fatalf("the worst wake line is %d bytes: the test does not test the limit (%d)", len(b), maxRequestLine)
+	if b, _ := json.Marshal(proto.Request{Cmd: proto.CmdWake, From: "ci", Body: big}); len(b) <= 6*inbox.MaxBody || len(b) > sockapi.MaxRequestLine {
+		t.Fatalf("the worst wake line is %d bytes: the test does not test the limit (%d)", len(b), sockapi.MaxRequestLine)
 	}
 	w1 := call(t, l, proto.Request{Cmd: proto.CmdWake, From: "ci", Body: big})
 	w2 := call(t, l, proto.Request{Cmd: proto.CmdWake, From: "chat:alice@example.org", Body: "hello\nthere"})
@@ -74,7 +75,7 @@ func TestProducerCommands(t *testing.T) {
 
 	up := call(t, l, proto.Request{Cmd: proto.CmdTodo, Subsystem: "ci", Key: "build-42", Summary: "build 42 failed"})
 	ls := call(t, l, proto.Request{Cmd: proto.CmdTodoLs})
-	if len(ls.Todos) != 1 || ls.Todos[0].ID != up.TodoID || ls.Todos[0].Summary != "build 42 failed" || ls.Todos[0].UpdatedAt == 0 {
+	if len(ls.Todos) != 1 || ls.Todos[0].ID != up.TodoID || ls.Todos[0].Summary != "build 42 failed" || ls.Todos[0].Updated.IsZero() {
 		t.Fatalf("todo_ls: %+v", ls.Todos)
 	}
 

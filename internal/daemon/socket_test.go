@@ -15,6 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/sockapi"
 )
 
 // runDaemon runs an in-process daemon on a new state dir until the test
@@ -80,7 +81,7 @@ func TestSocketAnswersEveryRequest(t *testing.T) {
 		closeWrite bool
 		want       string
 	}{
-		{"oversized", []byte(`{"cmd":"todo","summary":"` + strings.Repeat("x", maxRequestLine) + "\"}\n"), false, fmt.Sprintf("request line longer than %d bytes", maxRequestLine)},
+		{"oversized", []byte(`{"cmd":"todo","summary":"` + strings.Repeat("x", sockapi.MaxRequestLine) + "\"}\n"), false, fmt.Sprintf("request line longer than %d bytes", sockapi.MaxRequestLine)},
 		{"idle", nil, false, "no complete line within 300ms"},
 		{"half a line then idle", []byte(`{"cmd":"vers`), false, "no complete line within 300ms"},
 		{"not JSON", []byte("hello\n"), false, "request: not JSON"},

@@ -19,6 +19,8 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/lineio"
+	"github.com/hivetools/hive/internal/listen"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/pty"
 )
@@ -129,7 +131,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	if o.Cgroups != nil {
 		o.Tracking = proc.WithCgroups(o.Tracking)
 	}
-	ln, err := listen(o.Socket)
+	ln, err := listen.Unix(o.Socket)
 	if err != nil {
 		return err
 	}
@@ -633,41 +635,6 @@ func (s *server) flusher(ctx context.Context) {
 	}
 }
 
-// readLine reads one line, at most maxLine bytes.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var buf []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		buf = append(buf, chunk...)
-		if len(buf) > maxLine {
-			return nil, fmt.Errorf("line longer than %d bytes", maxLine)
-		}
-		if err == nil {
-			return buf[:len(buf)-1], nil
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, err
-		}
-	}
-}
-
-// listen listens on path, mode 0600, replacing a stale socket.
-func listen(path string) (net.Listener, error) {
-	if len(path) > 103 {
-		return nil, fmt.Errorf("socket path %q is %d bytes, unix sockets allow 103: use a shorter --state-dir", path, len(path))
-	}
-	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket == 0 {
-		return nil, fmt.Errorf("%q exists and is not a socket: refusing to replace it", path)
-	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket %q: %w", path, err)
-	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %q: %w", path, err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	return ln, nil
-}
+// readLine reads one line, at most maxLine bytes. It is valid until the
+// next read from r.
+func readLine(r *bufio.Reader) ([]byte, error) { return lineio.Read(r, maxLine) }

@@ -87,6 +87,12 @@ func (in *Inbox) Messages(ctx context.Context, limit int) ([]store.Message, erro
 	return in.st.Messages(ctx, limit, false)
 }
 
+// AllMessages lists every message, in flight or not, oldest first, at
+// most limit (<= 0: all), with their previews.
+func (in *Inbox) AllMessages(ctx context.Context, limit int) ([]store.Message, error) {
+	return in.st.Messages(ctx, limit, true)
+}
+
 // Undelivered counts the messages not yet delivered.
 func (in *Inbox) Undelivered(ctx context.Context) (int, error) {
 	return in.st.CountMessages(ctx)

@@ -173,14 +173,14 @@ type Response struct {
 	TodoID       int64      `json:"todo_id,omitempty"`
 	Stats        *Stats     `json:"stats,omitempty"`
 
-	MessageID int64  `json:"message_id,omitempty"` // wake
-	Requeued  *int   `json:"requeued,omitempty"`   // inbox_requeue
-	Cleared   *bool  `json:"cleared,omitempty"`    // clear_todo
-	Todos     []Todo `json:"todos,omitzero"`       // todo_ls
+	MessageID int64       `json:"message_id,omitempty"` // wake
+	Requeued  *int        `json:"requeued,omitempty"`   // inbox_requeue
+	Cleared   *bool       `json:"cleared,omitempty"`    // clear_todo
+	Todos     []view.Todo `json:"todos,omitzero"`       // todo_ls
 	// inbox_ls: the oldest messages (at most MaxListed), and how many are
 	// undelivered (not in flight) in all.
-	Messages    []MessageInfo `json:"messages,omitzero"`
-	Undelivered *int          `json:"undelivered,omitempty"`
+	Messages    []view.Message `json:"messages,omitzero"`
+	Undelivered *int           `json:"undelivered,omitempty"`
 	// inbox_next, graceful_stop: the message; inbox_next: Empty when none came.
 	Message *Message `json:"message,omitempty"`
 	Empty   bool     `json:"empty,omitempty"`
@@ -205,26 +205,6 @@ func (r Response) Err() error {
 
 // MaxListed bounds the messages inbox_ls lists.
 const MaxListed = 200
-
-// Todo is a loose-end todo (todo_ls).
-type Todo struct {
-	ID        int64  `json:"id"`
-	Subsystem string `json:"subsystem"`
-	Key       string `json:"key"`
-	Summary   string `json:"summary"`
-	CreatedAt int64  `json:"created_at"` // unix seconds
-	UpdatedAt int64  `json:"updated_at"`
-}
-
-// MessageInfo is an inbox message as inbox_ls lists it.
-type MessageInfo struct {
-	ID       int64  `json:"id"`
-	From     string `json:"from"`
-	At       int64  `json:"at"`   // unix seconds
-	Size     int64  `json:"size"` // bytes of the whole body
-	Preview  string `json:"preview"`
-	InFlight bool   `json:"in_flight"` // taken by inbox_next, not yet acked
-}
 
 // Message is a message delivered for a turn (inbox_next, graceful_stop)
 // with its whole body. ID 0 is the synthetic "loose-ends" message made of

@@ -1,7 +1,7 @@
 // Package service is the one API of hive's engines: jobs, PTY sessions,
 // loose ends, the inbox, reminders and the agent's state. Every surface
 // is an adapter in front of it: the MCP tools (internal/tools), the
-// daemon's socket server behind the CLI (internal/daemon) and the HTTP
+// daemon's socket server behind the CLI (internal/sockapi) and the HTTP
 // API and dashboard (internal/dashboard) decode a request, call a
 // Service, and encode the answer in the one view of each record
 // (internal/view). What a job means for the agent (when its loose end is

@@ -43,8 +43,7 @@ func Read(r *bufio.Reader, max int) ([]byte, error) {
 // instead of the *TooLongError.
 func ReadSkip(r *bufio.Reader, max int) ([]byte, error) {
 	line, ended, err := read(r, max)
-	var tl *TooLongError
-	if ended || !errors.As(err, &tl) {
+	if _, long := err.(*TooLongError); !long || ended {
 		return line, err
 	}
 	for {

@@ -342,16 +342,19 @@ func depth(b []byte) int {
 // errLineTooLong, and the next call reads the next line.
 func (c *lineConn) readLine() ([]byte, error) {
 	line, err := lineio.ReadSkip(c.r, c.maxLine)
-	var tooLong *lineio.TooLongError
 	switch {
-	case errors.As(err, &tooLong):
-		return nil, errLineTooLong{c.maxLine}
-	case errors.Is(err, io.EOF) && len(bytes.TrimSpace(line)) > 0:
-		return line, nil // a last line without a newline
-	case err != nil:
+	case err == nil:
+		return line, nil // may point into c.r's buffer: the common case, no copy
+	case errors.Is(err, io.EOF):
+		if len(bytes.TrimSpace(line)) > 0 {
+			return line, nil // a last line without a newline
+		}
 		return nil, err
 	}
-	return line, nil // may point into c.r's buffer: the common case, no copy
+	if _, ok := errors.AsType[*lineio.TooLongError](err); ok {
+		return nil, errLineTooLong{c.maxLine}
+	}
+	return nil, err
 }
 
 // readBatch splits a batch into its messages. Members that are not valid

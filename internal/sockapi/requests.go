@@ -201,7 +201,6 @@ func checkTodoKey(req proto.Request) error {
 	return nil
 }
 
-
 // checkNext checks an inbox_next request's wait and timeout.
 func checkNext(req proto.Request) (time.Duration, error) {
 	t := req.TimeoutSecs

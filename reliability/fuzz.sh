@@ -21,8 +21,8 @@ targets=(
 	"FuzzSemantic ./internal/shell"
 	"FuzzStream ./internal/output"
 	"FuzzSocketRequest ./internal/daemon"
-	"FuzzLineConn ./internal/daemon"
-	"FuzzDecodeMessageAgrees ./internal/daemon"
+	"FuzzLineConn ./internal/mcpline"
+	"FuzzDecodeMessageAgrees ./internal/mcpline"
 )
 
 listed=$(printf '%s\n' "${targets[@]}" | cut -d' ' -f1 | sort)
@@ -36,6 +36,12 @@ fi
 for t in "${targets[@]}"; do
 	read -r name pkg <<<"$t"
 	echo "== $name ($pkg, $fuzztime)"
-	go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg"
+	out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$fuzztime" -fuzzminimizetime "$minimize" "$pkg" 2>&1) || { echo "$out"; exit 1; }
+	echo "$out"
+	# A target listed with the wrong package fuzzes nothing and passes.
+	if grep -q 'no fuzz tests to fuzz' <<<"$out"; then
+		echo "fuzz.sh: $name is not in $pkg" >&2
+		exit 1
+	fi
 done
 echo "== all ${#targets[@]} fuzz targets passed ($fuzztime each)"

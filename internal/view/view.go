@@ -5,9 +5,10 @@
 // job and session fields of MCP tool answers. So a field has one
 // spelling and one encoding everywhere (docs/http-api.md lists them).
 //
-// Times are time.Time in UTC to the millisecond (what the store keeps),
-// encoded as RFC 3339 ("2026-12-01T22:04:20.873Z"); a time not reached
-// yet is left out. Durations are whole milliseconds, in fields that end
+// Times are time.Time in UTC to the microsecond, encoded as RFC 3339
+// ("2026-12-01T22:04:20.873929Z"); a record read back from the store has
+// milliseconds (what the store keeps); a time not reached yet is left
+// out. Durations are whole milliseconds, in fields that end
 // in _ms.
 //
 // The MCP tools keep the seeds' names for three of a job's fields:
@@ -148,11 +149,11 @@ func Preview(body string) string {
 	return string(r[:PreviewLen-1]) + "…"
 }
 
-// Time is t as a view holds it: in UTC, to the millisecond; the zero
+// Time is t as a view holds it: in UTC, to the microsecond; the zero
 // time stays zero.
 func Time(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
-	return t.UTC().Truncate(time.Millisecond)
+	return t.UTC().Truncate(time.Microsecond)
 }

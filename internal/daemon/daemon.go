@@ -171,8 +171,8 @@ const lockWait = 3 * time.Second
 func takeLock(l paths.Layout) (func(), error) {
 	deadline := time.Now().Add(lockWait)
 	for {
-		unlock, err := lockFile(l.Lock())
-		if err == nil || !errors.Is(err, errLockHeld) || time.Now().After(deadline) {
+		unlock, err := listen.Lock(l.Lock())
+		if err == nil || !errors.Is(err, listen.ErrLocked) || time.Now().After(deadline) {
 			return unlock, err
 		}
 		if resp, cerr := client.Call(l, proto.Request{Cmd: proto.CmdVersion}); cerr == nil {
@@ -505,9 +505,6 @@ const (
 // DefaultMaxLine bounds one inbound JSON-RPC line of an MCP session unless
 // Config.MaxLine says otherwise (the go-sdk's default, 16 MiB).
 const DefaultMaxLine = mcpline.DefaultMaxLine
-
-// errLockHeld is a daemon lock another process holds.
-var errLockHeld = errors.New("held by another daemon")
 
 // holderProto is the newest protocol this daemon speaks with its holder.
 const holderProto = wire.Proto

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
+	"github.com/hivetools/hive/internal/listen"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -50,7 +51,7 @@ func TestStopRequest(t *testing.T) {
 		t.Fatalf("stop: %d %v", pid, err)
 	}
 	// Stop returned: another daemon may take the state dir at once.
-	unlock, err := lockFile(l.Lock())
+	unlock, err := listen.Lock(l.Lock())
 	if err != nil {
 		t.Errorf("lock after stop: %v", err)
 	} else {

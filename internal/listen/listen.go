@@ -15,6 +15,9 @@ import (
 // ErrLive is a socket a server answers on: it is already running.
 var ErrLive = errors.New("a server answers on the socket")
 
+// ErrLocked is a lock file (Lock) another process holds.
+var ErrLocked = errors.New("held by another process")
+
 // dialTimeout bounds the dial that looks for a live server.
 const dialTimeout = time.Second
 

@@ -2,31 +2,25 @@ package httpfront
 
 import (
 	"context"
+	"github.com/hivetools/hive/internal/service"
 	"os"
 	"time"
 )
 
 // APIState is the answer of GET /api/state (docs/http-api.md).
 type APIState struct {
-	Name           string         `json:"name"`
-	Version        string         `json:"version"`
-	PID            int            `json:"pid"`
-	UptimeSecs     int64          `json:"uptime_secs"`
-	TurnState      string         `json:"turn_state"`
-	TurnStateSince int64          `json:"turn_state_since"`
-	Status         string         `json:"status"`
-	StatusSetAt    int64          `json:"status_set_at,omitempty"`
-	ContextUsage   *float64       `json:"context_usage"`
-	CompactPending bool           `json:"compact_pending"`
-	Jobs           map[string]int `json:"jobs"`
-	LooseEnds      APILooseEnds   `json:"loose_ends"`
-}
-
-// APILooseEnds counts the loose ends.
-type APILooseEnds struct {
-	Reminders int `json:"reminders"`
-	Todos     int `json:"todos"`
-	Inbox     int `json:"inbox"`
+	Name           string                 `json:"name"`
+	Version        string                 `json:"version"`
+	PID            int                    `json:"pid"`
+	UptimeSecs     int64                  `json:"uptime_secs"`
+	TurnState      string                 `json:"turn_state"`
+	TurnStateSince int64                  `json:"turn_state_since"`
+	Status         string                 `json:"status"`
+	StatusSetAt    int64                  `json:"status_set_at,omitempty"`
+	ContextUsage   *float64               `json:"context_usage"`
+	CompactPending bool                   `json:"compact_pending"`
+	Jobs           map[string]int         `json:"jobs"`
+	LooseEnds      service.LooseEndCounts `json:"loose_ends"`
 }
 
 // apiState answers GET /api/state.
@@ -42,18 +36,8 @@ func (f *Front) apiState(ctx context.Context) (any, error) {
 	if out.Jobs, err = f.svc.Jobs.Counts(ctx); err != nil {
 		return nil, err
 	}
-	rs, err := f.svc.Inbox.Reminders(ctx)
-	if err != nil {
+	if out.LooseEnds, err = f.svc.LooseEndCounts(ctx); err != nil {
 		return nil, err
 	}
-	todos, err := f.svc.Inbox.Todos(ctx)
-	if err != nil {
-		return nil, err
-	}
-	n, err := f.svc.Inbox.Undelivered(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out.LooseEnds = APILooseEnds{Reminders: len(rs), Todos: len(todos), Inbox: n}
 	return out, nil
 }

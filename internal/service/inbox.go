@@ -16,6 +16,25 @@ type LooseEnds struct {
 	Undelivered int            `json:"undelivered"`
 }
 
+// LooseEndCounts counts the agent's open threads (get_agent_meta, GET
+// /api/state).
+type LooseEndCounts struct {
+	Reminders int `json:"reminders"`
+	Todos     int `json:"todos"`
+	// Inbox counts the undelivered messages.
+	Inbox int `json:"inbox"`
+}
+
+// LooseEndCounts counts the pending reminders, the open todos and the
+// undelivered messages.
+func (s *Service) LooseEndCounts(ctx context.Context) (LooseEndCounts, error) {
+	le, err := s.LooseEnds(ctx, 0)
+	if err != nil {
+		return LooseEndCounts{}, err
+	}
+	return LooseEndCounts{Reminders: len(le.Reminders), Todos: len(le.Todos), Inbox: le.Undelivered}, nil
+}
+
 // LooseEnds reads the pending reminders, the open todos and the inbox:
 // its oldest maxMessages messages and how many wait in all. The lists are
 // never nil.

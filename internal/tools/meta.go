@@ -15,30 +15,24 @@ import (
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/service"
 )
 
 type metaIn struct {
 	Name string `json:"name,omitempty" jsonschema:"a sibling agent; default: you"`
 }
 
-// LooseEndCounts are the counts of an agent's loose ends.
-type LooseEndCounts struct {
-	Reminders int `json:"reminders"`
-	Todos     int `json:"todos"`
-	Inbox     int `json:"inbox"`
-}
-
 // AgentMeta is the answer of get_agent_meta.
 type AgentMeta struct {
-	Name           string          `json:"name"`
-	Version        string          `json:"version,omitempty"`
-	Running        bool            `json:"running"`
-	StatusText     string          `json:"status_text"`
-	StatusSetAt    int64           `json:"status_set_at,omitempty"`
-	TurnState      string          `json:"turn_state,omitempty"`
-	TurnStateSince int64           `json:"turn_state_since,omitempty"`
-	JobsRunning    int             `json:"jobs_running"`
-	LooseEnds      *LooseEndCounts `json:"loose_ends,omitempty"`
+	Name           string                  `json:"name"`
+	Version        string                  `json:"version,omitempty"`
+	Running        bool                    `json:"running"`
+	StatusText     string                  `json:"status_text"`
+	StatusSetAt    int64                   `json:"status_set_at,omitempty"`
+	TurnState      string                  `json:"turn_state,omitempty"`
+	TurnStateSince int64                   `json:"turn_state_since,omitempty"`
+	JobsRunning    int                     `json:"jobs_running"`
+	LooseEnds      *service.LooseEndCounts `json:"loose_ends,omitempty"`
 }
 
 func (h *handlers) addMeta(s *mcp.Server) {
@@ -73,11 +67,11 @@ func (h *handlers) selfMeta(ctx context.Context) (AgentMeta, error) {
 	if !st.StatusSetAt.IsZero() {
 		m.StatusSetAt = st.StatusSetAt.Unix()
 	}
-	le, err := h.looseEnds(ctx)
+	n, err := h.d.LooseEndCounts(ctx)
 	if err != nil {
 		return AgentMeta{}, err
 	}
-	m.LooseEnds = &LooseEndCounts{Reminders: len(le.Reminders), Todos: len(le.Todos), Inbox: le.Inbox.Undelivered}
+	m.LooseEnds = &n
 	return m, nil
 }
 

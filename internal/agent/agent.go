@@ -7,7 +7,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,7 +34,7 @@ const MaxStatus = 200
 
 // ErrCompactRefused is compact()'s refusal: the last reported context
 // usage is not above CompactOver (the error says the figure).
-var ErrCompactRefused = errors.New("compaction refused")
+var ErrCompactRefused = errdefs.New(errdefs.ErrConflict, "compaction refused")
 
 // State is a snapshot of the agent.
 type State struct {

@@ -12,8 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hivetools/hive/internal/agent"
-	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/pty"
@@ -71,8 +70,10 @@ func fail(w http.ResponseWriter, code int, msg string) {
 	json.NewEncoder(w).Encode(map[string]string{"error": msg})
 }
 
-// answer writes v, or the error: an apiError with its code, a not-found
-// error 404, an ended job or a refused compaction 409, else 500.
+// answer writes v, or the error: an apiError with its code, else the
+// status of the error's class (errdefs: not found 404, conflict 409 — an
+// ended job, a refused compaction —, invalid 400, limit 429, unavailable
+// 503), else 500.
 func answer(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		var ae *apiError
@@ -80,11 +81,16 @@ func answer(w http.ResponseWriter, v any, err error) {
 		switch {
 		case errors.As(err, &ae):
 			code = ae.code
-		case errors.Is(err, job.ErrNotFound), errors.Is(err, inbox.ErrNotFound), errors.Is(err, pty.ErrNotFound):
+		case errors.Is(err, errdefs.ErrNotFound):
 			code = http.StatusNotFound
-		case errors.Is(err, job.ErrEnded), errors.Is(err, agent.ErrCompactRefused),
-			errors.Is(err, pty.ErrExited), errors.Is(err, pty.ErrClosed):
+		case errors.Is(err, errdefs.ErrConflict):
 			code = http.StatusConflict
+		case errors.Is(err, errdefs.ErrInvalid):
+			code = http.StatusBadRequest
+		case errors.Is(err, errdefs.ErrLimit):
+			code = http.StatusTooManyRequests
+		case errors.Is(err, errdefs.ErrUnavailable):
+			code = http.StatusServiceUnavailable
 		}
 		fail(w, code, err.Error())
 		return

@@ -105,6 +105,20 @@ func TestAuth(t *testing.T) {
 	if len(le.Messages) != 2 || le.Messages[0].From != "operator" || le.Messages[0].Preview != "from the page" {
 		t.Errorf("messages %+v", le.Messages)
 	}
+	// An engine's error answers the status of its class (errdefs).
+	for _, tc := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/api/messages", `{"body":""}`, http.StatusBadRequest}, // invalid: body must not be empty
+		{"GET", "/api/jobs/nosuchjob", "", http.StatusNotFound},         // not found
+		{"POST", "/api/messages/424242/drop", "", http.StatusNotFound},  // not found (the inbox's)
+		{"POST", "/api/compact", "", http.StatusConflict},               // conflict: refused at no context use
+	} {
+		if r := e.call(tc.method, tc.path, nil, tc.body); r.status != tc.want {
+			t.Errorf("%s %s %s: %d %s, want %d", tc.method, tc.path, tc.body, r.status, r.body, tc.want)
+		}
+	}
 }
 
 // Bad input gets a 400 naming the field; paging walks every job once.

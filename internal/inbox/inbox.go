@@ -19,7 +19,7 @@ import (
 )
 
 // ErrNotFound is returned for an unknown loose end.
-var ErrNotFound = errors.New("no such loose end")
+var ErrNotFound = errdefs.New(errdefs.ErrNotFound, "no such loose end")
 
 // Kinds of loose ends and changes.
 const (

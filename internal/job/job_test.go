@@ -1000,8 +1000,11 @@ func TestStoreFailureStartsNothing(t *testing.T) {
 		}
 	}
 	// The long job ends while its end cannot be written: nobody is told.
-	if _, err := h.m.Kill(long.ID(), true); err != nil {
-		t.Fatalf("kill: %v", err)
+	// The kill itself may already see that: SIGKILL can end the job before
+	// Kill waits for its latest record, which is then the end that cannot
+	// be written (a race of the machine's load, seen once in .ci/run).
+	if _, err := h.m.Kill(long.ID(), true); err != nil && !errors.Is(err, ErrNotRecorded) {
+		t.Fatalf("kill: %v, want nil or ErrNotRecorded", err)
 	}
 	h.wait(long)
 	if in, err := h.m.Kill(long.ID(), false); !errors.Is(err, ErrNotRecorded) {

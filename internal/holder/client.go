@@ -44,9 +44,11 @@ type ClientOptions struct {
 	// session's) and to a stop, which a holder gives at once (a fork, a
 	// signal: well under a millisecond), and the writes of acks. If
 	// zero, 3 s. A call the holder has not answered by then fails with
-	// an error wrapping ErrNotAnswering, and a spawn the holder makes
-	// after that is undone (see Client.late); a holder that reads the
-	// spawn after it refuses it (wire.Request.Deadline).
+	// an error wrapping ErrNotAnswering, unless the holder is seen
+	// working (see working): then it waits a bound more, and so on up to
+	// Timeout. A spawn the holder makes after its caller gave up is
+	// undone (see Client.late); a holder that reads the spawn after
+	// Timeout refuses it (wire.Request.Deadline).
 	SpawnTimeout time.Duration
 }
 
@@ -501,12 +503,19 @@ func (c *Client) call1(req wire.Request) (wire.Message, error) {
 		}
 		c.mu.Lock()
 	}
-	// The bound runs from the request's write: a spawn's deadline goes
-	// with it, for the holder to see when it reads it.
+	// The bound runs from the request's write. A holder still working
+	// when it passes (starved of the processor by its own jobs, not
+	// stopped) is waited for up to the hard bound (see working): that
+	// is the deadline a spawn carries, for the holder to see when it
+	// reads it.
 	bound := c.bound(req.Op)
 	deadline := time.Now().Add(bound)
+	hard := deadline
+	if bound < c.o.Timeout {
+		hard = time.Now().Add(c.o.Timeout)
+	}
 	if req.Op == wire.OpSpawn || req.Op == wire.OpPTYSpawn {
-		req.Deadline = &deadline
+		req.Deadline = &hard
 	}
 	c.seq++
 	req.Seq = c.seq
@@ -533,12 +542,29 @@ func (c *Client) call1(req wire.Request) (wire.Message, error) {
 		return wire.Message{}, fmt.Errorf("to the holder: %w", err)
 	}
 	c.mu.Unlock()
+	cpu := holderCPU(pid)
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
-	select {
-	case r := <-ch:
-		return answer(r)
-	case <-t.C:
+	waited := bound
+wait:
+	for {
+		select {
+		case r := <-ch:
+			return answer(r)
+		case <-t.C:
+		}
+		now, ok := working(pid, cpu)
+		left := time.Until(hard)
+		if !ok || left <= 0 {
+			break wait
+		}
+		if waited == bound {
+			c.log.Info("the holder is slow to answer, but working: the call waits on", "op", req.Op, "pid", pid, "after", bound, "up_to", c.o.Timeout)
+		}
+		cpu = now
+		next := min(bound, left)
+		waited += next
+		t.Reset(next)
 	}
 	c.mu.Lock()
 	_, waiting := c.pending[req.Seq]
@@ -554,7 +580,30 @@ func (c *Client) call1(req wire.Request) (wire.Message, error) {
 		// it is on its way.
 		return answer(<-ch)
 	}
-	return wire.Message{}, fmt.Errorf("%w (pid %d): no answer to %s within %v", ErrNotAnswering, pid, req.Op, bound)
+	return wire.Message{}, fmt.Errorf("%w (pid %d): no answer to %s within %v", ErrNotAnswering, pid, req.Op, waited.Round(time.Millisecond))
+}
+
+// holderCPU is the processor time the holder of pid has had, in clock
+// ticks; 0 where the process table cannot be read.
+func holderCPU(pid int) uint64 {
+	st, _ := proc.Read(pid)
+	return st.CPU
+}
+
+// working reports whether the holder of pid, which has not answered
+// within a call's bound, is to be waited for another: it runs (is not
+// stopped, traced, a zombie or gone) and has had processor time since it
+// had since (the holder's CPU then). A holder whose jobs keep two cores
+// busy may take seconds to be scheduled for a request, and a spawn it
+// would make is worth the wait; a stopped or stuck one is charged
+// nothing and fails the call at its bound. Where the process table
+// cannot be read nothing tells the two apart, and the bound is final.
+func working(pid int, since uint64) (now uint64, ok bool) {
+	st, read := proc.Read(pid)
+	if !read || !st.Alive() || st.State == 'T' || st.State == 't' {
+		return 0, false
+	}
+	return st.CPU, st.CPU > since
 }
 
 // reply is what a call in flight gets: the holder's answer, or a

@@ -4,10 +4,11 @@ package holder
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hivetools/hive/internal/hivetest"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder/wire"
 )
 
@@ -91,7 +93,10 @@ func TestStoppedHolderDoesNotAnswer(t *testing.T) {
 	const bound = 300 * time.Millisecond
 	var c *Client
 	hivetest.Eventually(t, 10*time.Second, "the holder process serving", func() (err error) {
-		c, err = Open(ClientOptions{Socket: sock, SpawnTimeout: bound, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		// Timeout is the bound too: a spawn the holder reads after it
+		// is refused (a larger Timeout lets it start, and then it is
+		// stopped: TestLateSpawnIsStopped).
+		c, err = Open(ClientOptions{Socket: sock, SpawnTimeout: bound, Timeout: bound, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		return err
 	})
 	defer c.Close()
@@ -151,7 +156,14 @@ func TestStoppedHolderDoesNotAnswer(t *testing.T) {
 		}
 		return nil
 	})
-	held, err := c.Held()
+	// What it holds, asked with the default bounds (300 ms is short for
+	// a loaded machine).
+	c2, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	held, err := c2.Held()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,5 +200,122 @@ func TestLateSpawnIsStopped(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the job whose spawn was given up runs on")
+	}
+}
+
+// slowHolder is a holder that says hello as the process pid and answers
+// the first spawn it reads after delay (never, if delay < 0): what the
+// client sees of a holder whose answers are slow. The spawn it read
+// comes on got.
+func slowHolder(t *testing.T, pid int, delay time.Duration) (sock string, got <-chan wire.Request) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock = filepath.Join(dir, "holder.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make(chan wire.Request, 1)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(done); ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		go func() { <-done; c.Close() }()
+		enc := json.NewEncoder(c)
+		enc.Encode(wire.Message{Hello: &wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Pid: pid}})
+		dec := json.NewDecoder(c)
+		for {
+			var req wire.Request
+			if dec.Decode(&req) != nil {
+				return
+			}
+			if req.Op != wire.OpSpawn {
+				continue
+			}
+			reqs <- req
+			if delay < 0 {
+				continue
+			}
+			select {
+			case <-time.After(delay):
+			case <-done:
+				return
+			}
+			enc.Encode(wire.Message{Re: req.Seq, Start: &wire.JobStart{Pid: pid, Started: time.Now()}})
+		}
+	}()
+	return sock, reqs
+}
+
+// A holder that has not answered a spawn by its bound but is working
+// (charged processor time: its jobs keep the machine busy) is waited
+// for, a bound at a time, up to the client's Timeout; one that is
+// stopped fails the spawn at its bound. The spawn's deadline for the
+// holder is the Timeout's.
+func TestBusyHolderIsWaitedFor(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("working or stopped is read from /proc")
+	}
+	const bound, timeout = 200 * time.Millisecond, 30 * time.Second
+	busy := exec.Command("sh", "-c", "while :; do :; done")
+	stopped := exec.Command("sleep", "3600")
+	for _, p := range []*exec.Cmd{busy, stopped} {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Process.Signal(syscall.SIGCONT); p.Process.Kill(); p.Wait() })
+	}
+	if err := stopped.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	hivetest.Eventually(t, 10*time.Second, "the sleep stopped", func() error {
+		if st := hivetest.ProcState(stopped.Process.Pid); st != 'T' {
+			return fmt.Errorf("state %q", st)
+		}
+		return nil
+	})
+	open := func(sock string) *Client {
+		c, err := Open(ClientOptions{Socket: sock, SpawnTimeout: bound, Timeout: timeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	dir := t.TempDir()
+
+	sock, got := slowHolder(t, busy.Process.Pid, 6*bound)
+	c := open(sock)
+	t0 := time.Now()
+	st, err := c.Spawn(spec(dir, "slow", "/bin/true"))
+	if d := time.Since(t0); err != nil || st.Pid != busy.Process.Pid || d < 6*bound {
+		t.Errorf("spawn to a working holder that answers after %v: %+v, %v after %v; want its answer", 6*bound, st, err, d)
+	}
+	if req := <-got; req.Deadline == nil || req.Deadline.Sub(t0) < timeout-time.Second || req.Deadline.Sub(t0) > timeout+time.Second {
+		t.Errorf("the spawn's deadline is %v after its call, want the Timeout %v", req.Deadline.Sub(t0), timeout)
+	}
+
+	sock, got = slowHolder(t, stopped.Process.Pid, -1)
+	c = open(sock)
+	t0 = time.Now()
+	_, err = c.Spawn(spec(dir, "stalled", "/bin/true"))
+	d := time.Since(t0)
+	<-got
+	if !errors.Is(err, ErrNotAnswering) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", stopped.Process.Pid)) {
+		t.Errorf("spawn to a stopped holder: %v, want ErrNotAnswering naming pid %d", err, stopped.Process.Pid)
+	}
+	if d > 5*bound {
+		t.Errorf("spawn to a stopped holder gave up after %v, its bound is %v", d, bound)
 	}
 }

@@ -15,6 +15,10 @@ type Stat struct {
 	// Start is the start time in clock ticks after boot: with the pid, it
 	// identifies a process across pid reuse.
 	Start uint64
+	// CPU is the processor time the process has had, user and system,
+	// all its threads, in clock ticks: a process that does not change it
+	// is not running (stopped, blocked, starved of nothing but itself).
+	CPU uint64
 }
 
 // Alive reports whether the process is running (not a zombie).

@@ -22,15 +22,18 @@ func Read(pid int) (Stat, bool) {
 		return Stat{}, false
 	}
 	f := bytes.Fields(b[i+2:])
-	// f[0] is field 3 (state); ppid is field 4, pgrp 5, session 6, starttime 22.
+	// f[0] is field 3 (state); ppid is field 4, pgrp 5, session 6,
+	// utime 14, stime 15, starttime 22.
 	if len(f) < 20 {
 		return Stat{}, false
 	}
 	ppid, _ := strconv.Atoi(string(f[1]))
 	pgrp, _ := strconv.Atoi(string(f[2]))
 	sid, _ := strconv.Atoi(string(f[3]))
+	utime, _ := strconv.ParseUint(string(f[11]), 10, 64)
+	stime, _ := strconv.ParseUint(string(f[12]), 10, 64)
 	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
-	return Stat{Pid: pid, State: f[0][0], PPid: ppid, Pgrp: pgrp, Session: sid, Start: start}, true
+	return Stat{Pid: pid, State: f[0][0], PPid: ppid, Pgrp: pgrp, Session: sid, Start: start, CPU: utime + stime}, true
 }
 
 // Live lists the running (non-zombie) processes that match keep (nil

@@ -41,8 +41,10 @@ func TestSendReady(t *testing.T) {
 		{name: "builtin", input: "echo hi-$((6*7))\n", want: `\Aecho hi-\$\(\(6\*7\)\)\nhi-42\n` + prompt + `\z`},
 		// Quiet far longer than any quiet window, then the answer.
 		{name: "sleep", input: "sleep 0.4; echo woke-$((1+1))\n", want: `\nwoke-2\n` + prompt + `\z`},
-		// Streaming: not cut off at a chunk, but at the prompt after the end.
-		{name: "stream", input: "seq 1 20000\n", want: `\n19999\n20000\n` + prompt + `\z`},
+		// Streaming: not cut off at a chunk, but at the prompt after the
+		// end (24 KB: many reads of the terminal; 20000 lines took more
+		// than testTimeout under -race on a loaded machine).
+		{name: "stream", input: "seq 1 5000\n", want: `\n4999\n5000\n` + prompt + `\z`},
 		// A program reading the terminal (cat) waits for input, no prompt.
 		{name: "read tty", input: "cat\n", want: `\Acat\n\z`, linuxOnly: true},
 		{name: "cat echoes", input: "line\n", want: `\Aline\nline\n\z`, linuxOnly: true},

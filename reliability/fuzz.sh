@@ -23,6 +23,7 @@ targets=(
 	"FuzzSocketRequest ./internal/daemon"
 	"FuzzLineConn ./internal/mcpline"
 	"FuzzDecodeMessageAgrees ./internal/mcpline"
+	"FuzzEscaped ./internal/termsafe"
 )
 
 listed=$(printf '%s\n' "${targets[@]}" | cut -d' ' -f1 | sort)

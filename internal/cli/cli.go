@@ -13,6 +13,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/termsafe"
 )
 
 // Version is set at build time with -ldflags "-X .../cli.Version=...".
@@ -39,10 +40,10 @@ func ExitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &exit):
 		return exit.Code
 	case errors.Is(err, ErrUsage):
-		fmt.Fprintln(stderr, "hive:", err)
+		fmt.Fprintln(stderr, "hive:", termsafe.Text(err.Error()))
 		return 2
 	default:
-		fmt.Fprintln(stderr, "hive:", err)
+		fmt.Fprintln(stderr, "hive:", termsafe.Text(err.Error()))
 		return 1
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -80,7 +81,7 @@ func runInboxLs(e Env, args []string) error {
 		if m.InFlight {
 			state = "in flight"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", m.ID, m.From, humanTime(m.At, now), state, m.Size, clipLine(m.Preview, 80))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", m.ID, termsafe.Line(m.From), humanTime(m.At, now), state, m.Size, clipLine(m.Preview, 80))
 	}
 	return tw.Flush()
 }
@@ -127,7 +128,7 @@ func runInboxNext(ctx context.Context, e Env, args []string) error {
 		return nil
 	}
 	m := resp.Message
-	fmt.Fprintf(e.Stdout, "message %d from %s at %s\n%s\n", m.ID, m.From, time.Unix(m.At, 0).Format(time.DateTime), m.Body)
+	fmt.Fprintf(e.Stdout, "message %d from %s at %s\n%s\n", m.ID, termsafe.Line(m.From), time.Unix(m.At, 0).Format(time.DateTime), termsafe.Text(m.Body))
 	return nil
 }
 

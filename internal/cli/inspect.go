@@ -7,6 +7,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -35,7 +36,7 @@ func runInspect(ctx context.Context, e Env, args []string) error {
 		if err != nil {
 			// Each failure once, on its own line (docker's way); main
 			// then prints nothing more.
-			fmt.Fprintf(e.Stderr, "hive: %v\n", err) // the error names the job
+			fmt.Fprintf(e.Stderr, "hive: %s\n", termsafe.Text(err.Error())) // the error names the job
 			failed++
 			continue
 		}

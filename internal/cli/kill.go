@@ -6,6 +6,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func runKill(ctx context.Context, e Env, args []string) error {
 	for _, id := range fs.Args() {
 		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdKill, ID: id, Force: *force})
 		if err != nil {
-			fmt.Fprintf(e.Stderr, "hive: %v\n", err) // the error names the job
+			fmt.Fprintf(e.Stderr, "hive: %s\n", termsafe.Text(err.Error())) // the error names the job
 			failed++
 			continue
 		}

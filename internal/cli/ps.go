@@ -11,6 +11,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -95,14 +96,11 @@ func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 		if j.ExitCode != nil {
 			exit = fmt.Sprint(*j.ExitCode)
 		}
-		name := j.Name
+		name := termsafe.Line(j.Name)
 		if name == "" {
 			name = "-"
 		}
-		cmd := strings.Join(strings.Fields(j.Cmd), " ")
-		if r := []rune(cmd); len(r) > 60 {
-			cmd = string(r[:59]) + "…"
-		}
+		cmd := clipLine(strings.Join(strings.Fields(j.Cmd), " "), 60)
 		dur := "-"
 		if !j.Started.IsZero() {
 			dur = humanDuration(time.Duration(j.DurationMs) * time.Millisecond)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 )
 
 const rmUsage = "rm ID...   remove ended jobs: their records and output files (a running job is refused: kill it first)"
@@ -31,7 +32,7 @@ func runRm(ctx context.Context, e Env, args []string) error {
 	for _, id := range fs.Args() {
 		resp, err := client.Call(l, proto.Request{Cmd: proto.CmdRm, ID: id})
 		if err != nil {
-			fmt.Fprintf(e.Stderr, "hive: rm %s: %v\n", id, err)
+			fmt.Fprintf(e.Stderr, "hive: rm %s: %s\n", termsafe.Line(id), termsafe.Text(err.Error()))
 			failed++
 			continue
 		}

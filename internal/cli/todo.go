@@ -8,6 +8,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -160,13 +161,14 @@ func runTodoLs(e Env, args []string) error {
 	fmt.Fprintln(tw, "ID\tSUBSYSTEM\tKEY\tUPDATED\tSUMMARY")
 	now := time.Now()
 	for _, t := range resp.Todos {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Subsystem, t.Key,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", t.ID, termsafe.Line(t.Subsystem), termsafe.Line(t.Key),
 			humanTime(t.Updated, now), clipLine(t.Summary, 100))
 	}
 	return tw.Flush()
 }
 
-// clipLine puts s on one line of at most n characters.
+// clipLine puts s on one line of at most n characters, control
+// characters shown escaped (termsafe.Line: an escape takes more than one).
 func clipLine(s string, n int) string {
 	r := []rune(s)
 	for i, c := range r {
@@ -175,9 +177,9 @@ func clipLine(s string, n int) string {
 		}
 	}
 	if len(r) > n {
-		return string(r[:n-1]) + "…"
+		return termsafe.Line(string(r[:n-1])) + "…"
 	}
-	return string(r)
+	return termsafe.Line(string(r))
 }
 
 // listCall is the start of a listing command (todo ls, inbox ls): it

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 )
 
 const waitUsage = "wait ID...   wait for jobs to end; print each one's exit status; exit with the first failing one's (in argument order)"
@@ -40,7 +41,7 @@ func runWait(ctx context.Context, e Env, args []string) error {
 			if ctx.Err() != nil {
 				return err
 			}
-			fmt.Fprintf(e.Stderr, "hive: wait %s: %v\n", id, err)
+			fmt.Fprintf(e.Stderr, "hive: wait %s: %s\n", termsafe.Line(id), termsafe.Text(err.Error()))
 			if missing == nil {
 				missing = fmt.Errorf("wait %s: %w", id, err)
 			}

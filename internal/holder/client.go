@@ -129,21 +129,65 @@ func (c *Client) Info() wire.Hello {
 }
 
 // connect dials the holder (starting one if none answers) and says hello.
+// A file at the holder's socket or lock that is not what hive makes (a
+// regular file planted there, a symlink) is refused first, named, and
+// left as it is: a holder started over it could not serve. A holder
+// started here that exits before it answers fails the connect at once,
+// with its status and where its log is.
 func (c *Client) connect() error {
+	if err := checkFiles(c.o.Socket); err != nil {
+		return err
+	}
 	_, err := c.dial()
 	if err != nil && c.o.Command != nil && !errors.Is(err, ErrIncompatible) && !errors.Is(err, errRefused) && !errors.Is(err, errClosed) {
-		if err = c.start(); err == nil {
+		var exited <-chan error
+		if exited, err = c.start(); err == nil {
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				_, err = c.dial()
 				if err == nil || errors.Is(err, ErrIncompatible) || errors.Is(err, errRefused) || errors.Is(err, errClosed) || time.Now().After(deadline) {
 					break
 				}
-				time.Sleep(5 * time.Millisecond)
+				select {
+				case werr := <-exited:
+					// It may have exited because another holder won
+					// the lock: that one answers.
+					if _, err = c.dial(); err != nil {
+						return c.startFailed(werr)
+					}
+					return nil
+				case <-time.After(5 * time.Millisecond):
+				}
 			}
 		}
 	}
 	return err
+}
+
+// checkFiles refuses a holder socket that is not a socket of this user,
+// and a lock file beside it that is a link or not a regular file of
+// this user (paths.SecureSocket, paths.SecureFile).
+func checkFiles(socket string) error {
+	if err := paths.SecureSocket(socket); err != nil {
+		return fmt.Errorf("the holder of the jobs: %w", err)
+	}
+	if err := paths.SecureFile(socket + ".lock"); err != nil {
+		return fmt.Errorf("the holder of the jobs: %w", err)
+	}
+	return nil
+}
+
+// startFailed is the error of a holder that exited at its start (werr:
+// how): its own words are in its log.
+func (c *Client) startFailed(werr error) error {
+	how := "exited"
+	if werr != nil {
+		how = werr.Error()
+	}
+	if c.o.Log != "" {
+		return fmt.Errorf("the holder of the jobs could not start (%s): its error is in %s", how, c.o.Log)
+	}
+	return fmt.Errorf("the holder of the jobs could not start (%s)", how)
 }
 
 // errRefused is a holder that answered, but not to this daemon.
@@ -204,7 +248,7 @@ func (c *Client) dial() (net.Conn, error) {
 // to wait for beyond its start (proc.Start registers it with the
 // daemon's reaper, and a goroutine reaps it should it end while the
 // daemon runs).
-func (c *Client) start() error {
+func (c *Client) start() (exited <-chan error, err error) {
 	var out *os.File
 	if c.o.Log != "" {
 		if f, err := paths.OpenFile(c.o.Log, os.O_CREATE|os.O_APPEND|os.O_WRONLY); err == nil {
@@ -218,11 +262,12 @@ func (c *Client) start() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
 	if err := proc.Start(cmd); err != nil {
-		return fmt.Errorf("start the holder of the jobs: %w", err)
+		return nil, fmt.Errorf("start the holder of the jobs: %w", err)
 	}
 	c.log.Info("started the holder of the jobs", "pid", cmd.Process.Pid)
-	go proc.Wait(cmd)
-	return nil
+	done := make(chan error, 1)
+	go func() { done <- proc.Wait(cmd) }()
+	return done, nil
 }
 
 // holderEnv is env without hive's marks: a holder started by a daemon

@@ -319,3 +319,23 @@ func TestBusyHolderIsWaitedFor(t *testing.T) {
 		t.Errorf("spawn to a stopped holder gave up after %v, its bound is %v", d, bound)
 	}
 }
+
+// A holder that exits at its start fails Open at once, with its status
+// and where its log is, instead of the dials of the next 10 s.
+func TestHolderThatExitsAtItsStart(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	log := filepath.Join(dir, "holder.log")
+	t0 := time.Now()
+	c, err := Open(ClientOptions{Socket: filepath.Join(dir, "holder.sock"), Command: []string{"/bin/sh", "-c", "exit 3"}, Log: log})
+	if err == nil {
+		c.Close()
+		t.Fatal("Open with a holder that exits at once: no error")
+	}
+	if d := time.Since(t0); !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), log) || d > 5*time.Second {
+		t.Errorf("Open with a holder that exits at once: %v after %v, want its status and its log's path, at once", err, d)
+	}
+}

@@ -224,3 +224,27 @@ func linkProblem(path string) string {
 	}
 	return "is a symlink, and hive never follows links in its state dir"
 }
+
+// SecureSocket checks the path of a socket hive dials and would serve on
+// (the holder's): missing, or a socket of this user. Anything else there
+// (a regular file, a symlink, a socket of another user) is refused with
+// an InsecureError naming it, and left as it is.
+func SecureSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	bad := func(problem string) error {
+		return &InsecureError{What: "socket", Path: path, Problem: problem, Fix: "hive leaves it as it is: remove it or move it away, then start hive again"}
+	}
+	if fi.Mode()&fs.ModeSocket == 0 {
+		return bad(fmt.Sprintf("is %s, not a socket", kind(fi.Mode())))
+	}
+	if uid := owner(fi); uid != os.Geteuid() {
+		return bad(fmt.Sprintf("owned by uid %d, not by you (uid %d)", uid, os.Geteuid()))
+	}
+	return nil
+}

@@ -159,8 +159,10 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if d := depth(line); d > maxDepth {
-			c.reject(jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON nested %d levels deep, more than the %d allowed", d, maxDepth))
+		if depth(line) > maxDepth {
+			// Answered with the call's id (badID reads the top level
+			// only): a client waits for that, not for a null.
+			c.reject(badID(line), jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON nested more than the %d levels allowed", maxDepth))
 			continue
 		}
 		if line[0] != '[' {
@@ -253,19 +255,74 @@ func badCode(raw []byte) int64 {
 	return jsonrpc.CodeInvalidRequest
 }
 
-// badID is the id of a bad message if it has a valid one, else the null id.
+// badID is the id of a bad message if it is JSON with a valid id at its
+// top level, else the null id (JSON-RPC: a message whose id cannot be
+// told is answered with null). It reads the message a token at a time
+// and skips the members' values without decoding them: it needs no stack
+// for their nesting, however deep (a decoder stops at 10,000).
 func badID(raw []byte) jsonrpc.ID {
-	var w struct {
-		ID any `json:"id"`
-	}
-	if json.Unmarshal(raw, &w) != nil {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return jsonrpc.ID{}
 	}
-	id, err := jsonrpc.MakeID(w.ID)
+	var id any
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return jsonrpc.ID{}
+		}
+		if k != "id" {
+			if skipValue(dec) != nil {
+				return jsonrpc.ID{}
+			}
+			continue
+		}
+		switch t, _ := dec.Token(); x := t.(type) {
+		case string:
+			id = x
+		case json.Number:
+			f, err := x.Float64()
+			if err != nil || f != float64(int64(f)) {
+				return jsonrpc.ID{}
+			}
+			id = f
+		default:
+			return jsonrpc.ID{}
+		}
+	}
+	// The whole text is JSON: the object ends, nothing follows.
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return jsonrpc.ID{}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return jsonrpc.ID{}
+	}
+	v, err := jsonrpc.MakeID(id)
 	if err != nil {
 		return jsonrpc.ID{}
 	}
-	return id
+	return v
+}
+
+// skipValue reads one value of dec's, tokens only.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // errorAnswer encodes a JSON-RPC error response. An invalid (zero) id is

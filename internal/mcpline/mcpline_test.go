@@ -170,7 +170,7 @@ func TestLineConnAnswersBadInput(t *testing.T) {
 		{"method not a string", `{"jsonrpc":"2.0","id":"m","method":5}`, -32600, `"m"`, "method"},
 		{"id a bool", `{"jsonrpc":"2.0","id":true,"method":"ping"}`, -32600, "null", "id"},
 		{"a bare string", `"ping"`, -32600, "null", "unmarshaling"},
-		{"deep nesting", deep, -32600, "null", "nested 65 levels deep, more than the 64 allowed"},
+		{"deep nesting", deep, -32600, "null", "nested more than the 64 levels allowed"},
 		{"deep nesting in a string is fine to count as text", `{"jsonrpc":"2.0","id":6,"method":"ping","params":{"s":"` + deep + `"}}`, 0, "6", ""},
 		{"line over the limit", `{"jsonrpc":"2.0","id":7,"method":"ping","params":{"s":"` + strings.Repeat("x", 3*limit) + `"}}`, -32600, "null", "longer than 4096 bytes"},
 	}
@@ -261,5 +261,30 @@ func TestLineConnLastLineAndEOF(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"id":3`) {
 		t.Errorf("answer not written: %q", out.String())
+	}
+}
+
+// A call nested past the limit is answered with its own id, however deep
+// (past the 10,000 levels a JSON decoder takes too), wherever its id is:
+// a client waits for that id, and a null answers nothing it asked.
+func TestDeepCallGetsItsID(t *testing.T) {
+	in, out := lineServerMax(t, 1<<20)
+	for _, c := range []struct{ name, line, id string }{
+		{"9000 deep", `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"status","arguments":{"id":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}}}`, "9"},
+		{"12000 deep, id last", `{"jsonrpc":"2.0","method":"tools/call","params":` + strings.Repeat(`{"a":`, 12000) + "1" + strings.Repeat("}", 12000) + `,"id":"deep"}`, `"deep"`},
+		{"deep and cut", `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":` + strings.Repeat("[", 100), "null"},
+	} {
+		send(t, in, c.line)
+		var a struct {
+			ID    json.RawMessage `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		line := answerLine(t, out)
+		if err := json.Unmarshal([]byte(line), &a); err != nil || a.Error == nil || a.Error.Code != -32600 || string(a.ID) != c.id || !strings.Contains(a.Error.Message, "nested more than the 64 levels allowed") {
+			t.Errorf("%s: answer %s, want -32600 with id %s saying it is nested too deep", c.name, line, c.id)
+		}
 	}
 }

@@ -21,12 +21,50 @@ import (
 // local client: only loopback Host and Origin and the right bearer token
 // get through; abandoned sessions expire and their memory comes back;
 // slow bodies neither starve the unix socket nor the daemon's fds;
-// oversized bodies are refused.
+// oversized bodies are refused; a request without a session (other than
+// initialize) is refused.
 func TestRow09HTTP(t *testing.T) {
 	t.Run("matrix", row09Matrix)
 	t.Run("abandoned sessions", row09Abandoned)
 	t.Run("slow bodies", row09SlowBodies)
 	t.Run("oversized bodies", row09Oversized)
+	t.Run("no session id", row09NoSessionID)
+}
+
+// (e) On a server of sessions, a request without Mcp-Session-Id that is
+// not an initialize is answered 400 Bad Request (the MCP spec's streamable
+// HTTP transport), and starts no session; one with an unknown id 404.
+func row09NoSessionID(t *testing.T) {
+	h := startHTTP(t)
+	base := h.baseline(t)
+	refused := 0
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":{}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":4,"method":"ping"}]`,
+	} {
+		code, hdr, answer, err := h.send("POST", h.auth(), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != http.StatusBadRequest || hdr.Get("Mcp-Session-Id") != "" || !strings.Contains(answer, "Mcp-Session-Id") {
+			t.Errorf("%s without a session id: %d %q (session %q), want 400 naming the header", body, code, answer, hdr.Get("Mcp-Session-Id"))
+			continue
+		}
+		refused++
+	}
+	hdr := h.auth()
+	hdr["Mcp-Session-Id"] = "no-such-session"
+	if code, _, answer, err := h.send("POST", hdr, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)); err != nil || code != http.StatusNotFound {
+		t.Errorf("a ping with an unknown session id: %d %q %v, want 404", code, answer, err)
+	}
+	if st := h.Stats(); st.HTTPSessions != 0 {
+		t.Errorf("%d sessions live after requests without an id", st.HTTPSessions)
+	}
+	figure(t, 9, "requests without Mcp-Session-Id other than initialize: %d of 4 answered 400 naming the header; an unknown id 404", refused)
+	h.client.CloseIdleConnections()
+	h.CheckBaseline(base)
 }
 
 // httpDaemon is a daemon serving HTTP on a port of its choosing.

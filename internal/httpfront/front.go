@@ -9,6 +9,7 @@ package httpfront
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -382,7 +383,15 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !f.readBody(w, r, rc) {
+	body, ok := f.readBody(w, r, rc)
+	if !ok {
+		return
+	}
+	if newSession && !initializes(body) {
+		// The MCP spec's streamable HTTP: a server of sessions answers a
+		// request without one, other than initialize, 400 (the SDK
+		// would answer it in a session of its own that no one can use).
+		refuse(w, "a request other than initialize needs the Mcp-Session-Id header of a session (initialize starts one)", http.StatusBadRequest)
 		return
 	}
 	srv, err := f.server(groups, answers, cwd)
@@ -500,18 +509,18 @@ func (f *Front) admitHost(w http.ResponseWriter, r *http.Request) bool {
 // it back as an in-memory body, so a slow client holds no handler past
 // the timeout while long-lived responses (SSE streams) have no read
 // deadline. It answers the errors itself and reports whether to go on.
-func (f *Front) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) bool {
-	tooLarge := func() bool {
+func (f *Front) readBody(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) ([]byte, bool) {
+	tooLarge := func() ([]byte, bool) {
 		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("request body larger than %d bytes", maxHTTPBody), http.StatusRequestEntityTooLarge)
-		return false
+		return nil, false
 	}
 	if r.ContentLength > maxHTTPBody {
 		return tooLarge()
 	}
 	if r.Body == nil || r.Body == http.NoBody {
 		rc.SetReadDeadline(time.Time{}) // a GET's stream lives on
-		return true
+		return nil, true
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxHTTPBody+1))
 	if err != nil {
@@ -522,7 +531,7 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, rc *http.Respon
 		} else {
 			http.Error(w, fmt.Sprintf("read request body: %v", err), http.StatusBadRequest)
 		}
-		return false
+		return nil, false
 	}
 	if len(b) > maxHTTPBody {
 		return tooLarge()
@@ -530,6 +539,31 @@ func (f *Front) readBody(w http.ResponseWriter, r *http.Request, rc *http.Respon
 	rc.SetReadDeadline(time.Time{})
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	r.ContentLength = int64(len(b))
+	return b, true
+}
+
+// initializes reports whether body, a POST's, holds an initialize
+// request (alone, or in a batch): the one request that may come without
+// a session. What is not JSON counts as one: the SDK answers it with
+// the error it deserves.
+func initializes(body []byte) bool {
+	var one struct {
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(body, &one); err == nil {
+		return one.Method == "initialize"
+	}
+	var batch []struct {
+		Method string `json:"method"`
+	}
+	if err := json.Unmarshal(body, &batch); err == nil {
+		for _, m := range batch {
+			if m.Method == "initialize" {
+				return true
+			}
+		}
+		return false
+	}
 	return true
 }
 

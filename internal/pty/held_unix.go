@@ -326,8 +326,11 @@ func (k heldKind) Progress(x wire.PTYSession) { k.m.PTYProgress(x.ID, x.Output) 
 
 func (k heldKind) Tell(id string, code int) supervise.Told {
 	s := k.m.session(id)
-	if s == nil || s.held == nil {
+	switch {
+	case s == nil:
 		return supervise.NotOurs // closed, or never handed out
+	case s.held == nil:
+		return supervise.Taken // not the holder's: nothing of it to tell
 	}
 	select {
 	case s.held.exit <- code:

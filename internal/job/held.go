@@ -16,6 +16,7 @@ import (
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/supervise"
 )
 
 // A Holder runs jobs for a Manager in another process, which outlives the
@@ -326,7 +327,6 @@ func (j *Job) endHeld(e wire.JobEnd) {
 		end = Killed // stopped by a daemon before this one
 	}
 	j.finishLocked(end)
-	seq := j.seq.Load()
 	// Its holder keeps the end until acked, and a next daemon would
 	// record from it this very state (no reason of this daemon's: see
 	// Durable).
@@ -339,20 +339,7 @@ func (j *Job) endHeld(e wire.JobEnd) {
 	if e.Error == ErrHolderLost.Error() {
 		return // nothing to acknowledge
 	}
-	m.ackWhenRecorded(j.info.ID, seq)
-}
-
-// ackWhenRecorded acks a held job's end to the holder once the record put
-// as seq is committed, which no one is hurried into: the end's record
-// goes with the next commit, as a job of the daemon's own does. Until the
-// ack, the holder keeps the end for a next daemon; one that is never
-// committed (a store failing until the daemon ends) is never acked.
-func (m *Manager) ackWhenRecorded(id string, seq uint64) {
-	m.records.whenCommitted(seq, func() {
-		if err := m.o.Holder.Ack(id); err != nil {
-			m.o.Logger.Warn("the holder did not take the ack of a job's end; the next daemon acks it", "job", id, "err", err)
-		}
-	})
+	m.sup.AckWhenRecorded(j.info.ID)
 }
 
 // HeldProgress tells the manager a held job's counters (from its holder).
@@ -369,88 +356,16 @@ func (m *Manager) HeldProgress(id string, stdout, stderr wire.Counts) {
 	}
 }
 
-// HeldEnded tells the manager that a held job ended (from its holder). An
-// end of a job this manager does not hold is kept for the adoption at
-// New, or acknowledged when the store has the job's end already.
-func (m *Manager) HeldEnded(e wire.JobEnd) {
-	m.mu.Lock()
-	j, ok := m.jobs[e.ID]
-	if !ok && m.early != nil {
-		m.early[e.ID] = e
-		m.mu.Unlock()
-		return
-	}
-	m.mu.Unlock()
-	if !ok {
-		// A job this daemon does not know: its end was recorded before
-		// (or is queued still, for a job trimmed from memory).
-		m.ackWhenRecorded(e.ID, m.records.last())
-		return
-	}
-	select {
-	case <-j.done:
-		// Ended, and the holder still tells it: its ack was lost (a
-		// reconnect), or it is not recorded yet. Once it is, again.
-		m.ackWhenRecorded(e.ID, j.seq.Load())
-		return
-	default:
-	}
-	select {
-	case j.heldEnd <- e:
-	default: // told twice while the first is being recorded: endHeld drops it
-	}
-}
+// HeldEnded tells the manager that a held job ended (from its holder):
+// see supervise.Core.Ended. An end of a job this manager does not hold is
+// kept for the adoption at New, or acknowledged once the store has the
+// job's end.
+func (m *Manager) HeldEnded(e wire.JobEnd) { m.sup.Ended(e.ID, e) }
 
 // HolderLost tells the manager that its holder died: its jobs end as
 // interrupted, like those of a daemon that died, and what is left of
-// them, proven by their marks, is terminated.
-func (m *Manager) HolderLost() {
-	m.mu.Lock()
-	all := make([]*Job, 0, len(m.jobs))
-	for _, j := range m.jobs {
-		all = append(all, j)
-	}
-	m.mu.Unlock()
-	var held []*Job
-	var recs []Info
-	for _, j := range all {
-		j.mu.Lock()
-		switch {
-		case j.held && !j.info.State.Terminal():
-			held = append(held, j)
-		case j.starting || j.givenUp:
-			// Its spawn is in flight (it fails: the connection is
-			// gone), or went unanswered, and the holder may have
-			// started it: its processes carry its marks.
-			recs = append(recs, j.snapshotLocked())
-		}
-		j.mu.Unlock()
-	}
-	if len(held) == 0 && len(recs) == 0 {
-		return
-	}
-	var cgroups []string
-	for _, j := range held {
-		recs = append(recs, j.Info())
-		j.mu.Lock()
-		if j.cgroup != "" {
-			cgroups = append(cgroups, j.cgroup)
-		}
-		j.mu.Unlock()
-	}
-	n := m.terminateLeft(recs)
-	// What is left in their cgroups has no marks (an `env -i` escape).
-	for _, k := range proc.KillJobCgroups(m.o.Owner, m.o.LeftoverGrace, cgroups...) {
-		n += k
-	}
-	m.o.Logger.Error("the holder of the jobs died: its jobs end as interrupted", "jobs", len(held), "processes_terminated", n)
-	for _, j := range held {
-		select {
-		case j.heldEnd <- wire.JobEnd{ID: j.info.ID, Error: ErrHolderLost.Error(), Ended: time.Now()}:
-		default:
-		}
-	}
-}
+// them, proven by their marks, is terminated (see supervise.Core.Lost).
+func (m *Manager) HolderLost() { m.sup.Lost() }
 
 // Release lets the manager's jobs go without stopping them: the holder
 // keeps running them, and the next daemon adopts them. Pending jobs are
@@ -512,45 +427,143 @@ func (m *Manager) terminateLeft(ins []Info) int {
 // told again (each counts once), and counters come from the files. A
 // job the holder runs that this manager does not (a spawn whose answer
 // was lost with the connection, after the manager gave up on it) is
-// stopped with SIGKILL, as at New.
-func (m *Manager) HeldResync() {
-	hs, err := m.o.Holder.Held()
-	if err != nil {
-		m.o.Logger.Warn("could not list what the holder holds after a reconnect", "err", err)
-		return
+// stopped with SIGKILL, as at New. See supervise.Core.Resync.
+func (m *Manager) HeldResync() { m.sup.Resync() }
+
+// heldKind is what the job manager plugs into its supervise.Core.
+type heldKind struct{ m *Manager }
+
+func (k heldKind) List() ([]wire.Job, error) { return k.m.o.Holder.Held() }
+func (heldKind) ID(x wire.Job) string        { return x.ID }
+func (heldKind) End(x wire.Job) (e wire.JobEnd, ok bool) {
+	if x.End == nil {
+		return e, false
 	}
-	for _, x := range hs {
-		switch {
-		case x.End != nil:
-			m.HeldEnded(*x.End)
-		case m.stray(x.ID):
-			m.o.Logger.Warn("the holder runs a job this daemon does not (its start was given up): stopped", "job", x.ID, "pid", x.Pid)
-			if err := m.o.Holder.Stop(x.ID, true, 0); err != nil {
-				m.o.Logger.Warn("could not stop a held job that is no job of this daemon", "job", x.ID, "err", err)
-			}
-		default:
-			m.HeldProgress(x.ID, x.Stdout, x.Stderr)
-		}
-	}
+	return *x.End, true
 }
 
-// stray tells whether a job the holder runs is none of this manager's:
-// unknown to it, or known but neither running in the holder nor being
-// started there. While New adopts, none is (New sorts them out).
-func (m *Manager) stray(id string) bool {
-	m.mu.Lock()
-	j, ok := m.jobs[id]
-	adopting := m.early != nil
-	m.mu.Unlock()
-	if adopting {
-		return false
-	}
+func (k heldKind) Standing(id string) supervise.Standing {
+	k.m.mu.Lock()
+	j, ok := k.m.jobs[id]
+	k.m.mu.Unlock()
 	if !ok {
-		return true
+		return supervise.Unknown
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return !j.held && !j.starting
+	switch {
+	case j.held:
+		return supervise.Held
+	case j.starting:
+		return supervise.Starting
+	}
+	return supervise.Other
+}
+
+// Progress: an end's counters come with the end.
+func (k heldKind) Progress(x wire.Job) {
+	if x.End == nil {
+		k.m.HeldProgress(x.ID, x.Stdout, x.Stderr)
+	}
+}
+
+func (k heldKind) Tell(id string, e wire.JobEnd) supervise.Told {
+	k.m.mu.Lock()
+	j, ok := k.m.jobs[id]
+	k.m.mu.Unlock()
+	if !ok {
+		// A job this daemon does not know: its end was recorded before
+		// (or is queued still, for a job trimmed from memory).
+		return supervise.NotOurs
+	}
+	select {
+	case <-j.done:
+		// Ended, and the holder still tells it: its ack was lost (a
+		// reconnect), or it is not recorded yet. Once it is, again.
+		return supervise.Recorded
+	default:
+	}
+	select {
+	case j.heldEnd <- e:
+	default: // told twice while the first is being recorded: endHeld drops it
+	}
+	return supervise.Taken
+}
+
+func (k heldKind) Stop(id string) error { return k.m.o.Holder.Stop(id, true, 0) }
+func (heldKind) Drop(string)            {}
+
+// Recorded waits for the job's last record to be committed, which no one
+// is hurried into: the end's record goes with the next commit, as a job
+// of the daemon's own does. One never committed (a store failing until
+// the daemon ends) never calls then.
+func (k heldKind) Recorded(id string, then func()) {
+	k.m.mu.Lock()
+	j, ok := k.m.jobs[id]
+	k.m.mu.Unlock()
+	seq := k.m.records.last()
+	if ok {
+		seq = j.seq.Load()
+	}
+	k.m.records.whenCommitted(seq, then)
+}
+
+func (k heldKind) Ack(id string) error { return k.m.o.Holder.Ack(id) }
+
+// Supervised: a held job not ended, and a job whose spawn is in flight
+// (it fails: the connection is gone) or went unanswered (the holder may
+// have started it: its processes carry its marks).
+func (k heldKind) Supervised() (held, flight []*Job) {
+	m := k.m
+	m.mu.Lock()
+	all := make([]*Job, 0, len(m.jobs))
+	for _, j := range m.jobs {
+		all = append(all, j)
+	}
+	m.mu.Unlock()
+	for _, j := range all {
+		j.mu.Lock()
+		switch {
+		case j.held && !j.info.State.Terminal():
+			held = append(held, j)
+		case j.starting || j.givenUp:
+			flight = append(flight, j)
+		}
+		j.mu.Unlock()
+	}
+	return held, flight
+}
+
+// Terminate terminates what is left of the jobs by their leaders and
+// marks (terminateLeft), and what is left in the held jobs' cgroups,
+// which has no marks (an `env -i` escape).
+func (k heldKind) Terminate(held, flight []*Job) int {
+	m := k.m
+	recs := make([]Info, 0, len(held)+len(flight))
+	var cgroups []string
+	for _, j := range flight {
+		recs = append(recs, j.Info())
+	}
+	for _, j := range held {
+		j.mu.Lock()
+		recs = append(recs, j.snapshotLocked())
+		if j.cgroup != "" {
+			cgroups = append(cgroups, j.cgroup)
+		}
+		j.mu.Unlock()
+	}
+	n := m.terminateLeft(recs)
+	for _, c := range proc.KillJobCgroups(m.o.Owner, m.o.LeftoverGrace, cgroups...) {
+		n += c
+	}
+	return n
+}
+
+func (heldKind) Interrupt(j *Job) {
+	select {
+	case j.heldEnd <- wire.JobEnd{ID: j.info.ID, Error: ErrHolderLost.Error(), Ended: time.Now()}:
+	default:
+	}
 }
 
 // HeldSink hears a holder's events: see Manager.
@@ -564,59 +577,46 @@ type HeldSink interface {
 // pending or running) that the holder still holds or holds the end of,
 // and returns the others. What the holder holds with no such record (an
 // attached job whose caller went with the daemon, a start never
-// recorded) is stopped, and ends the store has are acknowledged.
+// recorded) is stopped, and ends the store has are acknowledged (see
+// supervise.Core.Adopt).
 func (m *Manager) adoptHeld(left []store.Job) ([]store.Job, error) {
-	h := m.o.Holder
-	if l, ok := h.(interface{ Listen(HeldSink) }); ok {
+	if l, ok := m.o.Holder.(interface{ Listen(HeldSink) }); ok {
 		l.Listen(m)
 	}
-	hs, err := h.Held()
+	running := make(map[string]store.Job, len(left))
+	for _, rec := range left {
+		if State(rec.State) == Running {
+			running[rec.ID] = rec
+		}
+	}
+	adopted := map[string]bool{}
+	err := m.sup.Adopt(func(x wire.Job, early *wire.JobEnd) bool {
+		rec, ok := running[x.ID]
+		if !ok {
+			return false
+		}
+		m.adopt(rec, x, early)
+		adopted[x.ID] = true
+		return true
+	})
 	if err != nil {
 		return nil, fmt.Errorf("the holder of the jobs: %w", err)
 	}
-	held := make(map[string]wire.Job, len(hs))
-	for _, x := range hs {
-		held[x.ID] = x
-	}
 	rest := left[:0:0]
-	adopted := 0
 	for _, rec := range left {
-		x, ok := held[rec.ID]
-		if !ok || State(rec.State) != Running {
+		if !adopted[rec.ID] {
 			rest = append(rest, rec)
-			continue
-		}
-		delete(held, rec.ID)
-		m.adopt(rec, x)
-		adopted++
-	}
-	m.mu.Lock()
-	early := m.early
-	m.early = nil
-	m.mu.Unlock()
-	for id, x := range held {
-		if x.End != nil {
-			h.Ack(id) // recorded already (the ack was lost), or never recorded
-			continue
-		}
-		if err := h.Stop(id, true, 0); err != nil {
-			m.o.Logger.Warn("could not stop a held job that has no record", "job", id, "err", err)
 		}
 	}
-	for id := range early {
-		if _, ok := m.jobs[id]; !ok {
-			h.Ack(id)
-		}
-	}
-	if adopted > 0 {
-		m.o.Logger.Info("adopted the jobs the holder kept running", "jobs", adopted)
+	if len(adopted) > 0 {
+		m.o.Logger.Info("adopted the jobs the holder kept running", "jobs", len(adopted))
 	}
 	return rest, nil
 }
 
 // adopt makes the job of rec, which the holder holds as x, this
-// manager's.
-func (m *Manager) adopt(rec store.Job, x wire.Job) {
+// manager's; early is its end if told since the listing.
+func (m *Manager) adopt(rec store.Job, x wire.Job, early *wire.JobEnd) {
 	in := fromRecord(rec)
 	j := &Job{m: m, detached: true, done: make(chan struct{}), started: make(chan struct{}), heldEnd: make(chan wire.JobEnd, 1),
 		spec: Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd, Timeout: in.Timeout, Name: in.Name,
@@ -633,8 +633,12 @@ func (m *Manager) adopt(rec store.Job, x wire.Job) {
 	m.order = append(m.order, in.ID)
 	m.running++
 	m.wg.Add(1)
-	e, ended := m.early[in.ID]
 	m.mu.Unlock()
+	var e wire.JobEnd
+	ended := early != nil
+	if ended {
+		e = *early
+	}
 	if x.End != nil {
 		e, ended = *x.End, true
 	}

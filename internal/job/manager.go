@@ -17,6 +17,7 @@ import (
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/supervise"
 )
 
 // Options configures a Manager.
@@ -115,9 +116,8 @@ type Manager struct {
 	recent  []*Job   // the jobs that ended last, oldest first (see keepWhole)
 	running int
 	closed  bool
-	// early keeps the ends a holder tells of while New adopts its jobs
-	// (nil after).
-	early map[string]wire.JobEnd
+	// sup decides about what the holder holds (see internal/supervise).
+	sup *supervise.Core[*Job, wire.Job, wire.JobEnd]
 	// released is closed by Release: held jobs' watchers stop waiting.
 	released chan struct{}
 }
@@ -158,7 +158,8 @@ func New(o Options) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, names: map[string]string{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr,
-		early: map[string]wire.JobEnd{}, released: make(chan struct{})}
+		released: make(chan struct{})}
+	m.sup = supervise.New(heldKind{m}, supervise.Options{What: "job", Logger: o.Logger})
 	ids, err := o.Store.JobIDs(ctx)
 	if err != nil {
 		cancel()

@@ -21,6 +21,7 @@ import (
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/supervise"
 )
 
 // --- the holder's half ---
@@ -279,97 +280,104 @@ func (m *Manager) PTYProgress(id string, at output.Stats) {
 	}
 }
 
-// PTYExited tells the manager a held session's process exited.
-func (m *Manager) PTYExited(id string, code int) {
-	m.mu.Lock()
-	s := m.sessions[id]
-	if s == nil && m.early != nil {
-		m.early[id] = code
-	}
-	adopting := m.early != nil
-	m.mu.Unlock()
-	if s != nil && s.held != nil {
-		select {
-		case s.held.exit <- code:
-		default:
-		}
-		return
-	}
-	if s == nil && !adopting {
-		// A session this daemon does not hold (closed, or never handed
-		// out): the holder need not keep it. Not on this goroutine: it
-		// may be the one that reads the holder's answers.
-		go func() {
-			m.opts.Holder.ClosePTY(id)
-			m.opts.Holder.AckPTY(id)
-		}()
-	}
-}
+// PTYExited tells the manager a held session's process exited (see
+// supervise.Core.Ended).
+func (m *Manager) PTYExited(id string, code int) { m.sup.Ended(id, code) }
 
 // PTYHolderLost tells the manager that its holder died: its sessions'
 // processes are terminated (proven by their marks) and they end
 // interrupted.
-func (m *Manager) PTYHolderLost() {
-	m.mu.Lock()
-	var held []*Session
-	for _, s := range m.sessions {
-		if s.held != nil {
-			held = append(held, s)
-		}
-	}
-	m.mu.Unlock()
-	if len(held) == 0 {
-		return
-	}
-	recs := make([]store.PTY, len(held))
-	for i, s := range held {
-		recs[i] = s.snapshot()
-	}
-	n := terminateSessions(recs, m.opts.Owner)
-	m.opts.Logger.Error("the holder of the sessions died: they end as interrupted", "sessions", len(held), "processes_terminated", n)
-	for _, s := range held {
-		s.stream.Advance(output.Stats{Closed: true})
-		select {
-		case s.held.exit <- 128 + 9:
-		default:
-		}
-		go s.end(StateInterrupted)
-	}
-}
+func (m *Manager) PTYHolderLost() { m.sup.Lost() }
 
 // PTYResync catches up with the holder after its connection was replaced
 // (events may have been lost): exits and output counts are told again. A
 // session the holder runs that this manager neither holds nor is opening
 // (a spawn whose answer was lost with the connection, after Open gave up
-// on it) has its terminal closed, as at Recover.
-func (m *Manager) PTYResync() {
-	list, err := m.opts.Holder.HeldPTYs()
-	if err != nil {
-		m.opts.Logger.Warn("could not list the sessions the holder holds after a reconnect", "err", err)
-		return
-	}
-	for _, x := range list {
-		if !x.Exited && m.stray(x.ID) {
-			m.opts.Logger.Warn("the holder runs a pty session this daemon does not (its open was given up): closed", "session", x.ID, "pid", x.Pid)
-			if _, err := m.opts.Holder.ClosePTY(x.ID); err != nil {
-				m.opts.Logger.Warn("could not close a held pty session that is no session of this daemon", "session", x.ID, "err", err)
-			}
-			continue
-		}
-		m.PTYProgress(x.ID, x.Output)
-		if x.Exited {
-			m.PTYExited(x.ID, x.ExitCode) // and acked if no longer this daemon's
-		}
-	}
+// on it) has its terminal closed, as at Recover. See
+// supervise.Core.Resync.
+func (m *Manager) PTYResync() { m.sup.Resync() }
+
+// heldKind is what the PTY manager plugs into its supervise.Core.
+type heldKind struct{ m *Manager }
+
+func newSupervisor(m *Manager) *supervise.Core[*Session, wire.PTYSession, int] {
+	return supervise.New(heldKind{m}, supervise.Options{What: "pty session", Logger: m.opts.Logger})
 }
 
-// stray tells whether a session the holder runs is none of this
-// manager's: not open in it, nor being opened. While Recover adopts,
-// none is (it sorts them out).
-func (m *Manager) stray(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.early == nil && m.sessions[id] == nil && !m.reserved[id]
+func (k heldKind) List() ([]wire.PTYSession, error) { return k.m.opts.Holder.HeldPTYs() }
+func (heldKind) ID(x wire.PTYSession) string        { return x.ID }
+func (heldKind) End(x wire.PTYSession) (int, bool)  { return x.ExitCode, x.Exited }
+
+// Standing: a session of the manager is held (with a holder, every one
+// is); one being opened is starting.
+func (k heldKind) Standing(id string) supervise.Standing {
+	k.m.mu.Lock()
+	defer k.m.mu.Unlock()
+	switch {
+	case k.m.sessions[id] != nil:
+		return supervise.Held
+	case k.m.reserved[id]:
+		return supervise.Starting
+	}
+	return supervise.Unknown
+}
+
+func (k heldKind) Progress(x wire.PTYSession) { k.m.PTYProgress(x.ID, x.Output) }
+
+func (k heldKind) Tell(id string, code int) supervise.Told {
+	s := k.m.session(id)
+	switch {
+	case s == nil:
+		return supervise.NotOurs // closed, or never handed out
+	case s.held == nil:
+		return supervise.Taken // not the holder's: nothing of it to tell
+	}
+	select {
+	case s.held.exit <- code:
+	default: // told again: once is enough
+	}
+	return supervise.Taken
+}
+
+// Stop closes a stray session's terminal: it exits on the hangup.
+func (k heldKind) Stop(id string) error {
+	_, err := k.m.opts.Holder.ClosePTY(id)
+	return err
+}
+
+func (k heldKind) Drop(id string) { k.m.opts.Holder.ClosePTY(id) }
+
+// Recorded: a session's records are written before it is acked (close).
+func (heldKind) Recorded(_ string, then func()) { then() }
+
+func (k heldKind) Ack(id string) error { return k.m.opts.Holder.AckPTY(id) }
+
+func (k heldKind) Supervised() (held, flight []*Session) {
+	k.m.mu.Lock()
+	defer k.m.mu.Unlock()
+	for _, s := range k.m.sessions {
+		if s.held != nil {
+			held = append(held, s)
+		}
+	}
+	return held, nil
+}
+
+func (k heldKind) Terminate(held, _ []*Session) int {
+	recs := make([]store.PTY, len(held))
+	for i, s := range held {
+		recs[i] = s.snapshot()
+	}
+	return terminateSessions(recs, k.m.opts.Owner)
+}
+
+func (heldKind) Interrupt(s *Session) {
+	s.stream.Advance(output.Stats{Closed: true})
+	select {
+	case s.held.exit <- 128 + 9:
+	default:
+	}
+	go s.end(StateInterrupted)
 }
 
 func (m *Manager) session(id string) *Session {
@@ -379,37 +387,28 @@ func (m *Manager) session(id string) *Session {
 }
 
 // adoptHeld adopts the sessions of recs (the records a daemon left open)
-// that the holder still holds, and returns the others.
+// that the holder still holds, and returns the others. What the holder
+// holds with no such record is closed (see supervise.Core.Adopt).
 func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 	h := m.opts.Holder
-	list, err := h.HeldPTYs()
-	if err != nil {
-		m.opts.Logger.Error("could not list the sessions the holder holds", "err", err)
-		return recs
-	}
-	held := map[string]wire.PTYSession{}
-	for _, x := range list {
-		held[x.ID] = x
-	}
-	var rest []store.PTY
+	open := make(map[string]store.PTY, len(recs))
 	for _, rec := range recs {
-		x, ok := held[rec.ID]
-		if !ok || rec.State == StateOpening || rec.OutputPath == "" {
-			rest = append(rest, rec)
-			continue
+		if rec.State != StateOpening && rec.OutputPath != "" {
+			open[rec.ID] = rec
 		}
-		delete(held, rec.ID)
+	}
+	adopted := map[string]bool{}
+	err := m.sup.Adopt(func(x wire.PTYSession, early *int) bool {
+		rec, ok := open[x.ID]
+		if !ok {
+			return false
+		}
 		master, err := h.MasterPTY(rec.ID)
 		if err != nil {
 			// Its master is gone (a close had begun): it ends as
 			// interrupted, and the holder forgets it once it exited.
 			m.opts.Logger.Error("could not take over a held session", "session", rec.ID, "err", err)
-			rest = append(rest, rec)
-			h.ClosePTY(rec.ID)
-			if x.Exited {
-				h.AckPTY(rec.ID)
-			}
-			continue
+			return false
 		}
 		if rec.Pid == 0 {
 			rec.Pid, rec.PidStart = x.Pid, x.PidStart
@@ -427,9 +426,12 @@ func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 		}
 		m.mu.Lock()
 		m.sessions[rec.ID] = s
-		code, ended := m.early[rec.ID]
 		m.mu.Unlock()
 		s.recorded = true
+		code, ended := 0, false
+		if early != nil {
+			code, ended = *early, true
+		}
 		if x.Exited {
 			code, ended = x.ExitCode, true
 		}
@@ -440,18 +442,18 @@ func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 			}
 		}
 		s.startHeldGoroutines(true)
+		adopted[rec.ID] = true
 		m.opts.Logger.Info("adopted a pty session the holder kept", "session", rec.ID)
+		return true
+	})
+	if err != nil {
+		m.opts.Logger.Error("could not list the sessions the holder holds", "err", err)
+		return recs
 	}
-	m.mu.Lock()
-	m.early = nil
-	m.mu.Unlock()
-	for id, x := range held {
-		// Held with no open record: nothing of it was handed out.
-		if x.Exited {
-			h.ClosePTY(id)
-			h.AckPTY(id)
-		} else {
-			h.ClosePTY(id)
+	var rest []store.PTY
+	for _, rec := range recs {
+		if !adopted[rec.ID] {
+			rest = append(rest, rec)
 		}
 	}
 	return rest

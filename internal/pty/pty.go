@@ -33,8 +33,10 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/ident"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/supervise"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -228,9 +230,9 @@ type Manager struct {
 	pending  int                 // sessions being opened
 	closed   bool
 	opening  sync.WaitGroup // Opens in progress
-	// early keeps the exits a holder tells of before Recover adopts
-	// (nil after); released is closed by Release.
-	early       map[string]int
+	// sup decides about what the holder holds (nil without a holder
+	// of sessions); released is closed by Release.
+	sup         *supervise.Core[*Session, wire.PTYSession, int]
 	released    chan struct{}
 	releaseOnce sync.Once
 }
@@ -244,7 +246,8 @@ func NewManager(o Options) *Manager {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{opts: o, sessions: map[string]*Session{}, reserved: map[string]bool{}, early: map[string]int{}, released: make(chan struct{})}
+	m := &Manager{opts: o, sessions: map[string]*Session{}, reserved: map[string]bool{}, released: make(chan struct{})}
+	m.sup = newSupervisor(m)
 	if l, ok := o.Holder.(interface{ ListenPTY(PTYSink) }); ok {
 		l.ListenPTY(m) // before any session: none of its events is missed
 	}

@@ -8,8 +8,10 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/supervise"
 )
 
 // Session is one process on a pseudo-terminal. On this platform none can
@@ -73,6 +75,9 @@ func (s *Session) Resize(int, int) error { return ErrUnsupported }
 func (s *Session) Close() error { return nil }
 
 func (s *Session) end(string) error { return nil }
+
+// newSupervisor: no holder of sessions on this platform.
+func newSupervisor(*Manager) *supervise.Core[*Session, wire.PTYSession, int] { return nil }
 
 // adoptHeld: no holder of sessions on this platform.
 func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY { return recs }

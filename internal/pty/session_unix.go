@@ -747,7 +747,7 @@ func (s *Session) close(state string) {
 	s.record(false)
 	s.m.remove(s)
 	if s.held != nil {
-		s.m.opts.Holder.AckPTY(s.id)
+		s.m.sup.AckWhenRecorded(s.id)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
-	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/view"
 )
@@ -443,7 +443,7 @@ func (d *Dashboard) clearTodos(r *http.Request, body []byte) (any, error) {
 	if len(req.IDs) == 0 {
 		return nil, badRequest("ids: give at least one todo id")
 	}
-	n, err := d.o.Service.Inbox.MarkDone(r.Context(), req.IDs)
+	n, err := d.o.Service.MarkTodosDone(r.Context(), req.IDs)
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +456,7 @@ func (d *Dashboard) cancelReminder(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.o.Service.Inbox.CancelReminder(r.Context(), id); err != nil {
+	if err := d.o.Service.CancelReminder(r.Context(), id); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: reminder cancelled", "id", id)
@@ -476,7 +476,7 @@ func (d *Dashboard) send(r *http.Request, body []byte) (any, error) {
 	if strings.TrimSpace(req.Body) == "" {
 		return nil, badRequest("body: the message must not be empty")
 	}
-	m, err := d.o.Service.Inbox.Wake(r.Context(), operator, req.Body)
+	m, err := d.o.Service.Send(r.Context(), operator, req.Body)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
@@ -489,13 +489,7 @@ func (d *Dashboard) message(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := d.o.Service.Inbox.Peek(r.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	v := m.View() // whole: the body, not the preview
-	v.Body, v.Preview = m.Body, ""
-	return v, nil
+	return d.o.Service.Message(r.Context(), id) // whole: the body, not the preview
 }
 
 func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
@@ -503,7 +497,7 @@ func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.o.Service.Inbox.DropMessage(r.Context(), id); err != nil {
+	if err := d.o.Service.DropMessage(r.Context(), id); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: message dropped", "id", id)
@@ -511,7 +505,7 @@ func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
 }
 
 func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
-	st, err := d.o.Service.Agent.Compact(r.Context())
+	st, err := d.o.Service.Compact(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +533,7 @@ type Screen struct {
 	AltScreen bool   `json:"alt_screen"`
 }
 
-func toPTY(in pty.Info) PTY { return PTY{Session: in.View()} }
+func toPTY(in view.Session) PTY { return PTY{Session: in} }
 
 // withHold adds pty's take-over, as r's sender sees it (r nil: anyone).
 func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
@@ -555,28 +549,22 @@ func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
 
 func (d *Dashboard) ptys(r *http.Request) (any, error) {
 	out := []PTY{}
-	if d.o.Service.PTY != nil {
-		for _, in := range d.o.Service.PTY.List() {
-			out = append(out, d.withHold(toPTY(in), r))
-		}
+	for _, in := range d.o.Service.PTYs() {
+		out = append(out, d.withHold(toPTY(in), r))
 	}
 	return map[string][]PTY{"ptys": out}, nil
 }
 
-func (d *Dashboard) session(r *http.Request) (*pty.Session, error) {
-	if d.o.Service.PTY == nil {
-		return nil, fmt.Errorf("pty session %q: %w", r.PathValue("id"), pty.ErrNotFound)
-	}
-	return d.o.Service.PTY.Get(r.PathValue("id"))
+func (d *Dashboard) session(r *http.Request) (view.Session, error) {
+	return d.o.Service.PTYSession(r.PathValue("id"))
 }
 
 func (d *Dashboard) ptyScreen(r *http.Request) (any, error) {
-	s, err := d.session(r)
+	s, sc, err := d.o.Service.PTYScreen(r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	p := d.withHold(toPTY(s.Info()), r)
-	sc := s.Screen()
+	p := d.withHold(toPTY(s), r)
 	p.Screen = &Screen{Text: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol, AltScreen: sc.AltScreen}
 	return p, nil
 }
@@ -596,14 +584,14 @@ func (d *Dashboard) takeover(r *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !s.Info().Running {
-		return nil, fmt.Errorf("pty session %s: %w", s.ID(), pty.ErrExited)
+	if !s.Running {
+		return nil, fmt.Errorf("pty session %s: %w", s.ID, service.ErrPTYExited)
 	}
 	me, _ := r.Context().Value(holderKey{}).(holder)
-	if err := d.holds.take(s.ID(), me, req.Force, time.Now()); err != nil {
+	if err := d.holds.take(s.ID, me, req.Force, time.Now()); err != nil {
 		return nil, &apiError{http.StatusConflict, err.Error()}
 	}
-	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
+	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID, "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
 	return map[string]any{"taken_over": true, "until": view.Time(time.Now().Add(d.o.TakeoverLife))}, nil
 }
 
@@ -614,9 +602,9 @@ func (d *Dashboard) release(r *http.Request, _ []byte) (any, error) {
 		return nil, err
 	}
 	me, _ := r.Context().Value(holderKey{}).(holder)
-	ok := d.holds.release(s.ID(), me)
+	ok := d.holds.release(s.ID, me)
 	if ok {
-		d.log.Info("dashboard: the operator released a pty session", "session_id", s.ID(), "by", me.label)
+		d.log.Info("dashboard: the operator released a pty session", "session_id", s.ID, "by", me.label)
 	}
 	return map[string]bool{"released": ok}, nil
 }
@@ -639,17 +627,18 @@ func (d *Dashboard) input(r *http.Request, body []byte) (any, error) {
 		return nil, err
 	}
 	me, _ := r.Context().Value(holderKey{}).(holder)
-	if !d.holds.use(s.ID(), me, time.Now()) {
-		msg := "pty session " + s.ID() + ": take it over first (POST /api/ptys/" + s.ID() + "/takeover): input needs a take-over in force"
-		if x, ok := d.holds.get(s.ID(), time.Now()); ok {
+	if !d.holds.use(s.ID, me, time.Now()) {
+		msg := "pty session " + s.ID + ": take it over first (POST /api/ptys/" + s.ID + "/takeover): input needs a take-over in force"
+		if x, ok := d.holds.get(s.ID, time.Now()); ok {
 			msg += "; " + x.by.label + " has it"
 		}
 		return nil, &apiError{http.StatusConflict, msg}
 	}
-	if err := s.Send(req.Data); err != nil {
+	noWait := time.Duration(0)
+	if _, err := d.o.Service.SendPTY(r.Context(), service.PTYSend{Session: s.ID, Input: req.Data, Wait: &noWait}); err != nil {
 		return nil, err
 	}
-	d.log.Info("dashboard: operator input to a pty session", "session_id", s.ID(), "bytes", len(req.Data))
+	d.log.Info("dashboard: operator input to a pty session", "session_id", s.ID, "bytes", len(req.Data))
 	return map[string]bool{"sent": true}, nil
 }
 

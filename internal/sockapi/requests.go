@@ -109,7 +109,7 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdTodo:
-		t, err := s.svc.Inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
+		t, err := s.svc.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
 		if err != nil {
 			return fail(err)
 		}
@@ -118,64 +118,56 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err := checkTodoKey(req); err != nil {
 			return fail(err)
 		}
-		cleared, err := s.svc.Inbox.ClearTodo(ctx, req.Subsystem, req.Key)
+		cleared, err := s.svc.ClearTodo(ctx, req.Subsystem, req.Key)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Cleared: &cleared}
 	case proto.CmdTodoLs:
-		todos, err := s.svc.Inbox.Todos(ctx)
+		todos, err := s.svc.Todos(ctx)
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Todos: []view.Todo{}}
-		for _, t := range todos {
-			resp.Todos = append(resp.Todos, t.View())
-		}
-		return resp
+		return proto.Response{OK: true, Todos: todos}
 	case proto.CmdWake:
-		m, err := s.svc.Inbox.Wake(ctx, req.From, req.Body)
+		m, err := s.svc.Send(ctx, req.From, req.Body)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, MessageID: m.ID}
 	case proto.CmdInboxLs:
-		ms, err := s.svc.Inbox.AllMessages(ctx, proto.MaxListed)
+		ms, err := s.svc.Messages(ctx, proto.MaxListed)
 		if err != nil {
 			return fail(err)
 		}
-		n, err := s.svc.Inbox.Undelivered(ctx)
+		n, err := s.svc.Undelivered(ctx)
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Messages: []view.Message{}, Undelivered: &n}
-		for _, m := range ms {
-			resp.Messages = append(resp.Messages, m.View())
-		}
-		return resp
+		return proto.Response{OK: true, Messages: ms, Undelivered: &n}
 	case proto.CmdInboxAck:
 		id, err := strconv.ParseInt(req.ID, 10, 64)
 		if err != nil || id < 1 {
 			return fail(errdefs.Newf(errdefs.ErrInvalid, "id %q: must be a message id (an integer >= 1, from inbox_next)", req.ID))
 		}
-		if err := s.svc.Inbox.Ack(ctx, id); err != nil {
+		if err := s.svc.AckMessage(ctx, id); err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true}
 	case proto.CmdInboxRequeue:
-		n, err := s.svc.Inbox.Requeue(ctx)
+		n, err := s.svc.Requeue(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Requeued: &n}
 	case proto.CmdGracefulStop:
-		m, err := s.svc.Inbox.GracefulStop(ctx)
+		m, err := s.svc.GracefulStop(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Message: &proto.Message{ID: m.ID, From: m.From, At: m.At.Unix(), Body: m.Body}}
 	case proto.CmdTurn:
-		pending, err := s.svc.Agent.SetTurn(ctx, req.State, req.ContextUsage)
+		pending, err := s.svc.SetTurn(ctx, req.State, req.ContextUsage)
 		if err != nil {
 			return fail(err)
 		}
@@ -228,7 +220,7 @@ func (s *Server) inboxNextUntil(daemonCtx, wait context.Context, req proto.Reque
 	if err != nil {
 		return proto.Fail(err)
 	}
-	m, ok, err := s.svc.Inbox.Next(wait, req.Wait, timeout)
+	m, ok, err := s.svc.NextMessage(wait, req.Wait, timeout)
 	switch {
 	case err != nil && daemonCtx.Err() != nil:
 		return proto.Fail(errdefs.New(errdefs.ErrUnavailable, "inbox_next: the daemon is stopping"))

@@ -13,10 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivetools/hive/internal/errdefs"
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/service"
-	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -139,10 +137,6 @@ func decode(body []byte, v any) error {
 	return nil
 }
 
-// toJob is a job as the API shows it: the one view of a job (package
-// view), as `hive inspect` and the MCP tools show it too.
-func toJob(in job.Info) view.Job { return in.View() }
-
 // maxEventCmd bounds the command a job event carries: the page asks
 // GET /api/jobs/{id} for the whole of it.
 const maxEventCmd = 1 << 10
@@ -150,8 +144,7 @@ const maxEventCmd = 1 << 10
 // eventJob is a job as a "job" event carries it: its command cut to
 // maxEventCmd bytes (on a UTF-8 boundary) and its argv left out when the
 // command is cut or the argv is as long, with CmdTruncated set.
-func eventJob(in job.Info) view.Job {
-	j := toJob(in)
+func eventJob(j view.Job) view.Job {
 	argv := 0
 	for _, a := range j.Argv {
 		argv += len(a)
@@ -173,17 +166,17 @@ func eventJob(in job.Info) view.Job {
 // Counters are a running job's output counters, as a "job_counters"
 // event carries them between its state changes.
 type Counters struct {
-	ID            string    `json:"id"`
-	State         job.State `json:"state"`
-	DurationMs    int64     `json:"duration_ms"`
-	StdoutBytes   int64     `json:"stdout_bytes"`
-	StderrBytes   int64     `json:"stderr_bytes"`
-	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
-	StderrDropped int64     `json:"stderr_dropped,omitempty"`
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	DurationMs    int64  `json:"duration_ms"`
+	StdoutBytes   int64  `json:"stdout_bytes"`
+	StderrBytes   int64  `json:"stderr_bytes"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
 }
 
-func toCounters(in job.Info) Counters {
-	return Counters{ID: in.ID, State: in.State, DurationMs: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes,
+func toCounters(in view.Job) Counters {
+	return Counters{ID: in.ID, State: in.State, DurationMs: in.DurationMs, StdoutBytes: in.StdoutBytes,
 		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped}
 }
 
@@ -196,10 +189,10 @@ const (
 
 func (d *Dashboard) jobs(r *http.Request) (any, error) {
 	v := r.URL.Query()
-	q := store.JobQuery{Limit: defaultPage, Text: v.Get("q")}
+	q := service.JobQuery{Limit: defaultPage, Text: v.Get("q")}
 	if s := v.Get("state"); s != "" {
 		for _, st := range strings.Split(s, ",") {
-			if !job.ValidState(st) {
+			if !service.ValidJobState(st) {
 				return nil, badRequest("state %q: not a job state (pending, running, done, timed_out, killed, interrupted, failed; several: comma-separated)", st)
 			}
 			q.States = append(q.States, st)
@@ -223,17 +216,14 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 		}
 		q.BeforeCreated, q.BeforeID = time.UnixMilli(n), id
 	}
-	infos, err := d.o.Service.Jobs.Page(r.Context(), q)
+	infos, err := d.o.Service.JobPage(r.Context(), q)
 	if err != nil {
 		return nil, err
 	}
 	out := struct {
 		Jobs       []view.Job `json:"jobs"`
 		NextBefore string     `json:"next_before,omitempty"`
-	}{Jobs: make([]view.Job, len(infos))}
-	for i, in := range infos {
-		out.Jobs[i] = toJob(in)
-	}
+	}{Jobs: infos}
 	if len(infos) == q.Limit {
 		last := infos[len(infos)-1]
 		out.NextBefore = fmt.Sprintf("%d.%s", last.Created.UnixMilli(), last.ID)
@@ -242,11 +232,9 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 }
 
 func (d *Dashboard) job(r *http.Request) (any, error) {
-	in, err := d.o.Service.Jobs.Lookup(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
-	return toJob(in), nil
+	// The one view of a job (package view), as `hive inspect` and the MCP
+	// tools show it too.
+	return d.o.Service.Job(r.Context(), r.PathValue("id"))
 }
 
 // Limits of GET /api/jobs/{id}/output.
@@ -295,7 +283,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 		off = n
 	}
 	id := r.PathValue("id")
-	in, err := d.o.Service.Jobs.Lookup(r.Context(), id)
+	in, err := d.o.Service.Job(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +295,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 	if off < 0 {
 		off = max(0, total+off)
 	}
-	if j, err := d.o.Service.Jobs.Get(in.ID); err == nil { // the job read, not a newer one of that name
+	if j, err := d.o.Service.LiveJob(in.ID); err == nil { // the job read, not a newer one of that name
 		s := j.Stdout()
 		if stream == "stderr" {
 			s = j.Stderr()
@@ -323,7 +311,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 			return out, nil
 		}
 	}
-	return d.fromFile(id, path, out, off, total-dropped, limit, in.State.Terminal())
+	return d.fromFile(id, path, out, off, total-dropped, limit, service.JobEnded(in))
 }
 
 // fromFile reads a range of an ended job no longer in memory from its
@@ -395,7 +383,7 @@ func (d *Dashboard) stop(r *http.Request, body []byte) (any, error) {
 	}
 	id := r.PathValue("id")
 	v, err := d.o.Service.KillJob(id, req.Force)
-	if errors.Is(err, job.ErrEnded) {
+	if errors.Is(err, service.ErrJobEnded) {
 		return nil, fmt.Errorf("job %s: %w (%s)", id, err, v.State)
 	}
 	if err != nil {

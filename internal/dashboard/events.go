@@ -168,7 +168,7 @@ func (d *Dashboard) watchLoop() {
 			}
 		}
 		seen := map[string]bool{}
-		for _, in := range d.o.Service.Jobs.Recent() {
+		for _, in := range d.o.Service.RecentJobs() {
 			seen[in.ID] = true
 			was, key := jobs[in.ID], jobKey{fmt.Sprint(in.State, in.Pid, in.ExitCode != nil, in.Error), in.StdoutBytes, in.StderrBytes}
 			switch {

@@ -64,24 +64,24 @@ func todoOf(t *testing.T, s *Service, id string) (store.Todo, bool) {
 func TestJobLifeThroughTheService(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	v, err := s.RunJob(job.Spec{Cmd: "echo hi; exit 1", Name: "svc", Source: "run"})
+	v, err := s.RunJob(JobSpec{Cmd: "echo hi; exit 1", Name: "svc", Source: "run"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.ID == "" || v.Name != "svc" || v.State == "" || v.Source != "run" {
 		t.Fatalf("RunJob: %+v", v)
 	}
-	busy, err := s.RunJob(job.Spec{Cmd: "sleep 60", Name: "busy"})
+	busy, err := s.RunJob(JobSpec{Cmd: "sleep 60", Name: "busy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RunJob(job.Spec{Cmd: "true", Name: "busy"}); !errors.Is(err, job.ErrNameBusy) || !errors.Is(err, errdefs.ErrConflict) {
+	if _, err := s.RunJob(JobSpec{Cmd: "true", Name: "busy"}); !errors.Is(err, job.ErrNameBusy) || !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("a second job named busy while it runs: %v, want a conflict", err)
 	}
 	if k, err := s.KillJob("busy", true); err != nil || k.ID != busy.ID {
 		t.Errorf("KillJob of a running job: %+v %v", k, err)
 	}
-	j, err := s.Jobs.Get(v.ID)
+	j, err := s.LiveJob(v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +121,13 @@ func TestJobLifeThroughTheService(t *testing.T) {
 	if _, err := s.KillJob("nosuchjob", false); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("KillJob of an unknown job: %v, want not found", err)
 	}
-	if _, err := s.RunJob(job.Spec{Cmd: "true", Name: "Bad"}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := s.RunJob(JobSpec{Cmd: "true", Name: "Bad"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("RunJob with a bad name: %v, want invalid", err)
 	}
-	rj, _ := s.Jobs.Get(re.ID)
+	rj, err := s.LiveJob(re.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	<-rj.Done()
 	s.Recorded(rj)
 }

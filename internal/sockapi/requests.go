@@ -12,11 +12,10 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/ident"
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
-	"github.com/hivetools/hive/internal/view"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // handle answers a one-shot request.
@@ -34,43 +33,39 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 	case proto.CmdStats:
 		return proto.Response{OK: true, PID: os.Getpid(), Stats: s.d.Stats()}
 	case proto.CmdPs:
-		var states []job.State
+		var states []string
 		if !req.All && len(req.States) == 0 {
-			states = []job.State{job.Pending, job.Running}
+			states = []string{"pending", "running"}
 		}
 		for _, st := range req.States {
-			if !job.ValidState(st) {
+			if !service.ValidJobState(st) {
 				return fail(errdefs.Newf(errdefs.ErrInvalid, "states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", st))
 			}
-			states = append(states, job.State(st))
+			states = append(states, st)
 		}
 		if req.Name != "" {
 			if err := ident.CheckName("name", req.Name); err != nil {
 				return fail(err)
 			}
 		}
-		infos, err := s.svc.Jobs.ListNamed(ctx, 200, req.Name, states...)
+		jobs, err := s.svc.ListJobs(ctx, 200, req.Name, states...)
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Jobs: []view.Job{}}
-		for _, in := range infos {
-			resp.Jobs = append(resp.Jobs, in.View())
-		}
-		return resp
+		return proto.Response{OK: true, Jobs: jobs}
 	case proto.CmdRun:
 		if len(req.Argv) == 0 {
 			return fail(errdefs.New(errdefs.ErrInvalid, "argv: must not be empty"))
 		}
 		for i, a := range req.Argv {
-			if err := job.CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
+			if err := service.CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
 				return fail(err)
 			}
 		}
 		if req.TimeoutSecs < 0 || req.TimeoutSecs > 1e8 || req.TimeoutSecs != req.TimeoutSecs {
 			return fail(errdefs.Newf(errdefs.ErrInvalid, "timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
 		}
-		spec := job.Spec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
+		spec := service.JobSpec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
 			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second)), Quiet: !req.Notify}
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
@@ -82,7 +77,7 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdKill:
 		w, err := s.svc.KillJob(req.ID, req.Force)
-		if errors.Is(err, job.ErrEnded) {
+		if errors.Is(err, service.ErrJobEnded) {
 			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
 		}
 		if err != nil {
@@ -281,18 +276,17 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		writeResp(c, proto.Fail(errdefs.New(errdefs.ErrInvalid, "offset: not with tail")))
 		return
 	}
-	in, err := s.svc.Jobs.Lookup(ctx, req.ID)
+	in, err := s.svc.Job(ctx, req.ID)
 	if err != nil {
 		writeResp(c, proto.Fail(err))
 		return
 	}
-	w := in.View()
-	if writeResp(c, proto.Response{OK: true, Job: &w}) != nil {
+	if writeResp(c, proto.Response{OK: true, Job: &in}) != nil {
 		return
 	}
 	var out, errs *output.Stream
 	var index *output.Interleave
-	if j, err := s.svc.Jobs.Get(in.ID); err == nil {
+	if j, err := s.svc.LiveJob(in.ID); err == nil {
 		if req.Follow {
 			select {
 			case <-j.Started():
@@ -313,7 +307,7 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			// No index here: a held job's holder writes the index file
 			// (none, or a missing file: no order known). The ends first.
 			a, b := out.Stats(), errs.Stats()
-			return output.LiveFileSnapshot(in.IndexPath(), [2]int64{a.Total, b.Total}, a.Closed && b.Closed)
+			return output.LiveFileSnapshot(in.IndexPath, [2]int64{a.Total, b.Total}, a.Closed && b.Closed)
 		}
 	} else { // an ended job of an earlier daemon, or one that failed to start
 		var files output.Files
@@ -324,10 +318,10 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			}
 		}
 		src = files
-		snap := output.FileSnapshot(in.IndexPath(), [2]int64{in.StdoutBytes, in.StderrBytes})
+		snap := output.FileSnapshot(in.IndexPath, [2]int64{in.StdoutBytes, in.StderrBytes})
 		snapshot = func() output.Snapshot { return snap }
 	}
-	m := output.NewMerger(src, in.IndexPath(), in.Started, opts)
+	m := output.NewMerger(src, in.IndexPath, in.Started, opts)
 	defer m.Close()
 	if req.Offset > 0 {
 		m.Skip(req.Offset)
@@ -371,7 +365,7 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 // serveWait answers a wait once the job has ended (the job's record, as
 // committed), or when the client goes away or the daemon stops.
 func (s *Server) serveWait(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, requestTimeout time.Duration) {
-	j, err := s.svc.Jobs.Get(req.ID)
+	j, err := s.svc.LiveJob(req.ID)
 	if err == nil {
 		gone := make(chan struct{})
 		go func() {

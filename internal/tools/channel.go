@@ -104,23 +104,20 @@ func channelEventOf(d *service.Service, c service.Change) (ev channelEvent, remo
 		if c.Removed {
 			return ev, key, false
 		}
-		if d.Jobs == nil {
-			return ev, "", false
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		in, err := d.Jobs.Lookup(ctx, c.Todo.Key)
-		if err != nil || !in.State.Terminal() {
+		in, summary, ok := d.JobEnd(ctx, c.Todo.Key)
+		if !ok {
 			return ev, "", false
 		}
-		meta := map[string]string{"kind": "job", "id": in.ID, "status": string(in.State)}
+		meta := map[string]string{"kind": "job", "id": in.ID, "status": in.State}
 		var exit string
 		if in.ExitCode != nil {
 			exit = strconv.Itoa(*in.ExitCode)
 			meta["exit"] = exit
 		}
 		return channelEvent{key: key, kind: "job", id: in.ID, exit: exit, params: ChannelParams{
-			Content: service.TodoSummary(in), Meta: meta,
+			Content: summary, Meta: meta,
 		}}, "", true
 	}
 	return ev, "", false

@@ -304,7 +304,7 @@ func (h *handlers) addResources(s *mcp.Server) {
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: TaskURIPrefix + "{id}", Name: "task", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			id := strings.TrimPrefix(req.Params.URI, TaskURIPrefix)
-			info, err := h.d.Jobs.Lookup(ctx, id)
+			info, err := h.d.Job(ctx, id)
 			if err != nil {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}

@@ -165,7 +165,7 @@ func (s *Service) SendPTY(ctx context.Context, r PTYSend) (PTYOutput, error) {
 		out.Busy, out.Limit = err != nil, ReadyLimit
 		return out, nil
 	}
-	if *r.Wait == 0 && r.WaitFor == nil {
+	if r.WaitFor == nil && *r.Wait == 0 { // Wait is set: both nil was the case above
 		start := sess.Info().Bytes
 		if err := sess.Send(input); err != nil {
 			return PTYOutput{}, err

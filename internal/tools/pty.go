@@ -140,7 +140,7 @@ func (h *handlers) addPTY(s *mcp.Server) {
 				if r.Busy {
 					note = fmt.Sprintf("[still busy after %s]", r.Limit)
 				}
-			case *req.Wait == 0 && req.WaitFor == nil:
+			case req.WaitFor == nil && *req.Wait == 0: // Wait is set: both nil was the case above
 				return text("sent"), out, nil
 			case req.WaitFor != nil && !r.Matched:
 				note = fmt.Sprintf("[wait_for %q did not match within %s]", in.WaitFor, r.Limit)

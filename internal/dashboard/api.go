@@ -13,10 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hivetools/hive/internal/errdefs"
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
-	"github.com/hivetools/hive/internal/pty"
-	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -139,10 +137,6 @@ func decode(body []byte, v any) error {
 	return nil
 }
 
-// toJob is a job as the API shows it: the one view of a job (package
-// view), as `hive inspect` and the MCP tools show it too.
-func toJob(in job.Info) view.Job { return in.View() }
-
 // maxEventCmd bounds the command a job event carries: the page asks
 // GET /api/jobs/{id} for the whole of it.
 const maxEventCmd = 1 << 10
@@ -150,8 +144,7 @@ const maxEventCmd = 1 << 10
 // eventJob is a job as a "job" event carries it: its command cut to
 // maxEventCmd bytes (on a UTF-8 boundary) and its argv left out when the
 // command is cut or the argv is as long, with CmdTruncated set.
-func eventJob(in job.Info) view.Job {
-	j := toJob(in)
+func eventJob(j view.Job) view.Job {
 	argv := 0
 	for _, a := range j.Argv {
 		argv += len(a)
@@ -173,17 +166,17 @@ func eventJob(in job.Info) view.Job {
 // Counters are a running job's output counters, as a "job_counters"
 // event carries them between its state changes.
 type Counters struct {
-	ID            string    `json:"id"`
-	State         job.State `json:"state"`
-	DurationMs    int64     `json:"duration_ms"`
-	StdoutBytes   int64     `json:"stdout_bytes"`
-	StderrBytes   int64     `json:"stderr_bytes"`
-	StdoutDropped int64     `json:"stdout_dropped,omitempty"`
-	StderrDropped int64     `json:"stderr_dropped,omitempty"`
+	ID            string `json:"id"`
+	State         string `json:"state"`
+	DurationMs    int64  `json:"duration_ms"`
+	StdoutBytes   int64  `json:"stdout_bytes"`
+	StderrBytes   int64  `json:"stderr_bytes"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
 }
 
-func toCounters(in job.Info) Counters {
-	return Counters{ID: in.ID, State: in.State, DurationMs: in.Duration().Milliseconds(), StdoutBytes: in.StdoutBytes,
+func toCounters(in view.Job) Counters {
+	return Counters{ID: in.ID, State: in.State, DurationMs: in.DurationMs, StdoutBytes: in.StdoutBytes,
 		StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped, StderrDropped: in.StderrDropped}
 }
 
@@ -196,10 +189,10 @@ const (
 
 func (d *Dashboard) jobs(r *http.Request) (any, error) {
 	v := r.URL.Query()
-	q := store.JobQuery{Limit: defaultPage, Text: v.Get("q")}
+	q := service.JobQuery{Limit: defaultPage, Text: v.Get("q")}
 	if s := v.Get("state"); s != "" {
 		for _, st := range strings.Split(s, ",") {
-			if !job.ValidState(st) {
+			if !service.ValidJobState(st) {
 				return nil, badRequest("state %q: not a job state (pending, running, done, timed_out, killed, interrupted, failed; several: comma-separated)", st)
 			}
 			q.States = append(q.States, st)
@@ -223,17 +216,14 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 		}
 		q.BeforeCreated, q.BeforeID = time.UnixMilli(n), id
 	}
-	infos, err := d.o.Service.Jobs.Page(r.Context(), q)
+	infos, err := d.o.Service.JobPage(r.Context(), q)
 	if err != nil {
 		return nil, err
 	}
 	out := struct {
 		Jobs       []view.Job `json:"jobs"`
 		NextBefore string     `json:"next_before,omitempty"`
-	}{Jobs: make([]view.Job, len(infos))}
-	for i, in := range infos {
-		out.Jobs[i] = toJob(in)
-	}
+	}{Jobs: infos}
 	if len(infos) == q.Limit {
 		last := infos[len(infos)-1]
 		out.NextBefore = fmt.Sprintf("%d.%s", last.Created.UnixMilli(), last.ID)
@@ -242,11 +232,9 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 }
 
 func (d *Dashboard) job(r *http.Request) (any, error) {
-	in, err := d.o.Service.Jobs.Lookup(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return nil, err
-	}
-	return toJob(in), nil
+	// The one view of a job (package view), as `hive inspect` and the MCP
+	// tools show it too.
+	return d.o.Service.Job(r.Context(), r.PathValue("id"))
 }
 
 // Limits of GET /api/jobs/{id}/output.
@@ -295,7 +283,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 		off = n
 	}
 	id := r.PathValue("id")
-	in, err := d.o.Service.Jobs.Lookup(r.Context(), id)
+	in, err := d.o.Service.Job(r.Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +295,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 	if off < 0 {
 		off = max(0, total+off)
 	}
-	if j, err := d.o.Service.Jobs.Get(in.ID); err == nil { // the job read, not a newer one of that name
+	if j, err := d.o.Service.LiveJob(in.ID); err == nil { // the job read, not a newer one of that name
 		s := j.Stdout()
 		if stream == "stderr" {
 			s = j.Stderr()
@@ -323,7 +311,7 @@ func (d *Dashboard) output(r *http.Request) (any, error) {
 			return out, nil
 		}
 	}
-	return d.fromFile(id, path, out, off, total-dropped, limit, in.State.Terminal())
+	return d.fromFile(id, path, out, off, total-dropped, limit, service.JobEnded(in))
 }
 
 // fromFile reads a range of an ended job no longer in memory from its
@@ -395,7 +383,7 @@ func (d *Dashboard) stop(r *http.Request, body []byte) (any, error) {
 	}
 	id := r.PathValue("id")
 	v, err := d.o.Service.KillJob(id, req.Force)
-	if errors.Is(err, job.ErrEnded) {
+	if errors.Is(err, service.ErrJobEnded) {
 		return nil, fmt.Errorf("job %s: %w (%s)", id, err, v.State)
 	}
 	if err != nil {
@@ -443,7 +431,7 @@ func (d *Dashboard) clearTodos(r *http.Request, body []byte) (any, error) {
 	if len(req.IDs) == 0 {
 		return nil, badRequest("ids: give at least one todo id")
 	}
-	n, err := d.o.Service.Inbox.MarkDone(r.Context(), req.IDs)
+	n, err := d.o.Service.MarkTodosDone(r.Context(), req.IDs)
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +444,7 @@ func (d *Dashboard) cancelReminder(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.o.Service.Inbox.CancelReminder(r.Context(), id); err != nil {
+	if err := d.o.Service.CancelReminder(r.Context(), id); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: reminder cancelled", "id", id)
@@ -476,7 +464,7 @@ func (d *Dashboard) send(r *http.Request, body []byte) (any, error) {
 	if strings.TrimSpace(req.Body) == "" {
 		return nil, badRequest("body: the message must not be empty")
 	}
-	m, err := d.o.Service.Inbox.Wake(r.Context(), operator, req.Body)
+	m, err := d.o.Service.Send(r.Context(), operator, req.Body)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
@@ -489,13 +477,7 @@ func (d *Dashboard) message(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := d.o.Service.Inbox.Peek(r.Context(), id)
-	if err != nil {
-		return nil, err
-	}
-	v := m.View() // whole: the body, not the preview
-	v.Body, v.Preview = m.Body, ""
-	return v, nil
+	return d.o.Service.Message(r.Context(), id) // whole: the body, not the preview
 }
 
 func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
@@ -503,7 +485,7 @@ func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.o.Service.Inbox.DropMessage(r.Context(), id); err != nil {
+	if err := d.o.Service.DropMessage(r.Context(), id); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: message dropped", "id", id)
@@ -511,7 +493,7 @@ func (d *Dashboard) drop(r *http.Request, _ []byte) (any, error) {
 }
 
 func (d *Dashboard) compact(r *http.Request, _ []byte) (any, error) {
-	st, err := d.o.Service.Agent.Compact(r.Context())
+	st, err := d.o.Service.Compact(r.Context())
 	if err != nil {
 		return nil, err
 	}
@@ -539,7 +521,7 @@ type Screen struct {
 	AltScreen bool   `json:"alt_screen"`
 }
 
-func toPTY(in pty.Info) PTY { return PTY{Session: in.View()} }
+func toPTY(in view.Session) PTY { return PTY{Session: in} }
 
 // withHold adds pty's take-over, as r's sender sees it (r nil: anyone).
 func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
@@ -555,28 +537,22 @@ func (d *Dashboard) withHold(p PTY, r *http.Request) PTY {
 
 func (d *Dashboard) ptys(r *http.Request) (any, error) {
 	out := []PTY{}
-	if d.o.Service.PTY != nil {
-		for _, in := range d.o.Service.PTY.List() {
-			out = append(out, d.withHold(toPTY(in), r))
-		}
+	for _, in := range d.o.Service.PTYs() {
+		out = append(out, d.withHold(toPTY(in), r))
 	}
 	return map[string][]PTY{"ptys": out}, nil
 }
 
-func (d *Dashboard) session(r *http.Request) (*pty.Session, error) {
-	if d.o.Service.PTY == nil {
-		return nil, fmt.Errorf("pty session %q: %w", r.PathValue("id"), pty.ErrNotFound)
-	}
-	return d.o.Service.PTY.Get(r.PathValue("id"))
+func (d *Dashboard) session(r *http.Request) (view.Session, error) {
+	return d.o.Service.PTYSession(r.PathValue("id"))
 }
 
 func (d *Dashboard) ptyScreen(r *http.Request) (any, error) {
-	s, err := d.session(r)
+	s, sc, err := d.o.Service.PTYScreen(r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	p := d.withHold(toPTY(s.Info()), r)
-	sc := s.Screen()
+	p := d.withHold(toPTY(s), r)
 	p.Screen = &Screen{Text: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol, AltScreen: sc.AltScreen}
 	return p, nil
 }
@@ -596,14 +572,14 @@ func (d *Dashboard) takeover(r *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !s.Info().Running {
-		return nil, fmt.Errorf("pty session %s: %w", s.ID(), pty.ErrExited)
+	if !s.Running {
+		return nil, fmt.Errorf("pty session %s: %w", s.ID, service.ErrPTYExited)
 	}
 	me, _ := r.Context().Value(holderKey{}).(holder)
-	if err := d.holds.take(s.ID(), me, req.Force, time.Now()); err != nil {
+	if err := d.holds.take(s.ID, me, req.Force, time.Now()); err != nil {
 		return nil, &apiError{http.StatusConflict, err.Error()}
 	}
-	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID(), "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
+	d.log.Warn("dashboard: the operator took over a pty session", "session_id", s.ID, "by", me.label, "force", req.Force, "remote", r.RemoteAddr)
 	return map[string]any{"taken_over": true, "until": view.Time(time.Now().Add(d.o.TakeoverLife))}, nil
 }
 
@@ -614,9 +590,9 @@ func (d *Dashboard) release(r *http.Request, _ []byte) (any, error) {
 		return nil, err
 	}
 	me, _ := r.Context().Value(holderKey{}).(holder)
-	ok := d.holds.release(s.ID(), me)
+	ok := d.holds.release(s.ID, me)
 	if ok {
-		d.log.Info("dashboard: the operator released a pty session", "session_id", s.ID(), "by", me.label)
+		d.log.Info("dashboard: the operator released a pty session", "session_id", s.ID, "by", me.label)
 	}
 	return map[string]bool{"released": ok}, nil
 }
@@ -639,17 +615,18 @@ func (d *Dashboard) input(r *http.Request, body []byte) (any, error) {
 		return nil, err
 	}
 	me, _ := r.Context().Value(holderKey{}).(holder)
-	if !d.holds.use(s.ID(), me, time.Now()) {
-		msg := "pty session " + s.ID() + ": take it over first (POST /api/ptys/" + s.ID() + "/takeover): input needs a take-over in force"
-		if x, ok := d.holds.get(s.ID(), time.Now()); ok {
+	if !d.holds.use(s.ID, me, time.Now()) {
+		msg := "pty session " + s.ID + ": take it over first (POST /api/ptys/" + s.ID + "/takeover): input needs a take-over in force"
+		if x, ok := d.holds.get(s.ID, time.Now()); ok {
 			msg += "; " + x.by.label + " has it"
 		}
 		return nil, &apiError{http.StatusConflict, msg}
 	}
-	if err := s.Send(req.Data); err != nil {
+	noWait := time.Duration(0)
+	if _, err := d.o.Service.SendPTY(r.Context(), service.PTYSend{Session: s.ID, Input: req.Data, Wait: &noWait}); err != nil {
 		return nil, err
 	}
-	d.log.Info("dashboard: operator input to a pty session", "session_id", s.ID(), "bytes", len(req.Data))
+	d.log.Info("dashboard: operator input to a pty session", "session_id", s.ID, "bytes", len(req.Data))
 	return map[string]bool{"sent": true}, nil
 }
 

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // The hub keeps at most ringEvents events and ringBytes bytes of them
@@ -137,10 +137,8 @@ func (d *Dashboard) startWatch() {
 func (d *Dashboard) watchLoop() {
 	var dirty atomic.Bool
 	dirty.Store(true)
-	if d.o.Service.Inbox != nil {
-		cancel := d.o.Service.Inbox.Subscribe(func(inbox.Change) { dirty.Store(true) })
-		defer cancel()
-	}
+	cancel := d.o.Service.Subscribe(func(service.Change) { dirty.Store(true) })
+	defer cancel()
 	type jobKey struct {
 		state          string
 		stdout, stderr int64
@@ -162,15 +160,15 @@ func (d *Dashboard) watchLoop() {
 				d.hub.publish("usage", smp)
 			}
 		}
-		if a := d.o.Service.Agent; a != nil {
-			b, _ := json.Marshal(a.State())
+		if st, ok := d.o.Service.AgentState(); ok {
+			b, _ := json.Marshal(st)
 			if string(b) != string(agentWas) {
 				agentWas = b
 				d.hub.publish("agent", json.RawMessage(b))
 			}
 		}
 		seen := map[string]bool{}
-		for _, in := range d.o.Service.Jobs.Recent() {
+		for _, in := range d.o.Service.RecentJobs() {
 			seen[in.ID] = true
 			was, key := jobs[in.ID], jobKey{fmt.Sprint(in.State, in.Pid, in.ExitCode != nil, in.Error), in.StdoutBytes, in.StderrBytes}
 			switch {
@@ -186,9 +184,9 @@ func (d *Dashboard) watchLoop() {
 				delete(jobs, id)
 			}
 		}
-		if p := d.o.Service.PTY; p != nil {
+		if d.o.Service.HasPTY() {
 			seen := map[string]bool{}
-			for _, in := range p.List() {
+			for _, in := range d.o.Service.PTYs() {
 				seen[in.ID] = true
 				p := d.withHold(toPTY(in), nil)
 				key := fmt.Sprint(in.Running, in.Bytes, in.Cols, in.Rows, p.HeldBy, p.HeldUntil)

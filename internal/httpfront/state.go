@@ -25,7 +25,7 @@ type APIState struct {
 
 // apiState answers GET /api/state.
 func (f *Front) apiState(ctx context.Context) (any, error) {
-	st := f.svc.Agent.State()
+	st, _ := f.svc.AgentState()
 	out := APIState{Name: st.Name, Version: f.svc.Version, PID: os.Getpid(), UptimeSecs: int64(time.Since(f.started).Seconds()),
 		TurnState: st.Turn, TurnStateSince: st.TurnSince.Unix(), Status: st.StatusText,
 		ContextUsage: st.ContextUsage, CompactPending: st.CompactPending}
@@ -33,7 +33,7 @@ func (f *Front) apiState(ctx context.Context) (any, error) {
 		out.StatusSetAt = st.StatusSetAt.Unix()
 	}
 	var err error
-	if out.Jobs, err = f.svc.Jobs.Counts(ctx); err != nil {
+	if out.Jobs, err = f.svc.JobCounts(ctx); err != nil {
 		return nil, err
 	}
 	if out.LooseEnds, err = f.svc.LooseEndCounts(ctx); err != nil {

@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"time"
 
+	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -67,4 +69,199 @@ func (s *Service) LooseEnds(ctx context.Context, maxMessages int) (LooseEnds, er
 		return LooseEnds{}, err
 	}
 	return out, nil
+}
+
+// MaxRemindAhead is how far ahead a reminder may be due (a year).
+const MaxRemindAhead = inbox.MaxAhead
+
+// Kinds of a Change.
+const (
+	ChangeTodo     = inbox.KindTodo
+	ChangeReminder = inbox.KindReminder
+	ChangeMessage  = inbox.KindMessage
+)
+
+// Change is one committed change of a loose end, as Subscribe hands it
+// on: Kind (ChangeTodo, ChangeReminder, ChangeMessage) says which record
+// is set, the others are zero. A message's and a reminder's Preview is
+// set, never a Body.
+type Change struct {
+	Kind     string
+	Todo     view.Todo
+	Reminder view.Reminder
+	Message  view.Message
+	// Removed: the loose end went (cleared, cancelled, fired, read).
+	Removed bool
+}
+
+// Subscribe calls fn with every committed change of a loose end until
+// cancel is called. fn is called in the order of the changes, from the
+// inbox's publishing goroutine: it must not block (hand the change on).
+// A Service without an inbox has no changes.
+func (s *Service) Subscribe(fn func(Change)) (cancel func()) {
+	if s.Inbox == nil {
+		return func() {}
+	}
+	return s.Inbox.Subscribe(func(c inbox.Change) {
+		fn(Change{Kind: c.Kind, Todo: c.Todo.View(), Reminder: c.Reminder.View(), Message: c.Message.View(), Removed: c.Removed})
+	})
+}
+
+// Todos are the open todos, oldest first; never nil.
+func (s *Service) Todos(ctx context.Context) ([]view.Todo, error) {
+	ts, err := s.Inbox.Todos(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]view.Todo, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.View())
+	}
+	return out, nil
+}
+
+// UpsertTodo raises the todo (subsystem, key) or rewords it. Bad fields
+// are errdefs.ErrInvalid, too many todos errdefs.ErrLimit.
+func (s *Service) UpsertTodo(ctx context.Context, subsystem, key, summary string) (view.Todo, error) {
+	t, err := s.Inbox.UpsertTodo(ctx, subsystem, key, summary)
+	if err != nil {
+		return view.Todo{}, err
+	}
+	return t.View(), nil
+}
+
+// ClearTodo clears the todo (subsystem, key); cleared is false when
+// there was none.
+func (s *Service) ClearTodo(ctx context.Context, subsystem, key string) (cleared bool, err error) {
+	return s.Inbox.ClearTodo(ctx, subsystem, key)
+}
+
+// MarkTodosDone clears the todos of ids and returns how many there were;
+// unknown ids are skipped.
+func (s *Service) MarkTodosDone(ctx context.Context, ids []int64) (int, error) {
+	return s.Inbox.MarkDone(ctx, ids)
+}
+
+// CancelLooseEnd cancels a reminder, clears a todo or drops a message
+// (kind: reminder, todo, message). An unknown one is an error of class
+// errdefs.ErrNotFound, a bad kind errdefs.ErrInvalid.
+func (s *Service) CancelLooseEnd(ctx context.Context, kind string, id int64) error {
+	return s.Inbox.Cancel(ctx, kind, id)
+}
+
+// Reminded is a reminder just set: its view, and the file that holds its
+// whole message when it is too long for the store ("" otherwise).
+type Reminded struct {
+	view.Reminder
+	SpillPath string
+}
+
+// Remind sets a reminder of message, due at due (in the future, at most
+// MaxRemindAhead ahead).
+func (s *Service) Remind(ctx context.Context, message string, due time.Time) (Reminded, error) {
+	r, err := s.Inbox.Remind(ctx, message, due)
+	if err != nil {
+		return Reminded{}, err
+	}
+	return Reminded{Reminder: r.View(), SpillPath: r.SpillPath}, nil
+}
+
+// CancelReminder cancels the pending reminder id (errdefs.ErrNotFound if
+// there is none).
+func (s *Service) CancelReminder(ctx context.Context, id int64) error {
+	return s.Inbox.CancelReminder(ctx, id)
+}
+
+// whole is a delivered message's view with its body, not its preview.
+func whole(d inbox.Delivered) view.Message {
+	v := d.View()
+	v.Body, v.Preview = d.Body, ""
+	return v
+}
+
+// Send puts a message from from into the inbox (a wake: a waiting
+// harness takes it) and returns it as lists show it.
+func (s *Service) Send(ctx context.Context, from, body string) (view.Message, error) {
+	m, err := s.Inbox.Wake(ctx, from, body)
+	if err != nil {
+		return view.Message{}, err
+	}
+	return m.View(), nil
+}
+
+// Messages lists the inbox, in-flight messages included, oldest first,
+// at most limit, as lists show them (previews); never nil.
+func (s *Service) Messages(ctx context.Context, limit int) ([]view.Message, error) {
+	ms, err := s.Inbox.AllMessages(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]view.Message, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.View())
+	}
+	return out, nil
+}
+
+// Undelivered counts the messages that wait.
+func (s *Service) Undelivered(ctx context.Context) (int, error) { return s.Inbox.Undelivered(ctx) }
+
+// ReadInbox takes (removes) the oldest max messages, each whole; never
+// nil.
+func (s *Service) ReadInbox(ctx context.Context, max int) ([]view.Message, error) {
+	ds, err := s.Inbox.Read(ctx, max)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]view.Message, 0, len(ds))
+	for _, d := range ds {
+		out = append(out, whole(d))
+	}
+	return out, nil
+}
+
+// Message is the message id, whole, left in the inbox
+// (errdefs.ErrNotFound if there is none).
+func (s *Service) Message(ctx context.Context, id int64) (view.Message, error) {
+	d, err := s.Inbox.Peek(ctx, id)
+	if err != nil {
+		return view.Message{}, err
+	}
+	return whole(d), nil
+}
+
+// DropMessage removes the message id unread.
+func (s *Service) DropMessage(ctx context.Context, id int64) error {
+	return s.Inbox.DropMessage(ctx, id)
+}
+
+// NextMessage hands a harness the oldest message, whole, in flight until
+// AckMessage: at once, or with wait until one comes, timeout passes (0:
+// no limit) or ctx ends (ctx's error). ok is false when there was none.
+func (s *Service) NextMessage(ctx context.Context, wait bool, timeout time.Duration) (m view.Message, ok bool, err error) {
+	d, ok, err := s.Inbox.Next(ctx, wait, timeout)
+	if err != nil || !ok {
+		return view.Message{}, ok, err
+	}
+	return whole(d), true, nil
+}
+
+// AckMessage ends the delivery of the in-flight message id.
+func (s *Service) AckMessage(ctx context.Context, id int64) error { return s.Inbox.Ack(ctx, id) }
+
+// Requeue puts the in-flight messages back in the inbox and returns how
+// many.
+func (s *Service) Requeue(ctx context.Context) (int, error) { return s.Inbox.Requeue(ctx) }
+
+// GracefulStop appends the message that asks the agent to flush its
+// state and end its turn, already in flight (the harness that asked for
+// it delivers and acks it), and returns it whole.
+func (s *Service) GracefulStop(ctx context.Context) (view.Message, error) {
+	m, err := s.Inbox.GracefulStop(ctx)
+	if err != nil {
+		return view.Message{}, err
+	}
+	v := m.View()
+	v.Body, v.Preview = m.Body, ""
+	return v, nil
 }

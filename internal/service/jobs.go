@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/view"
@@ -43,8 +45,8 @@ func JobNews(in job.Info) bool { return in.State.Terminal() }
 
 // EndSeen tells that a caller has the end of the job in: its loose end is
 // done. A job that has not ended keeps it.
-func (s *Service) EndSeen(ctx context.Context, in job.Info) {
-	if !in.State.Terminal() {
+func (s *Service) EndSeen(ctx context.Context, in view.Job) {
+	if !JobEnded(in) {
 		return
 	}
 	if err := s.Inbox.ClearKey(ctx, TodoSubsystem, in.ID); err != nil {
@@ -118,6 +120,110 @@ func Clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// Errors of the jobs, for errors.Is (each of an errdefs class).
+var (
+	// ErrJobNotFound: no job has that id or name (errdefs.ErrNotFound).
+	ErrJobNotFound = job.ErrNotFound
+	// ErrJobEnded: the job had ended already (errdefs.ErrConflict).
+	ErrJobEnded = job.ErrEnded
+)
+
+// JobSpec is a job to start.
+type JobSpec struct {
+	// Cmd is the command as the caller wrote it. With Argv empty it runs
+	// as `bash -c Cmd`.
+	Cmd string
+	// Argv, if non-empty, is executed as it is (Argv[0] looked up in PATH).
+	Argv []string
+	// ShellKind records the interpreter: "bash", "direct", "powershell",
+	// "cmd". If empty it is "bash" for Cmd and "direct" for Argv.
+	ShellKind string
+	// Dir is the working directory. If empty, the daemon's.
+	Dir string
+	// Env is the whole environment. If nil, the daemon's.
+	Env []string
+	// Stdin is fed to the process; nil means /dev/null.
+	Stdin []byte
+	// Timeout stops the job (as timed_out) after this long; zero: never.
+	Timeout time.Duration
+	// KillOnTimeout: the timeout SIGKILLs the group at once (no grace).
+	KillOnTimeout bool
+	// Name, if set, is the job's id: [a-z0-9-]{1,63}, not that of a
+	// pending or running job.
+	Name string
+	// Source is the surface that starts the job (run, terminal, cli,
+	// dashboard).
+	Source string
+	// Quiet: the job raises no loose end.
+	Quiet bool
+	// Attached: a caller waits inline for the result; no loose end is
+	// raised until LiveJob.Detach.
+	Attached bool
+}
+
+func (sp JobSpec) spec() job.Spec {
+	return job.Spec{Cmd: sp.Cmd, Argv: sp.Argv, ShellKind: sp.ShellKind, Dir: sp.Dir, Env: sp.Env, Stdin: sp.Stdin,
+		Timeout: sp.Timeout, KillOnTimeout: sp.KillOnTimeout, Name: sp.Name, Source: sp.Source, Quiet: sp.Quiet,
+		Attached: sp.Attached}
+}
+
+// CheckNUL returns an error of class errdefs.ErrInvalid naming field if
+// s holds a NUL byte, which no command, argument, directory or
+// environment entry can carry.
+func CheckNUL(field, s string) error { return job.CheckNUL(field, s) }
+
+// ValidJobState reports whether s names a job's state (pending, running,
+// done, timed_out, killed, interrupted, failed).
+func ValidJobState(s string) bool { return job.ValidState(s) }
+
+// JobEnded reports whether a job in view v has ended (its state is one
+// of the terminal ones).
+func JobEnded(v view.Job) bool { return job.State(v.State).Terminal() }
+
+// LiveJob is a job this daemon holds: one it started, or one it keeps
+// through the holder. Its methods are safe for concurrent use.
+type LiveJob struct{ j *job.Job }
+
+// ID is the job's id.
+func (l *LiveJob) ID() string { return l.j.ID() }
+
+// Started is closed once the job's process started (or failed to).
+func (l *LiveJob) Started() <-chan struct{} { return l.j.Started() }
+
+// Done is closed once the job has ended and its end is recorded in
+// memory.
+func (l *LiveJob) Done() <-chan struct{} { return l.j.Done() }
+
+// Wait waits until the job ends or ctx ends, and reports whether it
+// ended.
+func (l *LiveJob) Wait(ctx context.Context) (ended bool) {
+	_, ended = l.j.Wait(ctx)
+	return ended
+}
+
+// Detach tells that the caller waiting for an attached job gives up: the
+// job raises its loose end from now on. A job that has ended already is
+// ErrJobEnded (and changes nothing).
+func (l *LiveJob) Detach() error { return l.j.Detach() }
+
+// Stdout, Stderr and Index are the job's live streams and their order;
+// nil for a job with none here (one that failed to start; a held job has
+// no Index).
+func (l *LiveJob) Stdout() *output.Stream    { return l.j.Stdout() }
+func (l *LiveJob) Stderr() *output.Stream    { return l.j.Stderr() }
+func (l *LiveJob) Index() *output.Interleave { return l.j.Index() }
+
+// LiveJob is the job id if this daemon holds it (a job of an earlier
+// daemon, or one that ended and left memory, is only a record: Job);
+// else an error wrapping ErrJobNotFound. id is an id, not a name.
+func (s *Service) LiveJob(id string) (*LiveJob, error) {
+	j, err := s.Jobs.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	return &LiveJob{j}, nil
+}
+
 // StartJob is the one path that starts a job, for every surface: the
 // spec's rules (job.Manager.Start: cmd, timeout, NUL bytes, the name
 // rule), an id, the queue, the start. Errors are of class
@@ -125,14 +231,18 @@ func Clip(s string, n int) string {
 // name in use, ErrUnavailable when the engine is closed. A command that
 // cannot be started is a job in state failed, not an error. The job is
 // not yet durable: see Recorded.
-func (s *Service) StartJob(spec job.Spec) (*job.Job, error) {
-	return s.Jobs.Start(spec)
+func (s *Service) StartJob(spec JobSpec) (*LiveJob, error) {
+	j, err := s.Jobs.Start(spec.spec())
+	if err != nil {
+		return nil, err
+	}
+	return &LiveJob{j}, nil
 }
 
-// Recorded waits until j's latest record is committed (so its id may be
+// Recorded waits until l's latest record is committed (so its id may be
 // handed out) and returns its view.
-func (s *Service) Recorded(j *job.Job) (view.Job, error) {
-	in, err := s.Jobs.Durable(j)
+func (s *Service) Recorded(l *LiveJob) (view.Job, error) {
+	in, err := s.Jobs.Durable(l.j)
 	if err != nil {
 		return view.Job{}, err
 	}
@@ -141,12 +251,119 @@ func (s *Service) Recorded(j *job.Job) (view.Job, error) {
 
 // RunJob starts a job in the background (StartJob) and returns its view
 // once its record is committed.
-func (s *Service) RunJob(spec job.Spec) (view.Job, error) {
+func (s *Service) RunJob(spec JobSpec) (view.Job, error) {
 	j, err := s.StartJob(spec)
 	if err != nil {
 		return view.Job{}, err
 	}
 	return s.Recorded(j)
+}
+
+// WaitJob is the view of the job ref names (Job), once it has ended if
+// this daemon holds it and it ends within wait (or before ctx ends);
+// else as it stands then. A job only on record is not waited for.
+func (s *Service) WaitJob(ctx context.Context, ref string, wait time.Duration) (view.Job, error) {
+	in, err := s.Jobs.Lookup(ctx, ref)
+	if err != nil {
+		return view.Job{}, err
+	}
+	if in.State.Terminal() || wait <= 0 {
+		return in.View(), nil
+	}
+	j, err := s.Jobs.Get(in.ID) // the job looked up, not a newer one of that name
+	if err != nil {
+		return in.View(), nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	j.Wait(wctx)
+	cancel()
+	return s.Recorded(&LiveJob{j})
+}
+
+// JobQuery selects a page of jobs, newest first.
+type JobQuery struct {
+	// States, if non-empty, keeps the jobs in those states.
+	States []string
+	// Text, if set, keeps the jobs whose id, name or command contains it
+	// (ASCII case-insensitively).
+	Text string
+	// Limit bounds the page; <= 0: no limit.
+	Limit int
+	// BeforeCreated and BeforeID, when BeforeCreated is not zero, start
+	// the page after the job of that creation time and id (the last of
+	// the previous page): a cursor that stays right while new jobs start.
+	BeforeCreated time.Time
+	BeforeID      string
+}
+
+// checkStates is states as the engine takes them; one that is not a
+// state is errdefs.ErrInvalid.
+func checkStates(states []string) ([]job.State, error) {
+	var out []job.State
+	for _, st := range states {
+		if !job.ValidState(st) {
+			return nil, errdefs.Newf(errdefs.ErrInvalid, "states: %q: not a job state", st)
+		}
+		out = append(out, job.State(st))
+	}
+	return out, nil
+}
+
+// views is the view of each of infos; never nil.
+func views(infos []job.Info) []view.Job {
+	out := make([]view.Job, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, in.View())
+	}
+	return out
+}
+
+// JobPage is the page of jobs q selects: those this daemon holds as they
+// stand now, the others as recorded; never nil.
+func (s *Service) JobPage(ctx context.Context, q JobQuery) ([]view.Job, error) {
+	if _, err := checkStates(q.States); err != nil {
+		return nil, err
+	}
+	infos, err := s.Jobs.Page(ctx, store.JobQuery{States: q.States, Text: q.Text, Limit: q.Limit,
+		BeforeCreated: q.BeforeCreated, BeforeID: q.BeforeID})
+	if err != nil {
+		return nil, err
+	}
+	return views(infos), nil
+}
+
+// ListJobs lists the newest jobs, at most limit (<= 0: all), of the name
+// ("": any) and in the states (none: any), those this daemon holds as
+// they stand now; never nil. A state that is not one is
+// errdefs.ErrInvalid.
+func (s *Service) ListJobs(ctx context.Context, limit int, name string, states ...string) ([]view.Job, error) {
+	ss, err := checkStates(states)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := s.Jobs.ListNamed(ctx, limit, name, ss...)
+	if err != nil {
+		return nil, err
+	}
+	return views(infos), nil
+}
+
+// RecentJobs are the jobs held in memory (running ones and the latest
+// ended), as they stand now.
+func (s *Service) RecentJobs() []view.Job { return views(s.Jobs.Recent()) }
+
+// JobEnd is the view of the job ref names and the wording of its loose
+// end, once it has ended; ok is false while it runs, or when there is no
+// such job.
+func (s *Service) JobEnd(ctx context.Context, ref string) (v view.Job, summary string, ok bool) {
+	if s.Jobs == nil {
+		return view.Job{}, "", false
+	}
+	in, err := s.Jobs.Lookup(ctx, ref)
+	if err != nil || !in.State.Terminal() {
+		return view.Job{}, "", false
+	}
+	return in.View(), TodoSummary(in), true
 }
 
 // Job is the view of the job ref names (an id, or a name: the newest job
@@ -178,7 +395,7 @@ func (s *Service) RemoveJob(ctx context.Context, ref string) (view.Job, error) {
 	if err != nil {
 		return view.Job{}, err
 	}
-	s.EndSeen(ctx, in)
+	s.EndSeen(ctx, in.View())
 	return in.View(), nil
 }
 
@@ -190,6 +407,6 @@ func (s *Service) RerunJob(ctx context.Context, ref, source string) (view.Job, e
 	if err != nil {
 		return view.Job{}, err
 	}
-	return s.RunJob(job.Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
+	return s.RunJob(JobSpec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
 		Timeout: in.Timeout, Source: source})
 }

@@ -3,14 +3,17 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // newService runs the real engines on a store in a temp dir, with the
@@ -64,24 +67,24 @@ func todoOf(t *testing.T, s *Service, id string) (store.Todo, bool) {
 func TestJobLifeThroughTheService(t *testing.T) {
 	ctx := context.Background()
 	s := newService(t)
-	v, err := s.RunJob(job.Spec{Cmd: "echo hi; exit 1", Name: "svc", Source: "run"})
+	v, err := s.RunJob(JobSpec{Cmd: "echo hi; exit 1", Name: "svc", Source: "run"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.ID == "" || v.Name != "svc" || v.State == "" || v.Source != "run" {
 		t.Fatalf("RunJob: %+v", v)
 	}
-	busy, err := s.RunJob(job.Spec{Cmd: "sleep 60", Name: "busy"})
+	busy, err := s.RunJob(JobSpec{Cmd: "sleep 60", Name: "busy"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RunJob(job.Spec{Cmd: "true", Name: "busy"}); !errors.Is(err, job.ErrNameBusy) || !errors.Is(err, errdefs.ErrConflict) {
+	if _, err := s.RunJob(JobSpec{Cmd: "true", Name: "busy"}); !errors.Is(err, job.ErrNameBusy) || !errors.Is(err, errdefs.ErrConflict) {
 		t.Errorf("a second job named busy while it runs: %v, want a conflict", err)
 	}
 	if k, err := s.KillJob("busy", true); err != nil || k.ID != busy.ID {
 		t.Errorf("KillJob of a running job: %+v %v", k, err)
 	}
-	j, err := s.Jobs.Get(v.ID)
+	j, err := s.LiveJob(v.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +124,90 @@ func TestJobLifeThroughTheService(t *testing.T) {
 	if _, err := s.KillJob("nosuchjob", false); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("KillJob of an unknown job: %v, want not found", err)
 	}
-	if _, err := s.RunJob(job.Spec{Cmd: "true", Name: "Bad"}); !errors.Is(err, errdefs.ErrInvalid) {
+	if _, err := s.RunJob(JobSpec{Cmd: "true", Name: "Bad"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("RunJob with a bad name: %v, want invalid", err)
 	}
-	rj, _ := s.Jobs.Get(re.ID)
+	rj, err := s.LiveJob(re.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	<-rj.Done()
 	s.Recorded(rj)
+}
+
+// Job lists, waits and ends through the Service: each job in its view,
+// a live job only while this daemon holds it.
+func TestJobListsThroughTheService(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	a, err := s.RunJob(JobSpec{Cmd: "echo hi", Name: "a", Source: "run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.RunJob(JobSpec{Cmd: "sleep 60", Name: "b", Source: "cli", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended, err := s.WaitJob(ctx, "a", time.Minute)
+	if err != nil || ended.ID != a.ID || ended.State != "done" || !JobEnded(ended) || ended.StdoutBytes != 3 {
+		t.Fatalf("WaitJob of a job that ends: %+v %v", ended, err)
+	}
+	if running, err := s.WaitJob(ctx, "b", 0); err != nil || running.State != "running" || JobEnded(running) {
+		t.Errorf("WaitJob of a running job, no wait: %+v %v", running, err)
+	}
+	if _, err := s.WaitJob(ctx, "nosuchjob", time.Second); !errors.Is(err, ErrJobNotFound) {
+		t.Errorf("WaitJob of an unknown job: %v, want ErrJobNotFound", err)
+	}
+
+	ids := func(vs []view.Job) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	if l, err := s.ListJobs(ctx, 0, "", "running"); err != nil || !slices.Equal(ids(l), []string{b.ID}) {
+		t.Errorf("ListJobs of the running: %v %v, want [%s]", ids(l), err, b.ID)
+	}
+	if l, err := s.ListJobs(ctx, 0, "a"); err != nil || !slices.Equal(ids(l), []string{a.ID}) {
+		t.Errorf("ListJobs named a: %v %v, want [%s]", ids(l), err, a.ID)
+	}
+	if _, err := s.ListJobs(ctx, 0, "", "asleep"); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("ListJobs of a state that is none: %v, want invalid", err)
+	}
+	if l, err := s.JobPage(ctx, JobQuery{Text: "SLEEP", Limit: 10}); err != nil || !slices.Equal(ids(l), []string{b.ID}) {
+		t.Errorf("JobPage of the text SLEEP: %v %v, want [%s]", ids(l), err, b.ID)
+	}
+	if l, err := s.JobPage(ctx, JobQuery{Limit: 1}); err != nil || !slices.Equal(ids(l), []string{b.ID}) {
+		t.Errorf("JobPage of 1: %v %v, want the newest, [%s]", ids(l), err, b.ID)
+	}
+	recent := ids(s.RecentJobs())
+	if !slices.Contains(recent, a.ID) || !slices.Contains(recent, b.ID) {
+		t.Errorf("RecentJobs: %v, want %s and %s", recent, a.ID, b.ID)
+	}
+
+	v, summary, ok := s.JobEnd(ctx, "a")
+	if !ok || v.ID != a.ID || !strings.HasPrefix(summary, "task "+a.ID+" (a) done, exit 0") {
+		t.Errorf("JobEnd of an ended job: %+v %q %v", v, summary, ok)
+	}
+	if _, _, ok := s.JobEnd(ctx, "b"); ok {
+		t.Error("JobEnd of a running job: ok")
+	}
+
+	live, err := s.LiveJob(b.ID)
+	if err != nil || live.ID() != b.ID || live.Stdout() == nil {
+		t.Fatalf("LiveJob of a running job: %v", err)
+	}
+	if _, err := s.KillJob(b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if !live.Wait(ctx) {
+		t.Fatal("Wait of a killed job: not ended")
+	}
+	if err := live.Detach(); !errors.Is(err, ErrJobEnded) {
+		t.Errorf("Detach of an ended job: %v, want ErrJobEnded", err)
+	}
+	if k, err := s.Recorded(live); err != nil || k.State != "killed" {
+		t.Errorf("Recorded of the killed job: %+v %v", k, err)
+	}
 }

@@ -23,7 +23,9 @@ import (
 )
 
 // Service is the daemon's engines behind one API. Make it with New; the
-// fields are read-only afterwards.
+// fields are read-only afterwards. The engine fields (Jobs, Inbox, Agent,
+// PTY) are the composition root's (internal/daemon): a surface calls the
+// methods, never an engine (surfaces_test.go keeps it so).
 type Service struct {
 	Jobs  *job.Manager
 	Inbox *inbox.Inbox

@@ -12,11 +12,10 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/ident"
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
-	"github.com/hivetools/hive/internal/view"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // handle answers a one-shot request.
@@ -34,43 +33,39 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 	case proto.CmdStats:
 		return proto.Response{OK: true, PID: os.Getpid(), Stats: s.d.Stats()}
 	case proto.CmdPs:
-		var states []job.State
+		var states []string
 		if !req.All && len(req.States) == 0 {
-			states = []job.State{job.Pending, job.Running}
+			states = []string{"pending", "running"}
 		}
 		for _, st := range req.States {
-			if !job.ValidState(st) {
+			if !service.ValidJobState(st) {
 				return fail(errdefs.Newf(errdefs.ErrInvalid, "states: %q: must be pending, running, done, timed_out, killed, interrupted or failed", st))
 			}
-			states = append(states, job.State(st))
+			states = append(states, st)
 		}
 		if req.Name != "" {
 			if err := ident.CheckName("name", req.Name); err != nil {
 				return fail(err)
 			}
 		}
-		infos, err := s.svc.Jobs.ListNamed(ctx, 200, req.Name, states...)
+		jobs, err := s.svc.ListJobs(ctx, 200, req.Name, states...)
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Jobs: []view.Job{}}
-		for _, in := range infos {
-			resp.Jobs = append(resp.Jobs, in.View())
-		}
-		return resp
+		return proto.Response{OK: true, Jobs: jobs}
 	case proto.CmdRun:
 		if len(req.Argv) == 0 {
 			return fail(errdefs.New(errdefs.ErrInvalid, "argv: must not be empty"))
 		}
 		for i, a := range req.Argv {
-			if err := job.CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
+			if err := service.CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
 				return fail(err)
 			}
 		}
 		if req.TimeoutSecs < 0 || req.TimeoutSecs > 1e8 || req.TimeoutSecs != req.TimeoutSecs {
 			return fail(errdefs.Newf(errdefs.ErrInvalid, "timeout_secs %v: must be 0..1e8", req.TimeoutSecs))
 		}
-		spec := job.Spec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
+		spec := service.JobSpec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
 			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second)), Quiet: !req.Notify}
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
@@ -82,7 +77,7 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdKill:
 		w, err := s.svc.KillJob(req.ID, req.Force)
-		if errors.Is(err, job.ErrEnded) {
+		if errors.Is(err, service.ErrJobEnded) {
 			return proto.Response{OK: true, Job: &w, AlreadyEnded: true}
 		}
 		if err != nil {
@@ -109,7 +104,7 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		return proto.Response{OK: true, Job: &w}
 	case proto.CmdTodo:
-		t, err := s.svc.Inbox.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
+		t, err := s.svc.UpsertTodo(ctx, req.Subsystem, req.Key, req.Summary)
 		if err != nil {
 			return fail(err)
 		}
@@ -118,64 +113,56 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err := checkTodoKey(req); err != nil {
 			return fail(err)
 		}
-		cleared, err := s.svc.Inbox.ClearTodo(ctx, req.Subsystem, req.Key)
+		cleared, err := s.svc.ClearTodo(ctx, req.Subsystem, req.Key)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Cleared: &cleared}
 	case proto.CmdTodoLs:
-		todos, err := s.svc.Inbox.Todos(ctx)
+		todos, err := s.svc.Todos(ctx)
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Todos: []view.Todo{}}
-		for _, t := range todos {
-			resp.Todos = append(resp.Todos, t.View())
-		}
-		return resp
+		return proto.Response{OK: true, Todos: todos}
 	case proto.CmdWake:
-		m, err := s.svc.Inbox.Wake(ctx, req.From, req.Body)
+		m, err := s.svc.Send(ctx, req.From, req.Body)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, MessageID: m.ID}
 	case proto.CmdInboxLs:
-		ms, err := s.svc.Inbox.AllMessages(ctx, proto.MaxListed)
+		ms, err := s.svc.Messages(ctx, proto.MaxListed)
 		if err != nil {
 			return fail(err)
 		}
-		n, err := s.svc.Inbox.Undelivered(ctx)
+		n, err := s.svc.Undelivered(ctx)
 		if err != nil {
 			return fail(err)
 		}
-		resp := proto.Response{OK: true, Messages: []view.Message{}, Undelivered: &n}
-		for _, m := range ms {
-			resp.Messages = append(resp.Messages, m.View())
-		}
-		return resp
+		return proto.Response{OK: true, Messages: ms, Undelivered: &n}
 	case proto.CmdInboxAck:
 		id, err := strconv.ParseInt(req.ID, 10, 64)
 		if err != nil || id < 1 {
 			return fail(errdefs.Newf(errdefs.ErrInvalid, "id %q: must be a message id (an integer >= 1, from inbox_next)", req.ID))
 		}
-		if err := s.svc.Inbox.Ack(ctx, id); err != nil {
+		if err := s.svc.AckMessage(ctx, id); err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true}
 	case proto.CmdInboxRequeue:
-		n, err := s.svc.Inbox.Requeue(ctx)
+		n, err := s.svc.Requeue(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Requeued: &n}
 	case proto.CmdGracefulStop:
-		m, err := s.svc.Inbox.GracefulStop(ctx)
+		m, err := s.svc.GracefulStop(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		return proto.Response{OK: true, Message: &proto.Message{ID: m.ID, From: m.From, At: m.At.Unix(), Body: m.Body}}
 	case proto.CmdTurn:
-		pending, err := s.svc.Agent.SetTurn(ctx, req.State, req.ContextUsage)
+		pending, err := s.svc.SetTurn(ctx, req.State, req.ContextUsage)
 		if err != nil {
 			return fail(err)
 		}
@@ -228,7 +215,7 @@ func (s *Server) inboxNextUntil(daemonCtx, wait context.Context, req proto.Reque
 	if err != nil {
 		return proto.Fail(err)
 	}
-	m, ok, err := s.svc.Inbox.Next(wait, req.Wait, timeout)
+	m, ok, err := s.svc.NextMessage(wait, req.Wait, timeout)
 	switch {
 	case err != nil && daemonCtx.Err() != nil:
 		return proto.Fail(errdefs.New(errdefs.ErrUnavailable, "inbox_next: the daemon is stopping"))
@@ -289,18 +276,17 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 		writeResp(c, proto.Fail(errdefs.New(errdefs.ErrInvalid, "offset: not with tail")))
 		return
 	}
-	in, err := s.svc.Jobs.Lookup(ctx, req.ID)
+	in, err := s.svc.Job(ctx, req.ID)
 	if err != nil {
 		writeResp(c, proto.Fail(err))
 		return
 	}
-	w := in.View()
-	if writeResp(c, proto.Response{OK: true, Job: &w}) != nil {
+	if writeResp(c, proto.Response{OK: true, Job: &in}) != nil {
 		return
 	}
 	var out, errs *output.Stream
 	var index *output.Interleave
-	if j, err := s.svc.Jobs.Get(in.ID); err == nil {
+	if j, err := s.svc.LiveJob(in.ID); err == nil {
 		if req.Follow {
 			select {
 			case <-j.Started():
@@ -321,7 +307,7 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			// No index here: a held job's holder writes the index file
 			// (none, or a missing file: no order known). The ends first.
 			a, b := out.Stats(), errs.Stats()
-			return output.LiveFileSnapshot(in.IndexPath(), [2]int64{a.Total, b.Total}, a.Closed && b.Closed)
+			return output.LiveFileSnapshot(in.IndexPath, [2]int64{a.Total, b.Total}, a.Closed && b.Closed)
 		}
 	} else { // an ended job of an earlier daemon, or one that failed to start
 		var files output.Files
@@ -332,10 +318,10 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 			}
 		}
 		src = files
-		snap := output.FileSnapshot(in.IndexPath(), [2]int64{in.StdoutBytes, in.StderrBytes})
+		snap := output.FileSnapshot(in.IndexPath, [2]int64{in.StdoutBytes, in.StderrBytes})
 		snapshot = func() output.Snapshot { return snap }
 	}
-	m := output.NewMerger(src, in.IndexPath(), in.Started, opts)
+	m := output.NewMerger(src, in.IndexPath, in.Started, opts)
 	defer m.Close()
 	if req.Offset > 0 {
 		m.Skip(req.Offset)
@@ -379,7 +365,7 @@ func (s *Server) serveLogs(ctx context.Context, c net.Conn, req proto.Request) {
 // serveWait answers a wait once the job has ended (the job's record, as
 // committed), or when the client goes away or the daemon stops.
 func (s *Server) serveWait(ctx context.Context, c net.Conn, br io.Reader, req proto.Request, requestTimeout time.Duration) {
-	j, err := s.svc.Jobs.Get(req.ID)
+	j, err := s.svc.LiveJob(req.ID)
 	if err == nil {
 		gone := make(chan struct{})
 		go func() {

@@ -13,9 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/service"
-	"github.com/hivetools/hive/internal/view"
 )
 
 // Claude Code channels: a server that declares the experimental capability
@@ -86,19 +84,19 @@ type channelEvent struct {
 // channelEventOf is the event a change is worth, if any: a new message, or
 // a job's todo updated to its end summary. A removal names the key of the
 // pending event it cancels (ok false).
-func channelEventOf(d *service.Service, c inbox.Change) (ev channelEvent, removes string, ok bool) {
+func channelEventOf(d *service.Service, c service.Change) (ev channelEvent, removes string, ok bool) {
 	switch c.Kind {
-	case inbox.KindMessage:
+	case service.ChangeMessage:
 		key := "message/" + strconv.FormatInt(c.Message.ID, 10)
 		if c.Removed {
 			return ev, key, false
 		}
 		id := strconv.FormatInt(c.Message.ID, 10)
 		return channelEvent{key: key, kind: "message", id: id, params: ChannelParams{
-			Content: fmt.Sprintf("inbox message %s from %s: %s (read_inbox takes it)", id, c.Message.From, view.Preview(c.Message.Body)),
+			Content: fmt.Sprintf("inbox message %s from %s: %s (read_inbox takes it)", id, c.Message.From, c.Message.Preview),
 			Meta:    map[string]string{"kind": "message", "id": id, "from": c.Message.From},
 		}}, "", true
-	case inbox.KindTodo:
+	case service.ChangeTodo:
 		if c.Todo.Subsystem != service.TodoSubsystem {
 			return ev, "", false
 		}
@@ -106,23 +104,20 @@ func channelEventOf(d *service.Service, c inbox.Change) (ev channelEvent, remove
 		if c.Removed {
 			return ev, key, false
 		}
-		if d.Jobs == nil {
-			return ev, "", false
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		in, err := d.Jobs.Lookup(ctx, c.Todo.Key)
-		if err != nil || !in.State.Terminal() {
+		in, summary, ok := d.JobEnd(ctx, c.Todo.Key)
+		if !ok {
 			return ev, "", false
 		}
-		meta := map[string]string{"kind": "job", "id": in.ID, "status": string(in.State)}
+		meta := map[string]string{"kind": "job", "id": in.ID, "status": in.State}
 		var exit string
 		if in.ExitCode != nil {
 			exit = strconv.Itoa(*in.ExitCode)
 			meta["exit"] = exit
 		}
 		return channelEvent{key: key, kind: "job", id: in.ID, exit: exit, params: ChannelParams{
-			Content: service.TodoSummary(in), Meta: meta,
+			Content: summary, Meta: meta,
 		}}, "", true
 	}
 	return ev, "", false

@@ -11,9 +11,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/service"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // maxWait caps wait_seconds of run and status.
@@ -47,7 +47,7 @@ type jobState struct {
 	ExitCode *int   `json:"exit_code"`
 }
 
-func stateOf(in job.Info) jobState { return jobState{Status: string(in.State), ExitCode: in.ExitCode} }
+func stateOf(in view.Job) jobState { return jobState{Status: in.State, ExitCode: in.ExitCode} }
 
 // TaskStatus is the structured answer of run, status and kill.
 type TaskStatus struct {
@@ -101,7 +101,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if strings.TrimSpace(in.Cmd) == "" {
 		return nil, TaskStatus{}, errors.New("cmd: must not be empty")
 	}
-	if err := job.CheckNUL("cmd", in.Cmd); err != nil {
+	if err := service.CheckNUL("cmd", in.Cmd); err != nil {
 		return nil, TaskStatus{}, err
 	}
 	timeout, err := seconds(in.TimeoutSecs, 0, "timeout_secs")
@@ -112,18 +112,18 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
-	j, err := h.d.StartJob(job.Spec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
+	j, err := h.d.StartJob(service.JobSpec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
 		Name: in.Name, Source: "run", Attached: wait > 0})
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		_, ended := j.Wait(wctx)
+		ended := j.Wait(wctx)
 		cancel()
 		if !ended {
 			switch err := j.Detach(); {
-			case errors.Is(err, job.ErrEnded):
+			case errors.Is(err, service.ErrJobEnded):
 				ended = true
 			case err != nil:
 				return nil, TaskStatus{}, err
@@ -131,7 +131,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		}
 		if ended {
 			// Delivered inline: no loose end follows.
-			info, err := h.d.Jobs.Durable(j)
+			info, err := h.d.Recorded(j)
 			if err != nil {
 				return nil, TaskStatus{}, fmt.Errorf("task ran, but %w", err)
 			}
@@ -140,19 +140,19 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 			return h.replyStatus(st), st, nil
 		}
 	}
-	in2, err := h.d.Jobs.Durable(j)
+	in2, err := h.d.Recorded(j)
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
-	if in2.State.Terminal() { // failed to start, or already over
+	if service.JobEnded(in2) { // failed to start, or already over
 		st := h.taskStatus(in2)
 		st.Note = note
 		return h.replyStatus(st), st, nil
 	}
-	st := TaskStatus{ID: in2.ID, jobState: jobState{Status: string(in2.State)}, StdoutPath: job.StreamPath(in2.StdoutPath, in2.StdoutBytes),
-		StderrPath: job.StreamPath(in2.StderrPath, in2.StderrBytes), Note: note}
+	st := TaskStatus{ID: in2.ID, jobState: jobState{Status: in2.State}, StdoutPath: in2.StdoutPath,
+		StderrPath: in2.StderrPath, Note: note}
 	msg := "task started: id=" + in2.ID
-	if in2.State == job.Pending {
+	if in2.State == "pending" {
 		msg += " (pending: the concurrency limit is reached)"
 	}
 	if note != "" {
@@ -169,22 +169,12 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
-	info, err := h.d.Jobs.Lookup(ctx, in.ID)
-	if errors.Is(err, job.ErrNotFound) {
+	info, err := h.d.WaitJob(ctx, in.ID, wait)
+	if errors.Is(err, service.ErrJobNotFound) {
 		return nil, TaskStatus{}, fmt.Errorf("id %q: no such task", in.ID)
 	}
 	if err != nil {
 		return nil, TaskStatus{}, err
-	}
-	if !info.State.Terminal() && wait > 0 {
-		if j, err := h.d.Jobs.Get(info.ID); err == nil { // the job looked up, not a newer one of that name
-			wctx, cancel := context.WithTimeout(ctx, wait)
-			j.Wait(wctx)
-			cancel()
-			if info, err = h.d.Jobs.Durable(j); err != nil {
-				return nil, TaskStatus{}, err
-			}
-		}
 	}
 	h.d.EndSeen(ctx, info) // the caller has the result now: its completion todo is done
 	st := h.taskStatus(info)
@@ -203,12 +193,12 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 	if in.ID == "" {
 		return nil, KillOut{}, errors.New("id: must not be empty")
 	}
-	info, err := h.d.Jobs.Kill(in.ID, in.Force)
+	info, err := h.d.KillJob(in.ID, in.Force)
 	switch {
-	case errors.Is(err, job.ErrEnded):
+	case errors.Is(err, service.ErrJobEnded):
 		out := KillOut{ID: info.ID, jobState: stateOf(info), AlreadyEnded: true}
 		return text(fmt.Sprintf("task %s had already ended (%s)", info.ID, describeEnd(info))), out, nil
-	case errors.Is(err, job.ErrNotFound):
+	case errors.Is(err, service.ErrJobNotFound):
 		return nil, KillOut{}, fmt.Errorf("id %q: no such task", in.ID)
 	case err != nil:
 		return nil, KillOut{}, err
@@ -218,23 +208,22 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 		sig = "SIGKILL"
 	}
 	out := KillOut{ID: info.ID, jobState: stateOf(info)}
-	if info.State.Terminal() {
+	if service.JobEnded(info) {
 		return text(fmt.Sprintf("task %s cancelled before it started", info.ID)), out, nil
 	}
 	return text(fmt.Sprintf("%s sent to task %s; its end arrives as a loose end", sig, info.ID)), out, nil
 }
 
 // taskStatus builds the full status of a job, with output tails.
-func (h *handlers) taskStatus(in job.Info) TaskStatus {
-	m := meaningOf(in)
+func (h *handlers) taskStatus(in view.Job) TaskStatus {
 	st := TaskStatus{
-		ID: in.ID, jobState: stateOf(in), SemanticStatus: m.Status, SemanticMessage: m.Message,
-		Signal: in.Signal, Error: in.Error, DurationMs: in.Duration().Milliseconds(),
-		StdoutPath: job.StreamPath(in.StdoutPath, in.StdoutBytes), StderrPath: job.StreamPath(in.StderrPath, in.StderrBytes),
+		ID: in.ID, jobState: stateOf(in), SemanticStatus: in.SemanticStatus, SemanticMessage: in.SemanticMessage,
+		Signal: in.Signal, Error: in.Error, DurationMs: in.DurationMs,
+		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
 		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
 	}
-	if j, err := h.d.Jobs.Get(in.ID); err == nil && j.Stdout() != nil {
+	if j, err := h.d.LiveJob(in.ID); err == nil && j.Stdout() != nil {
 		st.StdoutTail = decodeTail(j.Stdout().Tail(tailBytes))
 		st.StderrTail = decodeTail(j.Stderr().Tail(tailBytes))
 	} else {
@@ -263,8 +252,8 @@ func fileTail(path string, n int64) []byte {
 // invalid bytes are replaced.
 func decodeTail(b []byte) string { return decode(skipContinuation(b)) }
 
-func describeEnd(in job.Info) string {
-	s := string(in.State)
+func describeEnd(in view.Job) string {
+	s := in.State
 	if in.ExitCode != nil {
 		s += fmt.Sprintf(", exit %d", *in.ExitCode)
 	}

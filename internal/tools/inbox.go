@@ -10,7 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/service"
 )
 
 // Resource URIs.
@@ -161,14 +161,14 @@ func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, _ s
 }
 
 func (h *handlers) cancelLooseEnd(ctx context.Context, _ *mcp.CallToolRequest, in cancelIn) (*mcp.CallToolResult, Cleared, error) {
-	if err := h.d.Inbox.Cancel(ctx, in.Kind, in.ID); err != nil {
+	if err := h.d.CancelLooseEnd(ctx, in.Kind, in.ID); err != nil {
 		return nil, Cleared{}, err
 	}
 	return text(fmt.Sprintf("cleared %s %d", in.Kind, in.ID)), Cleared{Cleared: 1}, nil
 }
 
 func (h *handlers) markTodosDone(ctx context.Context, _ *mcp.CallToolRequest, in markIn) (*mcp.CallToolResult, Cleared, error) {
-	n, err := h.d.Inbox.MarkDone(ctx, in.IDs)
+	n, err := h.d.MarkTodosDone(ctx, in.IDs)
 	if err != nil {
 		return nil, Cleared{}, err
 	}
@@ -185,8 +185,8 @@ func (h *handlers) remind(ctx context.Context, _ *mcp.CallToolRequest, in remind
 		if !(d > 0) {
 			return nil, Reminded{}, fmt.Errorf("delay_seconds %v: must be > 0", d)
 		}
-		if d > inbox.MaxAhead.Seconds() {
-			return nil, Reminded{}, fmt.Errorf("delay_seconds %v: at most %v (a year)", d, inbox.MaxAhead.Seconds())
+		if d > service.MaxRemindAhead.Seconds() {
+			return nil, Reminded{}, fmt.Errorf("delay_seconds %v: at most %v (a year)", d, service.MaxRemindAhead.Seconds())
 		}
 		due = time.Now().Add(time.Duration(d * float64(time.Second)))
 	case in.AtUnixTimestamp != nil:
@@ -195,7 +195,7 @@ func (h *handlers) remind(ctx context.Context, _ *mcp.CallToolRequest, in remind
 		if !(at > now) {
 			return nil, Reminded{}, fmt.Errorf("at_unix_timestamp %v: is in the past (now is %.0f)", at, now)
 		}
-		if at-now > inbox.MaxAhead.Seconds() {
+		if at-now > service.MaxRemindAhead.Seconds() {
 			return nil, Reminded{}, fmt.Errorf("at_unix_timestamp %v: more than a year ahead", at)
 		}
 		due = time.Unix(0, int64(at*1e9))
@@ -205,12 +205,12 @@ func (h *handlers) remind(ctx context.Context, _ *mcp.CallToolRequest, in remind
 	if in.Message == "" {
 		return nil, Reminded{}, errors.New("message: must not be empty")
 	}
-	r, err := h.d.Inbox.Remind(ctx, in.Message, due)
+	r, err := h.d.Remind(ctx, in.Message, due)
 	if err != nil {
 		return nil, Reminded{}, err
 	}
 	out := Reminded{ID: r.ID, DueAt: r.Due.Unix(), SpillPath: r.SpillPath}
-	return text(fmt.Sprintf("reminder %d due %s", r.ID, r.Due.Format(time.DateTime))), out, nil
+	return text(fmt.Sprintf("reminder %d due %s", r.ID, r.Due.Local().Format(time.DateTime))), out, nil
 }
 
 func (h *handlers) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in readInboxIn) (*mcp.CallToolResult, InboxRead, error) {
@@ -221,18 +221,18 @@ func (h *handlers) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in rea
 	if max < 1 || max > 100 {
 		return nil, InboxRead{}, fmt.Errorf("max %d: must be 1..100", max)
 	}
-	ds, err := h.d.Inbox.Read(ctx, max)
+	ds, err := h.d.ReadInbox(ctx, max)
 	if err != nil {
 		return nil, InboxRead{}, err
 	}
 	out := InboxRead{Messages: []InboxMessage{}}
-	if out.Left, err = h.d.Inbox.Undelivered(ctx); err != nil {
+	if out.Left, err = h.d.Undelivered(ctx); err != nil {
 		return nil, InboxRead{}, err
 	}
 	var b strings.Builder
 	for _, d := range ds {
 		out.Messages = append(out.Messages, InboxMessage{ID: d.ID, From: d.From, At: d.At.Unix(), Body: d.Body})
-		fmt.Fprintf(&b, "--- message %d from %s at %s ---\n%s\n", d.ID, d.From, d.At.Format(time.DateTime), d.Body)
+		fmt.Fprintf(&b, "--- message %d from %s at %s ---\n%s\n", d.ID, d.From, d.At.Local().Format(time.DateTime), d.Body)
 	}
 	if len(ds) == 0 {
 		return text("inbox empty"), out, nil
@@ -257,7 +257,7 @@ type StatusOut struct {
 }
 
 func (h *handlers) setStatus(ctx context.Context, _ *mcp.CallToolRequest, in statusTextIn) (*mcp.CallToolResult, StatusOut, error) {
-	st, err := h.d.Agent.SetStatus(ctx, in.Text)
+	st, err := h.d.SetStatus(ctx, in.Text)
 	if err != nil {
 		return nil, StatusOut{}, err
 	}
@@ -275,7 +275,7 @@ type CompactOut struct {
 }
 
 func (h *handlers) compact(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, CompactOut, error) {
-	st, err := h.d.Agent.Compact(ctx)
+	st, err := h.d.Compact(ctx)
 	if err != nil {
 		return nil, CompactOut{}, err
 	}
@@ -304,7 +304,7 @@ func (h *handlers) addResources(s *mcp.Server) {
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: TaskURIPrefix + "{id}", Name: "task", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			id := strings.TrimPrefix(req.Params.URI, TaskURIPrefix)
-			info, err := h.d.Jobs.Lookup(ctx, id)
+			info, err := h.d.Job(ctx, id)
 			if err != nil {
 				return nil, mcp.ResourceNotFoundError(req.Params.URI)
 			}

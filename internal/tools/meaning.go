@@ -1,16 +1,21 @@
 package tools
 
 import (
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/view"
 )
 
-// meaning is what a job's end means (job.Meaning): every view of a job
-// tells the same, terminal_exec's envelope, terminal_job_logs, run and
-// status, the job's loose end, and view.Job's semantic fields.
-type meaning job.Meaning
+// meaning is what a job's end means (view.Job's semantic fields): every
+// view of a job tells the same, terminal_exec's envelope,
+// terminal_job_logs, run and status, the job's loose end.
+type meaning struct {
+	Status, Message string
+	TimedOut        bool
+}
 
-func meaningOf(in job.Info) meaning { return meaning(in.Meaning()) }
+func meaningOf(in view.Job) meaning {
+	return meaning{Status: in.SemanticStatus, Message: in.SemanticMessage, TimedOut: in.State == "timed_out"}
+}
 
 // msg is Message as the envelope carries it: nil when empty.
 func (m meaning) msg() *string {

@@ -33,7 +33,7 @@ func TestMeaningOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := meaningOf(tt.in); got != tt.want {
+			if got := meaningOf(tt.in.View()); got != tt.want {
 				t.Errorf("meaningOf = %+v, want %+v", got, tt.want)
 			}
 		})

@@ -43,7 +43,7 @@ func (h *handlers) addMeta(s *mcp.Server) {
 var agentNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 
 func (h *handlers) agentMeta(ctx context.Context, _ *mcp.CallToolRequest, in metaIn) (*mcp.CallToolResult, AgentMeta, error) {
-	self := h.d.Agent.State()
+	self, _ := h.d.AgentState()
 	// This daemon's own agent, by its name or by its state dir's: its
 	// data is here, in process (never a call to its own socket).
 	if in.Name == "" || in.Name == self.Name || in.Name == filepath.Base(h.d.Layout.Dir) {
@@ -61,9 +61,9 @@ func (h *handlers) agentMeta(ctx context.Context, _ *mcp.CallToolRequest, in met
 }
 
 func (h *handlers) selfMeta(ctx context.Context) (AgentMeta, error) {
-	st := h.d.Agent.State()
+	st, _ := h.d.AgentState()
 	m := AgentMeta{Name: st.Name, Version: h.d.Version, Running: true, StatusText: st.StatusText,
-		TurnState: st.Turn, TurnStateSince: st.TurnSince.Unix(), JobsRunning: h.d.Jobs.Running()}
+		TurnState: st.Turn, TurnStateSince: st.TurnSince.Unix(), JobsRunning: h.d.JobsRunning()}
 	if !st.StatusSetAt.IsZero() {
 		m.StatusSetAt = st.StatusSetAt.Unix()
 	}

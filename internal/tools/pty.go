@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/pty"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -79,21 +78,17 @@ type PTYList struct {
 	Sessions []PTYInfo `json:"sessions"`
 }
 
-func ptyInfo(in pty.Info) PTYInfo {
+func ptyInfo(in view.Session) PTYInfo {
 	return PTYInfo{SessionID: in.ID, Name: in.Name, Cmd: in.Cmd, Pid: in.Pid, Cols: in.Cols, Rows: in.Rows,
 		SessionState: in.SessionState, Bytes: in.Bytes}
 }
 
-// readyLimit bounds terminal_pty_send's default wait for the program to
-// want input again.
-const readyLimit = 10 * time.Second
-
-func ptyOutput(r pty.ReadResult) PTYOutput {
+func ptyOutput(r service.PTYOutput) PTYOutput {
 	return PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
 		Matched: r.Matched, SessionState: r.SessionState}
 }
 
-func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
+func (h *handlers) addPTY(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "terminal_pty_open", Description: "Open a persistent shell (or program) on a PTY; returns session_id."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyOpenIn) (*mcp.CallToolResult, PTYInfo, error) {
 			if err := checkCmdNUL(in.Cmd, in.Cwd, in.Env); err != nil {
@@ -110,81 +105,45 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			if _, ok := in.Env["TERM"]; !ok {
 				env = append(env, "TERM=xterm-256color")
 			}
-			sess, err := m.Open(pty.OpenOptions{Cmd: in.Cmd, Cwd: dir, Env: dedupEnv(env), Cols: in.Cols, Rows: in.Rows, Name: in.Name})
+			v, err := h.d.OpenPTY(service.PTYOpen{Cmd: in.Cmd, Cwd: dir, Env: dedupEnv(env), Cols: in.Cols, Rows: in.Rows, Name: in.Name})
 			if err != nil {
 				return nil, PTYInfo{}, err
 			}
-			info := ptyInfo(sess.Info())
+			info := ptyInfo(v)
 			return text(fmt.Sprintf("pty session %s (pid %d, %dx%d)", info.SessionID, info.Pid, info.Cols, info.Rows)), info, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_send", Description: "Type into a PTY; returns output until it waits for input."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptySendIn) (*mcp.CallToolResult, PTYOutput, error) {
-			sess, err := m.Get(in.SessionID)
-			if err != nil {
-				return nil, PTYOutput{}, err
-			}
-			input := in.Input
-			if len(in.Keys) > 0 {
-				k, err := pty.KeySequence(in.Keys)
-				if err != nil {
-					return nil, PTYOutput{}, err
-				}
-				input += k
-			}
-			if input == "" {
-				return nil, PTYOutput{}, errors.New("input: give input or keys")
-			}
-			var wait time.Duration
+			req := service.PTYSend{Session: in.SessionID, Input: in.Input, Keys: in.Keys}
 			if in.WaitMs != nil {
 				if *in.WaitMs < 0 || *in.WaitMs > 60000 {
 					return nil, PTYOutput{}, fmt.Errorf("wait_ms %d: must be 0..60000", *in.WaitMs)
 				}
-				wait = time.Duration(*in.WaitMs) * time.Millisecond
+				wait := time.Duration(*in.WaitMs) * time.Millisecond
+				req.Wait = &wait
 			}
-			var re *regexp.Regexp
 			if in.WaitFor != "" {
-				if re, err = regexp.Compile(in.WaitFor); err != nil {
+				re, err := regexp.Compile(in.WaitFor)
+				if err != nil {
 					return nil, PTYOutput{}, fmt.Errorf("wait_for: bad regex: %v", err)
 				}
+				req.WaitFor = re
 			}
-			if in.WaitMs == nil && re == nil {
-				// The default: until the program waits for input again.
-				wctx, cancel := context.WithTimeout(ctx, readyLimit)
-				defer cancel()
-				r, err := sess.SendReady(wctx, input)
-				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-					return nil, PTYOutput{}, err
-				}
-				out := ptyOutput(r)
-				var note string
-				if err != nil {
-					note = fmt.Sprintf("[still busy after %s]", readyLimit)
-				}
-				return replyPTY(h.sess, out, note), out, nil
-			}
-			if wait == 0 && re == nil {
-				start := sess.Info().Bytes
-				if err := sess.Send(input); err != nil {
-					return nil, PTYOutput{}, err
-				}
-				info := sess.Info()
-				out := PTYOutput{Offset: start, NextOffset: start, SessionState: info.SessionState}
-				return text("sent"), out, nil
-			}
-			limit := 30 * time.Second
-			if re == nil {
-				limit = wait + 10*time.Second
-			}
-			wctx, cancel := context.WithTimeout(ctx, limit)
-			defer cancel()
-			r, err := sess.SendWait(wctx, input, wait, re)
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			r, err := h.d.SendPTY(ctx, req)
+			if err != nil {
 				return nil, PTYOutput{}, err
 			}
 			out := ptyOutput(r)
 			var note string
-			if re != nil && !r.Matched {
-				note = fmt.Sprintf("[wait_for %q did not match within %s]", in.WaitFor, limit)
+			switch {
+			case req.Wait == nil && req.WaitFor == nil:
+				if r.Busy {
+					note = fmt.Sprintf("[still busy after %s]", r.Limit)
+				}
+			case req.WaitFor == nil && *req.Wait == 0: // Wait is set: both nil was the case above
+				return text("sent"), out, nil
+			case req.WaitFor != nil && !r.Matched:
+				note = fmt.Sprintf("[wait_for %q did not match within %s]", in.WaitFor, r.Limit)
 			}
 			return replyPTY(h.sess, out, note), out, nil
 		})
@@ -197,66 +156,52 @@ func (h *handlers) addPTY(s *mcp.Server, m *pty.Manager) {
 			if maxKB < 1 || maxKB > maxPageKB {
 				return nil, PTYOutput{}, fmt.Errorf("max_kb %d: must be 1..%d", maxKB, maxPageKB)
 			}
-			sess, err := m.Get(in.SessionID)
-			if errors.Is(err, pty.ErrEnded) && !in.Screen {
-				// A session that ended (closed, or with a daemon that
-				// stopped) still reads from its output file; the answer
-				// says what became of it.
-				r, rerr := m.ReadEnded(in.SessionID, in.SinceOffset, in.Raw, maxKB<<10)
-				if rerr != nil {
-					return nil, PTYOutput{}, fmt.Errorf("%w; reading its output: %w", err, rerr)
-				}
-				out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped, SessionState: r.SessionState}
-				return replyPTY(h.sess, out, "["+err.Error()+"]"), out, nil
-			}
-			if err != nil {
-				return nil, PTYOutput{}, err
-			}
-			info := sess.Info()
 			if in.Screen {
-				sc := sess.Screen()
+				info, sc, err := h.d.PTYScreen(in.SessionID)
+				if err != nil {
+					return nil, PTYOutput{}, err
+				}
 				out := PTYOutput{Screen: sc.Text, CursorRow: sc.CursorRow, CursorCol: sc.CursorCol,
 					SessionState: info.SessionState, Offset: info.Bytes, NextOffset: info.Bytes}
 				return h.sess.reply(fmt.Sprintf("screen %d bytes in structuredContent, cursor at %d,%d", len(sc.Text), sc.CursorRow, sc.CursorCol),
 					func() string { return sc.Text }), out, nil
 			}
-			r, err := sess.Read(in.SinceOffset, in.Raw, maxKB<<10)
+			r, err := h.d.ReadPTY(in.SessionID, in.SinceOffset, in.Raw, maxKB<<10)
 			if err != nil {
 				return nil, PTYOutput{}, err
 			}
-			out := PTYOutput{Data: r.Data, Offset: r.Offset, NextOffset: r.Next, DroppedBytes: r.Skipped,
-				SessionState: r.SessionState}
+			out := ptyOutput(r)
+			if r.Ended != nil {
+				// A session that ended (closed, or with a daemon that
+				// stopped) still reads from its output file; the answer
+				// says what became of it.
+				return replyPTY(h.sess, out, "["+r.Ended.Error()+"]"), out, nil
+			}
 			return replyPTY(h.sess, out, ""), out, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_resize", Description: "Resize a PTY session."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyResizeIn) (*mcp.CallToolResult, PTYInfo, error) {
-			sess, err := m.Get(in.SessionID)
+			v, err := h.d.ResizePTY(in.SessionID, in.Cols, in.Rows)
 			if err != nil {
 				return nil, PTYInfo{}, err
 			}
-			if err := sess.Resize(in.Cols, in.Rows); err != nil {
-				return nil, PTYInfo{}, err
-			}
-			info := ptyInfo(sess.Info())
+			info := ptyInfo(v)
 			return text(fmt.Sprintf("resized to %dx%d", info.Cols, info.Rows)), info, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_close", Description: "Close a PTY session: SIGHUP, then SIGKILL to all it started."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyIDIn) (*mcp.CallToolResult, PTYInfo, error) {
-			sess, err := m.Get(in.SessionID)
+			v, err := h.d.ClosePTY(in.SessionID)
 			if err != nil {
 				return nil, PTYInfo{}, err
 			}
-			if err := sess.Close(); err != nil {
-				return nil, PTYInfo{}, err
-			}
-			info := ptyInfo(sess.Info())
+			info := ptyInfo(v)
 			return text("closed " + info.SessionID), info, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_list", Description: "List PTY sessions."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, PTYList, error) {
 			out := PTYList{Sessions: []PTYInfo{}}
 			var b strings.Builder
-			for _, in := range m.List() {
+			for _, in := range h.d.PTYs() {
 				out.Sessions = append(out.Sessions, ptyInfo(in))
 				fmt.Fprintf(&b, "%s\t%s\trunning=%v\t%s\n", in.ID, in.Name, in.Running, in.Cmd)
 			}

@@ -21,7 +21,7 @@ func registerAll(t testing.TB) *mcp.Server {
 	h.addExecution(srv)
 	h.addInbox(srv)
 	h.addTerminal(srv, &terminal{})
-	h.addPTY(srv, nil)
+	h.addPTY(srv)
 	h.addSearch(srv)
 	h.addAlways(srv)
 	return srv

@@ -17,9 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/service"
-	"github.com/hivetools/hive/internal/view"
 )
 
 // Group names.
@@ -189,8 +187,8 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 	}
 	if slices.Contains(groups, GroupTerminal) {
 		h.addTerminal(srv, term)
-		if d.PTY != nil {
-			h.addPTY(srv, d.PTY)
+		if d.HasPTY() {
+			h.addPTY(srv)
 		}
 	}
 	if slices.Contains(groups, GroupSearch) {
@@ -206,7 +204,7 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 	// own notifications, never the inbox or other sessions. When the queue
 	// is full, changes for this session are dropped (get_loose_ends always
 	// has the current state).
-	notes := make(chan inbox.Change, 1024)
+	notes := make(chan service.Change, 1024)
 	quit := make(chan struct{})
 	var dropped atomic.Bool
 	var wg sync.WaitGroup
@@ -251,7 +249,7 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 			}
 		}
 	}()
-	unsub := d.Inbox.Subscribe(func(c inbox.Change) {
+	unsub := d.Subscribe(func(c service.Change) {
 		select {
 		case notes <- c:
 		default:
@@ -292,24 +290,24 @@ func defaultLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 // notifyChange pushes a loose-end change to the server's sessions: a
 // resources/updated to subscribers and an info log (every session has a
 // level: see defaultLogLevel).
-func notifyChange(srv *mcp.Server, c inbox.Change) {
+func notifyChange(srv *mcp.Server, c service.Change) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: LooseEndsURI})
 	var msg map[string]any
 	switch c.Kind {
-	case inbox.KindMessage:
+	case service.ChangeMessage:
 		srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: InboxURI})
 		if c.Removed {
 			return // read, acked or dropped: the resources tell
 		}
-		msg = map[string]any{"inbox": "message", "id": c.Message.ID, "from": c.Message.From, "preview": view.Preview(c.Message.Body)}
-	case inbox.KindReminder:
+		msg = map[string]any{"inbox": "message", "id": c.Message.ID, "from": c.Message.From, "preview": c.Message.Preview}
+	case service.ChangeReminder:
 		msg = map[string]any{"loose_end": "reminder", "id": c.Reminder.ID, "due_at": c.Reminder.Due.Unix()}
 		if c.Removed {
 			msg["removed"] = true
 		} else {
-			msg["preview"] = view.Preview(c.Reminder.Body)
+			msg["preview"] = c.Reminder.Preview
 		}
 	default:
 		if c.Todo.Subsystem == service.TodoSubsystem {

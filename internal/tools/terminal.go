@@ -14,11 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/handles"
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Terminal-tool limits.
@@ -164,14 +164,14 @@ func sessionEnv(sess *Session, extra map[string]string) ([]string, error) {
 // environment before the command is planned: the shell parser would drop
 // it silently and run a different command.
 func checkCmdNUL(cmd, cwd string, env map[string]string) error {
-	if err := job.CheckNUL("cmd", cmd); err != nil {
+	if err := service.CheckNUL("cmd", cmd); err != nil {
 		return err
 	}
-	if err := job.CheckNUL("cwd", cwd); err != nil {
+	if err := service.CheckNUL("cwd", cwd); err != nil {
 		return err
 	}
 	for k, v := range env {
-		if err := job.CheckNUL(fmt.Sprintf("env[%q]", k), k+v); err != nil {
+		if err := service.CheckNUL(fmt.Sprintf("env[%q]", k), k+v); err != nil {
 			return err
 		}
 	}
@@ -272,7 +272,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, err
 	}
-	spec := job.Spec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env, Timeout: timeout,
+	spec := service.JobSpec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env, Timeout: timeout,
 		KillOnTimeout: true, Source: "terminal", Attached: true}
 	if in.Stdin != "" {
 		spec.Stdin = []byte(in.Stdin)
@@ -285,31 +285,31 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	ended := false
 	if autoBg > 0 {
 		wctx, cancel := context.WithTimeout(ctx, autoBg)
-		_, ended = j.Wait(wctx)
+		ended = j.Wait(wctx)
 		cancel()
 		if !ended && ctx.Err() == nil {
 			switch err := j.Detach(); {
 			case err == nil:
-				info, err := t.d.Jobs.Durable(j)
+				info, err := t.d.Recorded(j)
 				if err != nil {
 					return nil, Envelope{}, err
 				}
 				return t.envelope(sess, j, info, env0, maxKB, true)
-			case errors.Is(err, job.ErrEnded):
+			case errors.Is(err, service.ErrJobEnded):
 				ended = true
 			default:
 				return nil, Envelope{}, err
 			}
 		}
 	} else {
-		_, ended = j.Wait(ctx)
+		ended = j.Wait(ctx)
 	}
 	if !ended {
 		// The client gave up on the call: stop the command, it was foreground.
-		t.d.Jobs.Kill(j.ID(), true)
+		t.d.KillJob(j.ID(), true)
 		j.Wait(context.Background())
 	}
-	info, err := t.d.Jobs.Durable(j)
+	info, err := t.d.Recorded(j)
 	if err != nil {
 		return nil, Envelope{}, fmt.Errorf("the command ran, but %w", err)
 	}
@@ -317,10 +317,10 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 }
 
 // envelope fills the standard envelope from a job.
-func (t *terminal) envelope(sess *Session, j *job.Job, info job.Info, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
+func (t *terminal) envelope(sess *Session, j *service.LiveJob, info view.Job, e Envelope, maxKB int, backgrounded bool) (*mcp.CallToolResult, Envelope, error) {
 	e.Pid = info.Pid
-	e.RuntimeMs = info.Duration().Milliseconds()
-	e.TimedOut = info.State == job.TimedOut
+	e.RuntimeMs = info.DurationMs
+	e.TimedOut = info.State == "timed_out"
 	limit := int64(maxKB) << 10
 	var size int64
 	streams := map[string]*output.Stream{}
@@ -335,7 +335,7 @@ func (t *terminal) envelope(sess *Session, j *job.Job, info job.Info, e Envelope
 		e.AutoBackgrounded, e.JobID = true, &id
 		// Told as running, as the rest of this answer: its end comes as
 		// a loose end, even if it came already.
-		e.jobState = jobState{Status: string(job.Running)}
+		e.jobState = jobState{Status: "running"}
 		e.SemanticStatus = "ok"
 		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
 		e.SemanticMessage = &msg

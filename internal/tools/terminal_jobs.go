@@ -9,8 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/view"
 )
@@ -157,7 +157,7 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	v, err := t.d.RunJob(job.Spec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
+	v, err := t.d.RunJob(service.JobSpec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
 		Name: in.Name, Timeout: timeout, Source: "terminal"})
 	if err != nil {
 		return nil, JobStarted{}, err
@@ -202,16 +202,16 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 	if stream == "stderr" {
 		errOff = in.SinceOffset
 	}
-	info, err := t.d.Jobs.Lookup(ctx, in.JobID)
-	if errors.Is(err, job.ErrNotFound) {
+	info, err := t.d.Job(ctx, in.JobID)
+	if errors.Is(err, service.ErrJobNotFound) {
 		return nil, JobLogs{}, fmt.Errorf("job_id %q: no such job", in.JobID)
 	}
 	if err != nil {
 		return nil, JobLogs{}, err
 	}
-	j, _ := t.d.Jobs.Get(info.ID)
+	j, _ := t.d.LiveJob(info.ID)
 	t0 := time.Now()
-	if j != nil && (in.WaitUntilExit || in.WaitForOutput) && !info.State.Terminal() {
+	if j != nil && (in.WaitUntilExit || in.WaitForOutput) && !service.JobEnded(info) {
 		wctx, cancel := context.WithTimeout(ctx, waitFor)
 		stopProgress := progress(wctx, req, "waiting for job "+info.ID, waitFor)
 		waitJob(wctx, j, in.WaitForOutput, stream, outOff, errOff)
@@ -219,14 +219,14 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 		cancel()
 	}
 	if j != nil {
-		if info, err = t.d.Jobs.Durable(j); err != nil {
+		if info, err = t.d.Recorded(j); err != nil {
 			return nil, JobLogs{}, err
 		}
 	}
 	m := meaningOf(info)
 	out := JobLogs{JobID: info.ID, jobState: stateOf(info),
 		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: shell.Warning(info.Cmd),
-		RuntimeMs: info.Duration().Milliseconds(), WaitedMs: time.Since(t0).Milliseconds()}
+		RuntimeMs: info.DurationMs, WaitedMs: time.Since(t0).Milliseconds()}
 	if stream != "stderr" {
 		out.Stdout = readChunk(j, info, false, outOff, maxKB<<10)
 	}
@@ -276,7 +276,7 @@ func replyLogs(sess *Session, out JobLogs) *mcp.CallToolResult {
 // waitJob blocks until the job ends or, with forOutput, until a watched
 // stream has bytes past its offset, or ctx ends. No polling: it waits on
 // the job's and streams' channels.
-func waitJob(ctx context.Context, j *job.Job, forOutput bool, stream string, outOff, errOff int64) {
+func waitJob(ctx context.Context, j *service.LiveJob, forOutput bool, stream string, outOff, errOff int64) {
 	if forOutput {
 		select {
 		case <-j.Started():
@@ -329,7 +329,7 @@ func waitJob(ctx context.Context, j *job.Job, forOutput bool, stream string, out
 	}
 }
 
-func readChunk(j *job.Job, info job.Info, stderr bool, off int64, max int) *StreamChunk {
+func readChunk(j *service.LiveJob, info view.Job, stderr bool, off int64, max int) *StreamChunk {
 	var s *output.Stream
 	if j != nil {
 		if stderr {
@@ -387,21 +387,21 @@ func progress(ctx context.Context, req *mcp.CallToolRequest, msg string, total t
 }
 
 func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResult, JobList, error) {
-	var states []job.State
+	var states []string
 	if in.State != "" {
-		if !job.ValidState(in.State) {
+		if !service.ValidJobState(in.State) {
 			return nil, JobList{}, fmt.Errorf("state %q: must be one of pending, running, done, timed_out, killed, interrupted, failed", in.State)
 		}
-		states = []job.State{job.State(in.State)}
+		states = []string{in.State}
 	}
-	infos, err := t.d.Jobs.List(ctx, 200, states...)
+	infos, err := t.d.ListJobs(ctx, 200, "", states...)
 	if err != nil {
 		return nil, JobList{}, err
 	}
 	out := JobList{Jobs: []JobEntry{}}
 	var b strings.Builder
 	for _, in := range infos {
-		out.Jobs = append(out.Jobs, jobEntry(in.View()))
+		out.Jobs = append(out.Jobs, jobEntry(in))
 		exit := "-"
 		if in.ExitCode != nil {
 			exit = fmt.Sprint(*in.ExitCode)

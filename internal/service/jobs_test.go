@@ -195,8 +195,14 @@ func TestJobListsThroughTheService(t *testing.T) {
 	}
 
 	live, err := s.LiveJob(b.ID)
-	if err != nil || live.ID() != b.ID || live.Stdout() == nil {
+	if err != nil || live.ID() != b.ID {
 		t.Fatalf("LiveJob of a running job: %v", err)
+	}
+	// Its streams exist once it has started (running comes a moment
+	// before: the files are made off the start's path).
+	<-live.Started()
+	if live.Stdout() == nil {
+		t.Fatal("LiveJob of a started job: no stdout stream")
 	}
 	if _, err := s.KillJob(b.ID, true); err != nil {
 		t.Fatal(err)

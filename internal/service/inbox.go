@@ -16,6 +16,20 @@ type LooseEnds struct {
 	// most the asked number; Undelivered counts all that wait.
 	Messages    []view.Message `json:"messages"`
 	Undelivered int            `json:"undelivered"`
+	// TodosTotal and RemindersTotal count all that are open, listed or
+	// not (LooseEndsPage lists a page of them).
+	TodosTotal     int `json:"todos_total"`
+	RemindersTotal int `json:"reminders_total"`
+}
+
+// LooseEndsQuery is a page of the loose ends: at most Limit todos and
+// Limit reminders (0: all), from the Offset-th of each (todos in the
+// order they were raised, reminders by when they are due), and the
+// oldest MaxMessages messages.
+type LooseEndsQuery struct {
+	Limit                        int
+	TodosOffset, RemindersOffset int
+	MaxMessages                  int
 }
 
 // LooseEndCounts counts the agent's open threads (get_agent_meta, GET
@@ -41,22 +55,30 @@ func (s *Service) LooseEndCounts(ctx context.Context) (LooseEndCounts, error) {
 // its oldest maxMessages messages and how many wait in all. The lists are
 // never nil.
 func (s *Service) LooseEnds(ctx context.Context, maxMessages int) (LooseEnds, error) {
+	return s.LooseEndsPage(ctx, LooseEndsQuery{MaxMessages: maxMessages})
+}
+
+// LooseEndsPage is LooseEnds a page at a time (see LooseEndsQuery), with
+// the totals of what it leaves out.
+func (s *Service) LooseEndsPage(ctx context.Context, q LooseEndsQuery) (LooseEnds, error) {
 	out := LooseEnds{Todos: []view.Todo{}, Reminders: []view.Reminder{}, Messages: []view.Message{}}
 	todos, err := s.Inbox.Todos(ctx)
 	if err != nil {
 		return LooseEnds{}, err
 	}
-	for _, t := range todos {
+	out.TodosTotal = len(todos)
+	for _, t := range page(todos, q.TodosOffset, q.Limit) {
 		out.Todos = append(out.Todos, t.View())
 	}
 	rs, err := s.Inbox.Reminders(ctx)
 	if err != nil {
 		return LooseEnds{}, err
 	}
-	for _, r := range rs {
+	out.RemindersTotal = len(rs)
+	for _, r := range page(rs, q.RemindersOffset, q.Limit) {
 		out.Reminders = append(out.Reminders, r.View())
 	}
-	if maxMessages > 0 {
+	if maxMessages := q.MaxMessages; maxMessages > 0 {
 		ms, err := s.Inbox.Messages(ctx, maxMessages)
 		if err != nil {
 			return LooseEnds{}, err
@@ -69,6 +91,18 @@ func (s *Service) LooseEnds(ctx context.Context, maxMessages int) (LooseEnds, er
 		return LooseEnds{}, err
 	}
 	return out, nil
+}
+
+// page is limit items of xs from offset (limit 0: all from offset).
+func page[T any](xs []T, offset, limit int) []T {
+	if offset >= len(xs) {
+		return nil
+	}
+	xs = xs[max(offset, 0):]
+	if limit > 0 && len(xs) > limit {
+		xs = xs[:limit]
+	}
+	return xs
 }
 
 // MaxRemindAhead is how far ahead a reminder may be due (a year).

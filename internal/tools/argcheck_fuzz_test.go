@@ -38,7 +38,7 @@ func fuzzTools(tb testing.TB) []fuzzTool {
 		decoderFor[ptyOpenIn], decoderFor[ptySendIn], decoderFor[ptyReadIn], decoderFor[ptyResizeIn], decoderFor[ptyIDIn],
 		decoderFor[rgIn], decoderFor[globIn],
 		decoderFor[cancelIn], decoderFor[markIn], decoderFor[statusTextIn],
-		decoderFor[remindIn], decoderFor[readInboxIn], decoderFor[metaIn],
+		decoderFor[remindIn], decoderFor[readInboxIn], decoderFor[metaIn], decoderFor[looseEndsIn],
 		decoderFor[struct{}],
 	} {
 		typ, dec := add()

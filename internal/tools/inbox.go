@@ -55,7 +55,25 @@ type LooseEnds struct {
 	Reminders []ReminderOut `json:"reminders"`
 	Todos     []TodoOut     `json:"todos"`
 	Inbox     InboxOut      `json:"inbox"`
+	// All that are open, listed or not: more than listed means another
+	// page (todos_offset, reminders_offset).
+	TodosTotal     int `json:"todos_total"`
+	RemindersTotal int `json:"reminders_total"`
 }
+
+// looseEndsIn pages get_loose_ends: a burst of todos (a local program
+// may raise thousands) never makes an answer of megabytes.
+type looseEndsIn struct {
+	Limit           *int `json:"limit,omitempty" jsonschema:"todos and reminders listed, each; default 50, at most 500"`
+	TodosOffset     int  `json:"todos_offset,omitempty" jsonschema:"skip this many todos (the next page)"`
+	RemindersOffset int  `json:"reminders_offset,omitempty" jsonschema:"skip this many reminders (the next page)"`
+}
+
+// Loose ends listed by default, and at most, per kind.
+const (
+	looseEndsLimit    = 50
+	maxLooseEndsLimit = 500
+)
 
 type cancelIn struct {
 	Kind string `json:"kind" jsonschema:"reminder|todo|message"`
@@ -117,12 +135,25 @@ func (h *handlers) addAlways(s *mcp.Server) {
 
 // looseEnds is the service's LooseEnds in get_loose_ends' words (unix
 // seconds, as remind takes them).
-func (h *handlers) looseEnds(ctx context.Context) (LooseEnds, error) {
-	le, err := h.d.LooseEnds(ctx, 5)
+func (h *handlers) looseEnds(ctx context.Context, in looseEndsIn) (LooseEnds, error) {
+	limit := looseEndsLimit
+	if in.Limit != nil {
+		limit = *in.Limit
+	}
+	switch {
+	case limit < 1 || limit > maxLooseEndsLimit:
+		return LooseEnds{}, fmt.Errorf("limit %d: must be 1..%d", limit, maxLooseEndsLimit)
+	case in.TodosOffset < 0:
+		return LooseEnds{}, fmt.Errorf("todos_offset %d: must be >= 0", in.TodosOffset)
+	case in.RemindersOffset < 0:
+		return LooseEnds{}, fmt.Errorf("reminders_offset %d: must be >= 0", in.RemindersOffset)
+	}
+	le, err := h.d.LooseEndsPage(ctx, service.LooseEndsQuery{Limit: limit, TodosOffset: in.TodosOffset, RemindersOffset: in.RemindersOffset, MaxMessages: 5})
 	if err != nil {
 		return LooseEnds{}, err
 	}
-	out := LooseEnds{Reminders: []ReminderOut{}, Todos: []TodoOut{}, Inbox: InboxOut{Undelivered: le.Undelivered, Oldest: []MessageOut{}}}
+	out := LooseEnds{Reminders: []ReminderOut{}, Todos: []TodoOut{}, Inbox: InboxOut{Undelivered: le.Undelivered, Oldest: []MessageOut{}},
+		TodosTotal: le.TodosTotal, RemindersTotal: le.RemindersTotal}
 	for _, r := range le.Reminders {
 		out.Reminders = append(out.Reminders, ReminderOut{ID: r.ID, DueAt: r.Due.Unix(), Preview: r.Preview})
 	}
@@ -135,12 +166,12 @@ func (h *handlers) looseEnds(ctx context.Context) (LooseEnds, error) {
 	return out, nil
 }
 
-func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, LooseEnds, error) {
-	le, err := h.looseEnds(ctx)
+func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, in looseEndsIn) (*mcp.CallToolResult, LooseEnds, error) {
+	le, err := h.looseEnds(ctx, in)
 	if err != nil {
 		return nil, LooseEnds{}, err
 	}
-	if len(le.Todos) == 0 && len(le.Reminders) == 0 && le.Inbox.Undelivered == 0 {
+	if le.TodosTotal == 0 && le.RemindersTotal == 0 && le.Inbox.Undelivered == 0 {
 		return text("no loose ends"), le, nil
 	}
 	var b strings.Builder
@@ -156,7 +187,19 @@ func (h *handlers) getLooseEnds(ctx context.Context, _ *mcp.CallToolRequest, _ s
 			fmt.Fprintf(&b, "message %d from %s: %s\n", m.ID, m.From, m.Preview)
 		}
 	}
-	brief := fmt.Sprintf("%d reminders, %d todos, %d undelivered messages in structuredContent", len(le.Reminders), len(le.Todos), le.Inbox.Undelivered)
+	for _, more := range []struct {
+		what         string
+		listed, from int
+		total        int
+	}{{"reminders", len(le.Reminders), in.RemindersOffset, le.RemindersTotal}, {"todos", len(le.Todos), in.TodosOffset, le.TodosTotal}} {
+		if more.from+more.listed < more.total {
+			fmt.Fprintf(&b, "%s %d-%d of %d listed: %s_offset %d lists the next\n", more.what, more.from+1, more.from+more.listed, more.total, strings.TrimSuffix(more.what, "s"), more.from+more.listed)
+		}
+	}
+	brief := fmt.Sprintf("%d reminders, %d todos, %d undelivered messages in structuredContent", le.RemindersTotal, le.TodosTotal, le.Inbox.Undelivered)
+	if len(le.Todos) < le.TodosTotal || len(le.Reminders) < le.RemindersTotal {
+		brief += fmt.Sprintf(" (%d and %d listed)", len(le.Reminders), len(le.Todos))
+	}
 	return h.sess.reply(brief, func() string { return strings.TrimRight(b.String(), "\n") }), le, nil
 }
 
@@ -285,7 +328,7 @@ func (h *handlers) compact(ctx context.Context, _ *mcp.CallToolRequest, _ struct
 func (h *handlers) addResources(s *mcp.Server) {
 	s.AddResource(&mcp.Resource{URI: InboxURI, Name: "inbox", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			le, err := h.looseEnds(ctx)
+			le, err := h.looseEnds(ctx, looseEndsIn{})
 			if err != nil {
 				return nil, err
 			}
@@ -294,7 +337,7 @@ func (h *handlers) addResources(s *mcp.Server) {
 		})
 	s.AddResource(&mcp.Resource{URI: LooseEndsURI, Name: "loose-ends", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			le, err := h.looseEnds(ctx)
+			le, err := h.looseEnds(ctx, looseEndsIn{})
 			if err != nil {
 				return nil, err
 			}

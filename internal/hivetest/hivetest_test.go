@@ -134,6 +134,27 @@ func TestAliveAndGone(t *testing.T) {
 	}
 }
 
+// Kill ends a process by its pid alone; Signal to a process that has
+// been waited for says so.
+func TestKillAndSignalByPid(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if err := hivetest.Kill(pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("Kill(%d): %v", pid, err)
+	}
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.Success() {
+		t.Errorf("the killed sleep ended with %v, want killed", err)
+	}
+	if err := hivetest.Signal(pid, os.Kill); err == nil {
+		t.Errorf("Signal to a reaped process %d succeeded", pid)
+	}
+}
+
 func TestPidsFromLockFiles(t *testing.T) {
 	dir := t.TempDir()
 	if p := hivetest.DaemonPid(dir); p != 0 {

@@ -155,6 +155,29 @@ func TestKillAndSignalByPid(t *testing.T) {
 	}
 }
 
+// Symlink plants a link; one it cannot make fails the test (on unix,
+// where symlinks can always be made), naming the link.
+func TestSymlinkPlantsOrFails(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("on Windows a symlink that cannot be made skips the test")
+	}
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	hivetest.Symlink(t, "target", link)
+	if got, err := os.Readlink(link); err != nil || got != "target" {
+		t.Fatalf("Readlink(%s) = %q, %v; want target", link, got, err)
+	}
+	f := &fatalTB{TB: t}
+	returned := false
+	f.run(func(tb testing.TB) {
+		hivetest.Symlink(tb, "target", link) // it exists
+		returned = true
+	})
+	if returned || !strings.Contains(f.msg, link) {
+		t.Errorf("Symlink over an existing file: returned %v, failed with %q", returned, f.msg)
+	}
+}
+
 func TestPidsFromLockFiles(t *testing.T) {
 	dir := t.TempDir()
 	if p := hivetest.DaemonPid(dir); p != 0 {

@@ -175,3 +175,16 @@ func ProcState(pid int) byte {
 	}
 	return b[i+2]
 }
+
+// Symlink makes newname a symbolic link to oldname, for a test that plants
+// one. Where symlinks cannot be made (Windows without the privilege to
+// make them) it skips the test; any other failure fails it.
+func Symlink(tb testing.TB, oldname, newname string) {
+	tb.Helper()
+	if err := os.Symlink(oldname, newname); err != nil {
+		if runtime.GOOS == "windows" {
+			tb.Skipf("symlinks cannot be made here: %v", err)
+		}
+		tb.Fatalf("plant a symlink: %v", err)
+	}
+}

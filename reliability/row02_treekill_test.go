@@ -94,7 +94,7 @@ func jobProcs(id string, pgid int) (inGroup, outside []int) {
 func killAndWait(t *testing.T, pids []int) {
 	t.Helper()
 	for _, pid := range pids {
-		syscall.Kill(pid, syscall.SIGKILL)
+		hivetest.Kill(pid)
 	}
 	hivetest.Eventually(t, 10*time.Second, "the killed processes to end", func() error {
 		for _, pid := range pids {

@@ -2,11 +2,9 @@ package reliability
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,14 +32,8 @@ func TestRow05ConcurrentJobs(t *testing.T) {
 	base := d.Settled()
 
 	gate := filepath.Join(dir, "gate")
-	g, err := os.Create(gate)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
-	}
+	unlock := lockGate(t, gate)
+	defer unlock()
 
 	// Start them all, from a few sessions at once.
 	const sessions = 4
@@ -92,7 +84,7 @@ func TestRow05ConcurrentJobs(t *testing.T) {
 		return nil
 	})
 	t0 := time.Now()
-	syscall.Flock(int(g.Fd()), syscall.LOCK_UN)
+	unlock()
 
 	s := d.MCP()
 	bad := 0

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -153,13 +152,13 @@ func crashStream(s *hivetest.Session, book *answerBook, stop <-chan struct{}, se
 func plantReusedGroup(t *testing.T) (pid, group int) {
 	t.Helper()
 	sh := exec.Command("sh", "-c", "sleep 3600 >/dev/null 2>&1 & echo $!")
-	sh.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	hivetest.Setsid(t, sh)
 	out, err := sh.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	pid, _ = strconv.Atoi(strings.TrimSpace(string(out)))
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	t.Cleanup(func() { hivetest.Kill(pid) })
 	return pid, sh.Process.Pid
 }
 

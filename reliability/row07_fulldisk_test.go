@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -66,10 +64,7 @@ func TestRow07FullDisk(t *testing.T) {
 // fullDisk is row 7 inside its mount namespace, on state dir dir.
 func fullDisk(t *testing.T, dir string) {
 	const size = 8 << 20
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, fmt.Sprintf("size=%d,mode=0700", size)); err != nil {
-		t.Fatalf("mount a tmpfs on %s: %v", dir, err)
-	}
-	defer unix.Unmount(dir, unix.MNT_DETACH)
+	defer mountTmpfs(t, dir, size)()
 	d := startDaemon(t, dir)
 	s := d.MCP()
 	var before task
@@ -90,6 +85,7 @@ func fullDisk(t *testing.T, dir string) {
 	for {
 		if _, err := f.Write(chunk); err != nil {
 			if !errors.Is(err, syscall.ENOSPC) {
+				f.Close()
 				t.Fatalf("fill the disk: %v", err)
 			}
 			break

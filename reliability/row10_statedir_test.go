@@ -1,3 +1,5 @@
+//go:build unix
+
 package reliability
 
 import (
@@ -111,7 +113,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 
 		// 1: hive.sock is a symlink to their socket.
 		d1 := newStateDir(t)
-		os.Symlink(socks[0], filepath.Join(d1, "hive.sock"))
+		hivetest.Symlink(t, socks[0], filepath.Join(d1, "hive.sock"))
 		// 2: hive.sock is their socket, moved in.
 		d2 := newStateDir(t)
 		rename(t, socks[1], filepath.Join(d2, "hive.sock"))
@@ -178,7 +180,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 		// daemon.lock a symlink, then a hard link, to a file outside.
 		dir := newStateDir(t)
 		out := r.outsideFile(t)
-		os.Symlink(out, filepath.Join(dir, "daemon.lock"))
+		hivetest.Symlink(t, out, filepath.Join(dir, "daemon.lock"))
 		r.refuse(t, dir, []string{fmt.Sprintf("file %q: is a symlink (to %q)", filepath.Join(dir, "daemon.lock"), out), "remove it"}, "daemon")
 
 		dir = newStateDir(t)
@@ -191,7 +193,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 		// daemon.log, opened by the bridge for the daemon it starts.
 		dir = newStateDir(t)
 		out = r.outsideFile(t)
-		os.Symlink(out, filepath.Join(dir, "daemon.log"))
+		hivetest.Symlink(t, out, filepath.Join(dir, "daemon.log"))
 		r.refuse(t, dir, []string{fmt.Sprintf("open daemon log: file %q: is a symlink", filepath.Join(dir, "daemon.log"))}, "mcp")
 		if _, err := os.Lstat(filepath.Join(dir, "hive.sock")); err == nil {
 			t.Error("the bridge started a daemon anyway")
@@ -201,14 +203,14 @@ func TestRow10HostileStateDir(t *testing.T) {
 		for _, name := range []string{"hive.db", "hive.db-wal", "hive.db-shm"} {
 			dir = newStateDir(t)
 			out = r.outsideFile(t)
-			os.Symlink(out, filepath.Join(dir, name))
+			hivetest.Symlink(t, out, filepath.Join(dir, name))
 			r.refuse(t, dir, []string{fmt.Sprintf("file %q: is a symlink", filepath.Join(dir, name))}, "daemon")
 		}
 
 		// bash-tasks a symlink to a dir outside.
 		dir = newStateDir(t)
 		outDir := r.outsideDir(t)
-		os.Symlink(outDir, filepath.Join(dir, "bash-tasks"))
+		hivetest.Symlink(t, outDir, filepath.Join(dir, "bash-tasks"))
 		r.refuse(t, dir, []string{fmt.Sprintf("dir %q: is a symlink (to %q)", filepath.Join(dir, "bash-tasks"), outDir)}, "daemon")
 	})
 
@@ -221,7 +223,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 		// hyperhive-status: replaced by set_status, not written through.
 		out := r.outsideFile(t)
 		status := filepath.Join(dir, "hyperhive-status")
-		os.Symlink(out, status)
+		hivetest.Symlink(t, out, status)
 		s.MustCall("set_status", map[string]any{"text": "row 10"}, nil)
 		fi, err := os.Lstat(status)
 		b, _ := os.ReadFile(status)
@@ -249,7 +251,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 			return err
 		})
 		out = r.outsideFile(t)
-		os.Symlink(out, st.StdoutPath)
+		hivetest.Symlink(t, out, st.StdoutPath)
 		openGate(t, gate)
 		s.MustCall("status", map[string]any{"id": st.ID, "wait_seconds": 20}, &st)
 		// The holder of the jobs keeps no copy in memory: the bytes are
@@ -266,7 +268,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 		}
 		out = r.outsideFile(t)
 		os.Remove(st.StdoutPath)
-		os.Symlink(out, st.StdoutPath)
+		hivetest.Symlink(t, out, st.StdoutPath)
 		logs, _ := hostileRun(t, dir, "logs", st.ID)
 		r.check(t, !strings.Contains(logs, "precious"), "hive logs read through a planted symlink: %q", logs)
 		s.Close()

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -92,7 +91,7 @@ func TestRow14Holder(t *testing.T) {
 	if h == 0 {
 		t.Fatal("no holder runs")
 	}
-	syscall.Kill(h, syscall.SIGKILL)
+	hivetest.Kill(h)
 	t0 := time.Now()
 	var left []int
 	hivetest.Wait(30*time.Second, func() error { // the check follows

@@ -159,7 +159,7 @@ func TestBridgeSaysWhyTheSessionEnded(t *testing.T) {
 			state := hivetest.StateDir(t)
 			hivetest.StartDaemon(t, state)
 			b := startRawBridge(t, state)
-			syscall.Kill(hivetest.DaemonPid(state), tt.sig)
+			hivetest.Signal(hivetest.DaemonPid(state), tt.sig)
 			err := b.wait()
 			if err == nil {
 				t.Fatalf("bridge exited 0 after the daemon got %v", tt.sig)

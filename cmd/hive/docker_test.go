@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/hivetools/hive/internal/hivetest"
@@ -56,9 +55,7 @@ type gates struct {
 func newGates(t *testing.T, n int) gates {
 	g := gates{t: t, dir: t.TempDir()}
 	for i := range n {
-		if err := syscall.Mkfifo(g.path(i), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		mkfifo(t, g.path(i))
 	}
 	return g
 }

@@ -119,9 +119,7 @@ placeholders such as <id1>, <ms>, <time>, <state>, <cwd>, <version>. After a cha
 	// the test writes once the job has been announced, so its start and
 	// its end are two events in that order.
 	gate := filepath.Join(cwd, "gate")
-	if err := syscall.Mkfifo(gate, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, gate)
 	s.decode(s.call("run in the background", volatile, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"run","arguments":{"cmd":"read -r line < gate; echo \"got $line\"","wait_seconds":0}}}`), &ran)
 	bg := ran.Result.StructuredContent.ID
 	s.waitPushed("the background job's running loose end", bg+" running")

@@ -67,7 +67,7 @@ func killDaemon9(t *testing.T, state string) {
 	if pid == 0 || !hivetest.Alive(pid) {
 		t.Fatal("no daemon to kill")
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
+	hivetest.Kill(pid)
 	waitGone(t, pid, "the killed daemon")
 }
 
@@ -289,7 +289,7 @@ func TestHolderKilled(t *testing.T) {
 	if h == 0 {
 		t.Fatal("no holder runs")
 	}
-	syscall.Kill(h, syscall.SIGKILL)
+	hivetest.Kill(h)
 	waitGone(t, h, "the killed holder")
 	if err := hivetest.Wait(20*time.Second, func() error { // ps reads without clearing loose ends
 		n := 0
@@ -650,7 +650,7 @@ func TestHolderSIGTERMEndsSessions(t *testing.T) {
 	killDaemon9(t, state)
 	s.Wait()
 	t0 := time.Now()
-	syscall.Kill(h, syscall.SIGTERM)
+	hivetest.Signal(h, syscall.SIGTERM)
 	waitGone(t, h, "the holder after SIGTERM")
 	waitGone(t, sh.Pid, "a session's program that ignores SIGHUP, after its holder's SIGTERM")
 	if d := time.Since(t0); d > 5*time.Second {
@@ -683,7 +683,7 @@ func TestInlineEndOutlivesTheDaemon(t *testing.T) {
 		pid := hivetest.DaemonPid(state)
 		var st taskStatus
 		s.MustCall("run", map[string]any{"cmd": fmt.Sprintf("exit %d", 3+i), "wait_seconds": 10}, &st)
-		syscall.Kill(pid, syscall.SIGKILL) // at once: its end may not be recorded yet
+		hivetest.Kill(pid) // at once: its end may not be recorded yet
 		waitGone(t, pid, "the killed daemon")
 		s.Wait()
 		if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != 3+i {

@@ -225,7 +225,7 @@ func TestHTTPDefaultToken(t *testing.T) {
 	startHTTPDaemon(t, state, addr)
 	path := filepath.Join(state, "http-token")
 	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+	if err != nil || !fi.Mode().IsRegular() || (runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600) { // Windows has no such modes
 		t.Fatalf("token file: %v %v, want a regular file with mode 0600", fi, err)
 	}
 	tok := httpToken(t, state)
@@ -437,7 +437,7 @@ func TestHTTPTokenFileRefused(t *testing.T) {
 			target := filepath.Join(t.TempDir(), "tok")
 			os.WriteFile(target, []byte("tok\n"), 0o600)
 			p := filepath.Join(state, "http-token")
-			os.Symlink(target, p)
+			hivetest.Symlink(t, target, p)
 			return p, nil
 		}, []string{`"PATH"`, "not a regular file"}},
 	}
@@ -657,7 +657,7 @@ func TestHTTPStopWithOpenSession(t *testing.T) {
 	}()
 	waitLog(t, state, regexp.MustCompile(`msg="tool call" session=http-\S+ tool=run`))
 	pid := hivetest.DaemonPid(state)
-	syscall.Kill(pid, syscall.SIGTERM)
+	hivetest.Signal(pid, syscall.SIGTERM)
 	hivetest.Eventually(t, 20*time.Second, "the daemon to exit on SIGTERM with an HTTP session open", hivetest.Gone(pid))
 	<-called // answered or cut; either way the call ended
 	if l := daemonLog(state); !strings.Contains(l, `msg="mcp session closed" session=http-`) {
@@ -735,7 +735,7 @@ except Exception as e:
 		c.Dir = "/"
 		c.Env = []string{"PATH=/usr/bin:/bin"}
 		if uid != 0 {
-			c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+			runAs(t, c, uid)
 		}
 		out, err := c.CombinedOutput()
 		if err != nil {

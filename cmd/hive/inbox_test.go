@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +64,7 @@ func TestRemindSurvivesKill9(t *testing.T) {
 	}
 	s.Close()
 	pid := hivetest.DaemonPid(state)
-	syscall.Kill(pid, syscall.SIGKILL)
+	hivetest.Kill(pid)
 	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(pid))
 
 	// A new daemon (the bridge starts one); the reminder fires on time.
@@ -132,7 +132,7 @@ func TestRemindLimitAndCancelKinds(t *testing.T) {
 	if first.SpillPath != filepath.Join(state, "reminders", "1.md") {
 		t.Errorf("spill path %q", first.SpillPath)
 	}
-	if fi, err := os.Stat(first.SpillPath); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(first.SpillPath); err != nil || (runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600) { // Windows has no such modes
 		t.Errorf("spill file: %v %v", fi, err)
 	}
 	for i := 1; i < 50; i++ {
@@ -216,7 +216,7 @@ func TestReminderDueDuringDowntime(t *testing.T) {
 	s.MustCall("remind", map[string]any{"message": "while you were out", "delay_seconds": 0.5}, &r)
 	s.Close()
 	pid := hivetest.DaemonPid(state)
-	syscall.Kill(pid, syscall.SIGKILL)
+	hivetest.Kill(pid)
 	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(pid))
 	// The due time passes with no daemon (the wait is for the clock).
 	time.Sleep(time.Until(time.Unix(r.DueAt+1, 0)))

@@ -227,7 +227,7 @@ func TestLoop(t *testing.T) {
 		return hivetest.Gone(leftover)()
 	}); err != nil {
 		if leftover != 0 {
-			syscall.Kill(leftover, syscall.SIGKILL)
+			hivetest.Kill(leftover)
 		}
 		t.Fatalf("the run's leftover process %d: %v", leftover, err)
 	}
@@ -352,7 +352,7 @@ func TestLoopKilledAndHangup(t *testing.T) {
 	lp.cmd.Process.Signal(syscall.SIGKILL)
 	lp.wait()
 	if err := hivetest.Wait(10*time.Second, hivetest.Gone(agentPid)); err != nil {
-		syscall.Kill(agentPid, syscall.SIGKILL)
+		hivetest.Kill(agentPid)
 		t.Fatalf("the agent run %d outlived its loop's kill -9: %v", agentPid, err)
 	}
 

@@ -187,7 +187,7 @@ func TestConfigFile(t *testing.T) {
 	}
 	// Read like every state file: never through a symlink.
 	os.Remove(filepath.Join(other, "hive.toml"))
-	os.Symlink(toml, filepath.Join(other, "hive.toml"))
+	hivetest.Symlink(t, toml, filepath.Join(other, "hive.toml"))
 	if out, err := hivetest.Run(t, other, "config"); err == nil || !strings.Contains(out, "symlink") {
 		t.Errorf("config through a symlinked hive.toml: %v %q", err, out)
 	}

@@ -285,7 +285,7 @@ func TestPTYEndedSession(t *testing.T) {
 	s.MustCall("terminal_pty_close", map[string]any{"session_id": "gone"}, nil)
 
 	old := hivetest.DaemonPid(state)
-	syscall.Kill(old, syscall.SIGKILL)
+	hivetest.Kill(old)
 	hivetest.Eventually(t, 10*time.Second, "the killed daemon to end", hivetest.Gone(old))
 	s2 := hivetest.Connect(t, state, t.TempDir())
 	for _, c := range []struct {

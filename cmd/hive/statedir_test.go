@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,7 +111,7 @@ func TestPlantedSocketRefused(t *testing.T) {
 			c.Close()
 		}
 	}()
-	os.Symlink(other, filepath.Join(state, "hive.sock"))
+	hivetest.Symlink(t, other, filepath.Join(state, "hive.sock"))
 	want := fmt.Sprintf("socket %q: is a symlink (to %q), not the daemon's socket: refusing to connect", filepath.Join(state, "hive.sock"), other)
 	for _, args := range [][]string{{"ps"}, {"mcp"}} {
 		out, code := runBounded(t, state, args...)
@@ -128,6 +129,9 @@ func TestPlantedSocketRefused(t *testing.T) {
 // After a session through the bridge every file hive made in the state
 // dir is 0600 and every dir 0700, the store's -wal and -shm included.
 func TestStateDirIsPrivate(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no unix modes on Windows")
+	}
 	state := hivetest.StateDir(t)
 	s := hivetest.Connect(t, state, t.TempDir())
 	s.MustCall("run", map[string]any{"cmd": "echo out; echo err >&2", "wait_seconds": 20}, nil)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 func TestRotatingLog(t *testing.T) {
@@ -102,7 +104,7 @@ func TestRotatingLogIgnoresSymlinks(t *testing.T) {
 	}
 	defer f.Close()
 	link := filepath.Join(dir, "daemon.log")
-	os.Symlink(elsewhere, link)
+	hivetest.Symlink(t, elsewhere, link)
 	if newRotatingLog(link, 1000, f, f) != nil {
 		t.Error("a daemon.log symlink was taken for the daemon's own log")
 	}
@@ -115,7 +117,7 @@ func TestRotatingLogIgnoresSymlinks(t *testing.T) {
 	defer lf.Close()
 	target := filepath.Join(t.TempDir(), "precious")
 	os.WriteFile(target, []byte("precious"), 0o644)
-	os.Symlink(target, path+".1")
+	hivetest.Symlink(t, target, path+".1")
 	r := newRotatingLog(path, 100, lf, lf)
 	line := strings.Repeat("x", 59) + "\n"
 	for range 3 {

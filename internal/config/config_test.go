@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 )
 
@@ -122,7 +123,7 @@ func TestRead(t *testing.T) {
 		t.Error("missing file given with --config: no error")
 	}
 	os.WriteFile(filepath.Join(dir, "real.toml"), []byte("max_running = 2\n"), 0o600)
-	os.Symlink(filepath.Join(dir, "real.toml"), p)
+	hivetest.Symlink(t, filepath.Join(dir, "real.toml"), p)
 	if _, err := Read(p, true); !errors.Is(err, paths.ErrInsecure) {
 		t.Errorf("a symlinked hive.toml: %v, want it refused", err)
 	}

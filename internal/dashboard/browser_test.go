@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -290,11 +288,6 @@ func TestBrowserJobLive(t *testing.T) {
 	tb.wait("grep's exit 1 is ok", rowText("grep-none")+`.includes("exit 1 · ok: No matches found")`, 5*time.Second)
 	tb.screenshot("overview")
 	tb.noDialogs()
-}
-
-// processGone reports whether no process of the group pgid is left.
-func processGone(pgid int) bool {
-	return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
 }
 
 // 2. Stop on a running tree leaves no process; Run again starts a new job.

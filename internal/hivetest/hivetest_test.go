@@ -134,6 +134,50 @@ func TestAliveAndGone(t *testing.T) {
 	}
 }
 
+// Kill ends a process by its pid alone; Signal to a process that has
+// been waited for says so.
+func TestKillAndSignalByPid(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if err := hivetest.Kill(pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("Kill(%d): %v", pid, err)
+	}
+	if err := cmd.Wait(); err == nil || cmd.ProcessState.Success() {
+		t.Errorf("the killed sleep ended with %v, want killed", err)
+	}
+	if err := hivetest.Signal(pid, os.Kill); err == nil {
+		t.Errorf("Signal to a reaped process %d succeeded", pid)
+	}
+}
+
+// Symlink plants a link; one it cannot make fails the test (on unix,
+// where symlinks can always be made), naming the link.
+func TestSymlinkPlantsOrFails(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("on Windows a symlink that cannot be made skips the test")
+	}
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	hivetest.Symlink(t, "target", link)
+	if got, err := os.Readlink(link); err != nil || got != "target" {
+		t.Fatalf("Readlink(%s) = %q, %v; want target", link, got, err)
+	}
+	f := &fatalTB{TB: t}
+	returned := false
+	f.run(func(tb testing.TB) {
+		hivetest.Symlink(tb, "target", link) // it exists
+		returned = true
+	})
+	if returned || !strings.Contains(f.msg, link) {
+		t.Errorf("Symlink over an existing file: returned %v, failed with %q", returned, f.msg)
+	}
+}
+
 func TestPidsFromLockFiles(t *testing.T) {
 	dir := t.TempDir()
 	if p := hivetest.DaemonPid(dir); p != 0 {

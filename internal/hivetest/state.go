@@ -136,10 +136,29 @@ func Gone(pid int) func() error {
 // signal sends sig to process pid, if it exists; what fails is ignored
 // (the process may have ended meanwhile).
 func signal(pid int, sig os.Signal) {
-	if p, err := os.FindProcess(pid); err == nil {
-		p.Signal(sig)
-		p.Release()
+	Signal(pid, sig)
+}
+
+// Signal sends sig to process pid, by os.Process.Signal: it compiles for
+// every platform, where syscall.Kill does not (on Windows only os.Kill
+// can be sent; syscall.SIGTERM fails there). The error names the pid and
+// the signal; it wraps os.ErrProcessDone once the process has ended.
+func Signal(pid int, sig os.Signal) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return fmt.Errorf("find process %d to signal %v: %w", pid, sig, err)
 	}
+	defer p.Release()
+	if err := p.Signal(sig); err != nil {
+		return fmt.Errorf("signal %v to process %d: %w", sig, pid, err)
+	}
+	return nil
+}
+
+// Kill ends process pid at once: SIGKILL, on Windows TerminateProcess
+// (Signal with os.Kill).
+func Kill(pid int) error {
+	return Signal(pid, os.Kill)
 }
 
 // ProcState is the state letter of process pid as /proc tells it ('R',
@@ -155,4 +174,17 @@ func ProcState(pid int) byte {
 		return 0
 	}
 	return b[i+2]
+}
+
+// Symlink makes newname a symbolic link to oldname, for a test that plants
+// one. Where symlinks cannot be made (Windows without the privilege to
+// make them) it skips the test; any other failure fails it.
+func Symlink(tb testing.TB, oldname, newname string) {
+	tb.Helper()
+	if err := os.Symlink(oldname, newname); err != nil {
+		if runtime.GOOS == "windows" {
+			tb.Skipf("symlinks cannot be made here: %v", err)
+		}
+		tb.Fatalf("plant a symlink: %v", err)
+	}
 }

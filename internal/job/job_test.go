@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -265,7 +264,7 @@ func killEscapee(t *testing.T, j *Job) {
 		t.Errorf("job printed no pid: %q", c.Data)
 		return
 	}
-	syscall.Kill(pid, syscall.SIGKILL)
+	hivetest.Kill(pid)
 }
 
 // The same after enough output that the job's pipe was grown: growing it
@@ -475,7 +474,7 @@ func TestRecoverInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	orphan := exec.Command("sleep", "3600")
-	orphan.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	hivetest.Setpgid(t, orphan)
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +486,7 @@ func TestRecoverInterrupted(t *testing.T) {
 		PidStart: procStartTime(pid), BootID: proc.BootID(), Created: time.Now(), Started: time.Now()})
 	// The same pid and start time recorded in another boot prove nothing.
 	other := exec.Command("sleep", "3600")
-	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	hivetest.Setpgid(t, other)
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -601,7 +600,7 @@ func TestRecoverMarkedProcesses(t *testing.T) {
 	marked := func(kv ...string) *exec.Cmd {
 		c := exec.Command("sleep", "3600")
 		c.Env = append(os.Environ(), kv...)
-		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		hivetest.Setsid(t, c)
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -859,13 +858,13 @@ func TestRecoverSignalsOnlyProvenProcesses(t *testing.T) {
 	// An unrelated group whose leader is gone: `sh` exits, its sleep stays
 	// in group <sh's pid>, as after a setsid daemon reused a dead job's pid.
 	sh := exec.Command("sh", "-c", "sleep 3600 >/dev/null 2>&1 & echo $!")
-	sh.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	hivetest.Setsid(t, sh)
 	out, err := sh.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	unrelated, _ := strconv.Atoi(strings.TrimSpace(string(out)))
-	defer syscall.Kill(unrelated, syscall.SIGKILL)
+	defer hivetest.Kill(unrelated)
 	group := sh.Process.Pid
 	if s, ok := proc.Read(unrelated); !ok || s.Pgrp != group {
 		t.Fatalf("planted process %d: %+v, want group %d", unrelated, s, group)
@@ -873,7 +872,7 @@ func TestRecoverSignalsOnlyProvenProcesses(t *testing.T) {
 	// A process that left its job's group but carries the job's mark.
 	marked := exec.Command("sleep", "3600")
 	marked.Env = append(os.Environ(), EnvJobID+"=escapee", EnvJobOwner+"="+owner)
-	marked.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	hivetest.Setsid(t, marked)
 	if err := marked.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/paths"
 )
 
@@ -233,7 +234,7 @@ func TestSymlinkAtPathNotFollowed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.out")
 
 	s, _ := Create(path, nil)
-	os.Symlink(target, path) // after Create removed what was there
+	hivetest.Symlink(t, target, path) // after Create removed what was there
 	s.Write([]byte("hello"))
 	if err := s.Err(); !errors.Is(err, paths.ErrInsecure) {
 		t.Errorf("write through a symlink: Err = %v, want a refusal", err)
@@ -253,7 +254,7 @@ func TestSymlinkAtPathNotFollowed(t *testing.T) {
 	r.Close()
 	r.Release()
 	os.Remove(path)
-	os.Symlink(target, path)
+	hivetest.Symlink(t, target, path)
 	if c, err := r.Read(0, 100); !errors.Is(err, paths.ErrInsecure) {
 		t.Errorf("read of released bytes through a symlink: %q, %v; want a refusal", c.Data, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/hivetools/hive/internal/hivetest"
@@ -13,12 +14,20 @@ import (
 	"github.com/hivetools/hive/internal/proc"
 )
 
-// endSink hands on the ends a holder tells.
-type endSink struct{ ends chan wire.JobEnd }
+// endSink hands on the ends a holder tells until stop is closed.
+type endSink struct {
+	ends chan wire.JobEnd
+	stop chan struct{}
+}
 
 func (s endSink) HeldProgress(id string, stdout, stderr wire.Counts) {}
-func (s endSink) HeldEnded(e wire.JobEnd)                            { s.ends <- e }
-func (s endSink) HolderLost()                                        {}
+func (s endSink) HeldEnded(e wire.JobEnd) {
+	select {
+	case s.ends <- e:
+	case <-s.stop:
+	}
+}
+func (s endSink) HolderLost() {}
 
 // shortJobs runs `true` jobs on a `hive holder` process, par at a time
 // (a daemon's detached jobs: each started without waiting for the last
@@ -33,13 +42,15 @@ func shortJobs(tb testing.TB, par int, at ...int) []int64 {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	pid := c.Info().Pid
 	tb.Cleanup(func() {
 		if err := c.Quit(); err != nil {
+			// It holds what a failed test left: SIGTERM stops that, and it.
 			tb.Errorf("the holder did not quit: %v", err)
+			syscall.Kill(pid, syscall.SIGTERM)
 		}
 	})
-	pid := c.Info().Pid
-	s := endSink{ends: make(chan wire.JobEnd, par)}
+	s := endSink{ends: make(chan wire.JobEnd, par), stop: make(chan struct{})}
 	c.Listen(s)
 	out := filepath.Join(dir, "out")
 	if err := os.Mkdir(out, 0o700); err != nil {
@@ -53,7 +64,13 @@ func shortJobs(tb testing.TB, par int, at ...int) []int64 {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { // acks each end and frees its slot
-		for e := range s.ends {
+		for {
+			var e wire.JobEnd
+			select {
+			case e = <-s.ends:
+			case <-s.stop:
+				return
+			}
 			if !e.Exited || e.ExitCode != 0 {
 				tb.Errorf("job %s ended %+v, want exit 0", e.ID, e)
 			}
@@ -67,7 +84,7 @@ func shortJobs(tb testing.TB, par int, at ...int) []int64 {
 			<-slots
 		}
 	})
-	defer close(s.ends) // the holder quits after this returns: no end comes later
+	defer close(s.stop) // before wg.Wait: the acker returns
 	var rss []int64
 	for i := 1; len(rss) < len(at); i++ {
 		slots <- struct{}{}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 type ptyAnswer struct {
 	SessionID string `json:"session_id"`
 	Data      string `json:"data"`
+	Screen    string `json:"screen"`
 	Matched   bool   `json:"matched"`
 	Running   bool   `json:"running"`
 	ExitCode  *int   `json:"exit_code"`
@@ -304,15 +306,18 @@ func BenchmarkPTYClose(b *testing.B) {
 	b.ReportMetric(msPerOp(sh)/msPerOp(rw), "ratio")
 }
 
-// BenchmarkPTYFlood: a bash session that prints 589 kB (`seq 1 100000`)
+// BenchmarkPTYFlood: a bash session that prints 109 kB (`seq 1 20000`)
 // as fast as it can, waited for with wait_for on a line printed after it,
-// against the same on a pty of the benchmark's own, alternating in one
-// run. What the daemon and the holder spend on it says whether the
-// holder's notices of new output flood the daemon (one a write) or are
-// coalesced (at most 8 per 20 ms under a burst).
+// then its screen read (terminal_pty_read screen: once the terminal
+// emulator has taken all of it), against the same on a pty of the
+// benchmark's own, alternating in one run. What the daemon and the
+// holder spend on it says whether the holder's notices of new output
+// flood the daemon (one a write) or are coalesced (at most 8 per 20 ms
+// under a burst).
 //
-// Metrics: hive-ms/op and raw-ms/op, and their ratio; daemon-cpu-ms/op
-// and holder-cpu-ms/op (user+system during the hive side).
+// Metrics: hive-ms/op (the wait_for send), screen-ms/op (the screen read
+// after it), raw-ms/op, ratio (hive / raw); daemon-cpu-ms/op and
+// holder-cpu-ms/op (user+system during both hive calls).
 func BenchmarkPTYFlood(b *testing.B) {
 	d := startDaemon(b)
 	s := connectRaw(b, d)
@@ -321,7 +326,7 @@ func BenchmarkPTYFlood(b *testing.B) {
 		b.Fatal(err)
 	}
 	id := open.SessionID
-	const cmd = "seq 1 100000; echo END-$((1+1))\n"
+	const cmd = "seq 1 20000; echo END-$((1+1))\n"
 	raw := startRawPTY(b, "bash", "--norc", "--noprofile")
 	end := regexp.MustCompile(`END-2\r?\n`)
 	cpu := func(pid int) time.Duration {
@@ -334,17 +339,23 @@ func BenchmarkPTYFlood(b *testing.B) {
 		}
 		return t
 	}
-	var hive, rw, dcpu, hcpu time.Duration
+	var hive, screen, rw, dcpu, hcpu time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		d0, h0 := cpu(d.Pid), cpu(d.holderPID)
 		t0 := time.Now()
 		a, err := ptyCall(s, "terminal_pty_send", map[string]any{"session_id": id, "input": cmd, "wait_for": "END-2\\n"})
 		hive += time.Since(t0)
-		dcpu += cpu(d.Pid) - d0
-		hcpu += cpu(d.holderPID) - h0
 		if err != nil || !a.Matched {
 			b.Fatalf("send: %+v %v", a, err)
+		}
+		t0 = time.Now()
+		a, err = ptyCall(s, "terminal_pty_read", map[string]any{"session_id": id, "screen": true})
+		screen += time.Since(t0)
+		dcpu += cpu(d.Pid) - d0
+		hcpu += cpu(d.holderPID) - h0
+		if err != nil || !strings.Contains(a.Screen, "END-2") {
+			b.Fatalf("screen: %q %v", a.Screen, err)
 		}
 		t0 = time.Now()
 		if _, err := raw.ptmx.WriteString(cmd); err != nil {
@@ -362,6 +373,7 @@ func BenchmarkPTYFlood(b *testing.B) {
 	n := float64(b.N)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
 	b.ReportMetric(ms(hive), "hive-ms/op")
+	b.ReportMetric(ms(screen), "screen-ms/op")
 	b.ReportMetric(ms(rw), "raw-ms/op")
 	b.ReportMetric(ms(hive)/ms(rw), "ratio")
 	b.ReportMetric(ms(dcpu), "daemon-cpu-ms/op")

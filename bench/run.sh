@@ -68,7 +68,7 @@ awk '
 		printf "               run:  hive %.2f ms  floor %.2f ms  fsync floor %.2f ms  bash %.2f ms  hive/floor %.2f  hive/bash %.2f  floor/bash %.2f\n",
 			m["hive-run-ns/op"]/1e6, m["floor-run-ns/op"]/1e6, m["fsync-run-ns/op"]/1e6, m["bash-ns/op"]/1e6, m["run-hive/floor"], m["run-hive/bash"], m["run-floor/bash"]
 	} else if ($1 ~ /PTYFlood/) {
-		printf "PTYFlood      hive %.0f ms  raw %.0f ms  ratio %.2f  daemon CPU %.0f ms  holder CPU %.0f ms\n", m["hive-ms/op"], m["raw-ms/op"], m["ratio"], m["daemon-cpu-ms/op"], m["holder-cpu-ms/op"]
+		printf "PTYFlood      hive %.0f ms  screen %.0f ms  raw %.0f ms  ratio %.2f  daemon CPU %.0f ms  holder CPU %.0f ms\n", m["hive-ms/op"], m["screen-ms/op"], m["raw-ms/op"], m["ratio"], m["daemon-cpu-ms/op"], m["holder-cpu-ms/op"]
 	} else if ($1 ~ /PTYREPLRoundTrip/) {
 		printf "PTYREPL       default p50 %.1f ms (target <= 60)  wait_for p50 %.2f ms  raw %.2f ms  exec p50 %.2f ms  wait_for/exec %.2f\n", m["p50-default-ms"], m["p50-wait_for-ms"], m["raw-ms/op"], m["p50-exec-ms"], m["wait_for/exec"]
 	} else if ($1 ~ /PTYClose/) {

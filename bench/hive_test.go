@@ -212,7 +212,14 @@ type rawSession struct {
 
 func connectRaw(b *testing.B, d *daemon, args ...string) *rawSession {
 	b.Helper()
-	cmd := hivetest.Command(b, d.Dir, append([]string{"mcp"}, args...)...)
+	return connectRawCmd(b, hivetest.Command(b, d.Dir, append([]string{"mcp"}, args...)...))
+}
+
+// connectRawCmd starts cmd, an MCP server on its stdin and stdout, and
+// initializes a session with it. Cleanup closes its stdin and waits for
+// it to exit.
+func connectRawCmd(b *testing.B, cmd *exec.Cmd) *rawSession {
+	b.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -222,13 +229,13 @@ func connectRaw(b *testing.B, d *daemon, args ...string) *rawSession {
 		b.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		b.Fatalf("start hive mcp: %v", err)
+		b.Fatalf("start %s: %v", cmd.Path, err)
 	}
 	s := &rawSession{cmd: cmd, in: in, r: bufio.NewReaderSize(out, 1<<20)}
 	b.Cleanup(func() {
 		in.Close()
 		if err := cmd.Wait(); err != nil {
-			b.Errorf("hive mcp (raw client) exit: %v", err)
+			b.Errorf("%s (raw client) exit: %v", cmd.Path, err)
 		}
 	})
 	if _, err := s.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hive-bench-raw","version":"0"}}`); err != nil {

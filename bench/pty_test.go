@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 type ptyAnswer struct {
 	SessionID string `json:"session_id"`
 	Data      string `json:"data"`
+	Screen    string `json:"screen"`
 	Matched   bool   `json:"matched"`
 	Running   bool   `json:"running"`
 	ExitCode  *int   `json:"exit_code"`
@@ -113,7 +115,10 @@ func msPerOp(ds []time.Duration) float64 {
 //   - wait_for: the same with wait_for "2\n>>> $", the client telling
 //     what to wait for;
 //   - raw: python3 -q on a pty of the benchmark's own, "1+1\n" written and
-//     read until its next prompt.
+//     read until its next prompt;
+//   - exec: terminal_exec("true") on the same session, the round trip of a
+//     tool call that runs a process: wait_for/exec is a turn's cost in
+//     those (2.4-3.9 while the holder throttled PTY output by 20 ms).
 //
 // Each answer is checked ("1+1\n2\n>>> "). Target: p50-default-ms <= 60.
 func BenchmarkPTYREPLRoundTrip(b *testing.B) {
@@ -137,10 +142,21 @@ func BenchmarkPTYREPLRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	const want = "1+1\n2\n>>> "
-	var def, wf, rw []time.Duration
+	const execParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
+	if _, err := s.call("tools/call", execParams); err != nil {
+		b.Fatal(err)
+	}
+	var def, wf, rw, ex []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
+		out, err := s.call("tools/call", execParams)
+		ex = append(ex, time.Since(t0))
+		if err != nil || !bytes.Contains(out, []byte(`"exit_code":0`)) {
+			b.Fatalf("terminal_exec true: %s %v", out, err)
+		}
+
+		t0 = time.Now()
 		a, err := ptyCall(s, "terminal_pty_send", map[string]any{"session_id": id, "input": "1+1\n"})
 		def = append(def, time.Since(t0))
 		if err != nil || a.Data != want {
@@ -171,6 +187,10 @@ func BenchmarkPTYREPLRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(median(wf).Microseconds())/1000, "p50-wait_for-ms")
 	b.ReportMetric(msPerOp(def)/msPerOp(wf), "default/wait_for")
 	b.ReportMetric(msPerOp(def)/msPerOp(rw), "default/raw")
+	b.ReportMetric(msPerOp(ex), "exec-ms/op")
+	b.ReportMetric(float64(median(ex).Microseconds())/1000, "p50-exec-ms")
+	b.ReportMetric(msPerOp(wf)/msPerOp(ex), "wait_for/exec")
+	b.ReportMetric(msPerOp(wf)/msPerOp(rw), "wait_for/raw")
 }
 
 // BenchmarkPTYClose: terminal_pty_close on a daemon that has served other
@@ -284,4 +304,78 @@ func BenchmarkPTYClose(b *testing.B) {
 	}
 	b.ReportMetric(msPerOp(rw), "raw-close-ms/op")
 	b.ReportMetric(msPerOp(sh)/msPerOp(rw), "ratio")
+}
+
+// BenchmarkPTYFlood: a bash session that prints 109 kB (`seq 1 20000`)
+// as fast as it can, waited for with wait_for on a line printed after it,
+// then its screen read (terminal_pty_read screen: once the terminal
+// emulator has taken all of it), against the same on a pty of the
+// benchmark's own, alternating in one run. What the daemon and the
+// holder spend on it says whether the holder's notices of new output
+// flood the daemon (one a write) or are coalesced (at most 8 per 20 ms
+// under a burst).
+//
+// Metrics: hive-ms/op (the wait_for send), screen-ms/op (the screen read
+// after it), raw-ms/op, ratio (hive / raw); daemon-cpu-ms/op and
+// holder-cpu-ms/op (user+system during both hive calls).
+func BenchmarkPTYFlood(b *testing.B) {
+	d := startDaemon(b)
+	s := connectRaw(b, d)
+	open, err := ptyCall(s, "terminal_pty_open", map[string]any{"cmd": "bash --norc --noprofile"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := open.SessionID
+	const cmd = "seq 1 20000; echo END-$((1+1))\n"
+	raw := startRawPTY(b, "bash", "--norc", "--noprofile")
+	end := regexp.MustCompile(`END-2\r?\n`)
+	cpu := func(pid int) time.Duration {
+		if pid <= 0 {
+			return 0
+		}
+		t, err := procCPU(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return t
+	}
+	var hive, screen, rw, dcpu, hcpu time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d0, h0 := cpu(d.Pid), cpu(d.holderPID)
+		t0 := time.Now()
+		a, err := ptyCall(s, "terminal_pty_send", map[string]any{"session_id": id, "input": cmd, "wait_for": "END-2\\n"})
+		hive += time.Since(t0)
+		if err != nil || !a.Matched {
+			b.Fatalf("send: %+v %v", a, err)
+		}
+		t0 = time.Now()
+		a, err = ptyCall(s, "terminal_pty_read", map[string]any{"session_id": id, "screen": true})
+		screen += time.Since(t0)
+		dcpu += cpu(d.Pid) - d0
+		hcpu += cpu(d.holderPID) - h0
+		if err != nil || !strings.Contains(a.Screen, "END-2") {
+			b.Fatalf("screen: %q %v", a.Screen, err)
+		}
+		t0 = time.Now()
+		if _, err := raw.ptmx.WriteString(cmd); err != nil {
+			b.Fatal(err)
+		}
+		if err := raw.until(end); err != nil {
+			b.Fatal(err)
+		}
+		rw += time.Since(t0)
+	}
+	b.StopTimer()
+	if _, err := ptyCall(s, "terminal_pty_close", map[string]any{"session_id": id}); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / n }
+	b.ReportMetric(ms(hive), "hive-ms/op")
+	b.ReportMetric(ms(screen), "screen-ms/op")
+	b.ReportMetric(ms(rw), "raw-ms/op")
+	b.ReportMetric(ms(hive)/ms(rw), "ratio")
+	b.ReportMetric(ms(dcpu), "daemon-cpu-ms/op")
+	b.ReportMetric(ms(hcpu), "holder-cpu-ms/op")
 }

@@ -29,11 +29,14 @@ echo "# daemon flags: ${HIVE_BENCH_DAEMON_ARGS:-(defaults)}"
 go vet ./bench/
 go test -run '^$' -bench '^Benchmark(Run|Exec)RoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
 	-timeout 30m ./bench/ | tee "$out"
+go test -run '^$' -bench '^BenchmarkFloorRoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
+	-timeout 30m ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkHeldRoundTrip$' -benchtime="$rt_time" -count="$rt_count" \
 	-timeout 30m ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkToolsListSize$' -benchtime=20x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkAnswerBytes$' -benchtime=2x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkPTY(REPLRoundTrip|Close)$' -benchtime="${PTY_BENCHTIME:-50x}" ./bench/ | tee -a "$out"
+go test -run '^$' -bench '^BenchmarkPTYFlood$' -benchtime=5x ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkCapture1G$' -benchtime="$cap_time" -count="$cap_count" \
 	-timeout 60m ./bench/ | tee -a "$out"
 go test -run '^$' -bench '^BenchmarkHeld1000Sleeps$' -benchtime="${HELD_BENCHTIME:-1x}" \
@@ -59,8 +62,15 @@ awk '
 			$1, m["exec-B"], m["exec-vs-inline"], m["page-ratio"], m["rg-ratio"], m["rg-matches"], m["glob-ratio"]
 	} else if ($1 ~ /ToolsListSize/) {
 		printf "%-45s tools/list %d bytes  instructions %d bytes  together %d bytes (target <= 18000)\n", $1, m["bytes"], m["instructions-bytes"], m["total-bytes"]
+	} else if ($1 ~ /FloorRoundTrip/) {
+		printf "FloorRoundTrip exec: hive %.2f ms  floor %.2f ms  fsync floor %.2f ms  spawn %.2f ms  hive/floor %.2f  hive/spawn %.2f  floor/spawn %.2f\n",
+			m["hive-exec-ns/op"]/1e6, m["floor-exec-ns/op"]/1e6, m["fsync-exec-ns/op"]/1e6, m["spawn-ns/op"]/1e6, m["exec-hive/floor"], m["exec-hive/spawn"], m["exec-floor/spawn"]
+		printf "               run:  hive %.2f ms  floor %.2f ms  fsync floor %.2f ms  bash %.2f ms  hive/floor %.2f  hive/bash %.2f  floor/bash %.2f\n",
+			m["hive-run-ns/op"]/1e6, m["floor-run-ns/op"]/1e6, m["fsync-run-ns/op"]/1e6, m["bash-ns/op"]/1e6, m["run-hive/floor"], m["run-hive/bash"], m["run-floor/bash"]
+	} else if ($1 ~ /PTYFlood/) {
+		printf "PTYFlood      hive %.0f ms  screen %.0f ms  raw %.0f ms  ratio %.2f  daemon CPU %.0f ms  holder CPU %.0f ms\n", m["hive-ms/op"], m["screen-ms/op"], m["raw-ms/op"], m["ratio"], m["daemon-cpu-ms/op"], m["holder-cpu-ms/op"]
 	} else if ($1 ~ /PTYREPLRoundTrip/) {
-		printf "PTYREPL       default p50 %.1f ms (target <= 60)  wait_for p50 %.2f ms  raw %.2f ms\n", m["p50-default-ms"], m["p50-wait_for-ms"], m["raw-ms/op"]
+		printf "PTYREPL       default p50 %.1f ms (target <= 60)  wait_for p50 %.2f ms  raw %.2f ms  exec p50 %.2f ms  wait_for/exec %.2f\n", m["p50-default-ms"], m["p50-wait_for-ms"], m["raw-ms/op"], m["p50-exec-ms"], m["wait_for/exec"]
 	} else if ($1 ~ /PTYClose/) {
 		printf "PTYClose      shell %.1f ms (target <= 50)  worst %.1f ms  python %.1f ms  raw hangup %.1f ms\n", m["close-ms/op"], m["max-close-ms"], m["py-close-ms/op"], m["raw-close-ms/op"]
 	} else if ($1 ~ /Capture1G/) {

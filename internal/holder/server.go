@@ -47,7 +47,11 @@ type ServerOptions struct {
 	// connect before it exits. If zero, 10 s.
 	FirstWait time.Duration
 	// ProgressEvery bounds how often a job's counters are sent while it
-	// prints. If zero, 20 ms.
+	// prints: at most once every ProgressEvery, the first ProgressEvery
+	// after its write. A PTY session's are sent at once after its write
+	// (an interactive program's answer is awaited), up to ptyBurst times
+	// in a row; under a burst of writes, at most ptyBurst times per
+	// ProgressEvery. If zero, 20 ms.
 	ProgressEvery time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
@@ -64,6 +68,7 @@ type server struct {
 	reserved map[string]bool
 	conn     *serverConn // the daemon now, or nil
 	dirty    map[string]bool
+	ptyDirty bool // a PTY session is in dirty
 	poke     chan struct{}
 	idle     chan struct{} // signalled when nothing is held and no daemon is connected
 	quit     chan struct{} // closed by a quit request
@@ -448,7 +453,7 @@ func (s *server) spawnPTY(sc *serverConn, req wire.Request) {
 		sc.send(reply)
 		return
 	}
-	t, err := pty.StartHeld(*spec, func() { s.wrote(id) })
+	t, err := pty.StartHeld(*spec, func() { s.wrote(id, true) })
 	if err != nil {
 		s.unreserve(id)
 		reply.Error, reply.Code = err.Error(), errdefs.Code(err)
@@ -511,7 +516,7 @@ func (s *server) spawn(sc *serverConn, req wire.Request) {
 		sc.send(reply)
 		return
 	}
-	p, err := job.RunHeld(*spec, s.o.Reaper, s.o.Cgroups, s.log, func() { s.wrote(id) })
+	p, err := job.RunHeld(*spec, s.o.Reaper, s.o.Cgroups, s.log, func() { s.wrote(id, false) })
 	if err != nil {
 		s.unreserve(id)
 		reply.Error, reply.Code = err.Error(), errdefs.Code(err)
@@ -582,14 +587,15 @@ func specID(spec *wire.JobSpec) string {
 	return spec.ID
 }
 
-// wrote marks a job's counters to be sent.
-func (s *server) wrote(id string) {
+// wrote marks the counters of a job, or of a PTY session, to be sent.
+func (s *server) wrote(id string, isPTY bool) {
 	s.mu.Lock()
 	if s.dirty[id] {
 		s.mu.Unlock()
 		return
 	}
 	s.dirty[id] = true
+	s.ptyDirty = s.ptyDirty || isPTY
 	s.mu.Unlock()
 	select {
 	case s.poke <- struct{}{}:
@@ -597,40 +603,94 @@ func (s *server) wrote(id string) {
 	}
 }
 
-// flusher sends the counters of jobs that printed, at most every
+// ptyBurst is how many times in a row the counters of PTY sessions are
+// sent at once (see ServerOptions.ProgressEvery): a turn of a REPL (the
+// echo, the answer, the prompt) takes a few writes.
+const ptyBurst = 8
+
+// flusher sends the counters of what printed: a job's ProgressEvery
+// after its write, a PTY session's at once while its bucket has a token
+// (ptyBurst of them, one more every ProgressEvery/ptyBurst), else when
+// the next token comes. Counters wait at most ProgressEvery; under a
+// burst of output the daemon is told at most ptyBurst times per
 // ProgressEvery.
 func (s *server) flusher(ctx context.Context) {
+	every := s.o.ProgressEvery
+	refill := max(every/ptyBurst, time.Microsecond)
+	tokens, filled := ptyBurst, time.Now() // the PTY bucket
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var due time.Time // of the next send; zero: none pending
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.poke:
+		case <-timer.C:
 		}
-		time.Sleep(s.o.ProgressEvery)
+		now := time.Now()
+		if n := int(now.Sub(filled) / refill); n > 0 {
+			tokens, filled = min(ptyBurst, tokens+n), filled.Add(time.Duration(n)*refill)
+			if tokens == ptyBurst {
+				filled = now
+			}
+		}
 		s.mu.Lock()
-		conn := s.conn
-		var msgs []wire.Message
-		for id := range s.dirty {
-			h, ok := s.jobs[id]
-			switch {
-			case !ok:
-			case h.t != nil:
-				o := wire.CountsOf(h.t.Stats())
-				msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &wire.Counts{}})
-			case h.end == nil:
-				o, e := h.p.Counts()
-				msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &e})
-			}
-		}
-		clear(s.dirty)
+		pending, ptys := len(s.dirty) > 0, s.ptyDirty
 		s.mu.Unlock()
-		if conn == nil {
-			continue // a daemon that connects asks for the counters (held)
+		if !pending { // what printed has ended, its end said it all
+			due = time.Time{}
+			continue
 		}
-		for _, m := range msgs {
-			if conn.send(m) != nil {
-				break
+		when := now.Add(every)
+		if ptys {
+			when = now
+			if tokens == 0 {
+				when = filled.Add(refill)
 			}
+		}
+		if due.IsZero() || when.Before(due) {
+			due = when
+		}
+		if now.Before(due) {
+			timer.Reset(due.Sub(now))
+			continue
+		}
+		due = time.Time{}
+		if ptys && tokens > 0 {
+			tokens--
+		}
+		s.flush()
+	}
+}
+
+// flush sends the counters of what printed since the last flush.
+func (s *server) flush() {
+	s.mu.Lock()
+	conn := s.conn
+	var msgs []wire.Message
+	for id := range s.dirty {
+		h, ok := s.jobs[id]
+		switch {
+		case !ok:
+		case h.t != nil:
+			o := wire.CountsOf(h.t.Stats())
+			msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &wire.Counts{}})
+		case h.end == nil:
+			o, e := h.p.Counts()
+			msgs = append(msgs, wire.Message{Ev: wire.EvProgress, ID: id, Stdout: &o, Stderr: &e})
+		}
+	}
+	clear(s.dirty)
+	s.ptyDirty = false
+	s.mu.Unlock()
+	if conn == nil {
+		return // a daemon that connects asks for the counters (held)
+	}
+	for _, m := range msgs {
+		if conn.send(m) != nil {
+			break
 		}
 	}
 }

@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// floorBin builds bench/floor once per test process.
+var floorBin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "hive-floor")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "floor")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/hivetools/hive/bench/floor").CombinedOutput()
+	if err != nil {
+		return "", &buildError{out: out, err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out []byte
+	err error
+}
+
+func (e *buildError) Error() string {
+	return "go build bench/floor: " + e.err.Error() + "\n" + string(e.out)
+}
+
+// startFloor starts the floor program (bench/floor) recording as kind
+// (sqlite or fsync) in a temp dir, with a raw client.
+func startFloor(b *testing.B, kind string) *rawSession {
+	b.Helper()
+	bin, err := floorBin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return connectRawCmd(b, exec.Command(bin, "-record", kind, b.TempDir()))
+}
+
+// BenchmarkFloorRoundTrip measures hive's terminal_exec("true") and
+// run("true") against the floor (bench/floor: a minimal stdio MCP server
+// that spawns the command, records it and answers) and against a raw
+// spawn, interleaved in one run. Per iteration, each by a raw client (a
+// JSON-RPC line written, the answer line read): terminal_exec and run on
+// hive (through a `hive mcp` bridge; run with wait_seconds 5), on the
+// floor recording in SQLite and on the floor recording with an fsync;
+// then `true` and `bash -c true` spawned from this process. Every answer
+// is checked (exit 0; hive's run `done`; terminal_exec direct).
+//
+// Metrics: hive-exec-ns/op, floor-exec-ns/op, fsync-exec-ns/op,
+// spawn-ns/op (`true`); hive-run-ns/op, floor-run-ns/op, fsync-run-ns/op,
+// bash-ns/op (`bash -c true`); and the ratios exec-hive/floor,
+// exec-hive/spawn, exec-floor/spawn, run-hive/floor, run-hive/bash,
+// run-floor/bash.
+func BenchmarkFloorRoundTrip(b *testing.B) {
+	d := startDaemon(b)
+	sides := []*rawSession{connectRaw(b, d), startFloor(b, "sqlite"), startFloor(b, "fsync")}
+	const exec1 = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
+	runs := []string{`{"name":"run","arguments":{"cmd":"true","wait_seconds":5}}`, `{"name":"run","arguments":{"cmd":"true"}}`, `{"name":"run","arguments":{"cmd":"true"}}`}
+	call := func(k int, params string, run bool) time.Duration {
+		t0 := time.Now()
+		out, err := sides[k].call("tools/call", params)
+		dt := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			IsError bool `json:"isError"`
+			S       struct {
+				ExitCode  *int   `json:"exit_code"`
+				ShellKind string `json:"shell_kind"`
+				Status    string `json:"status"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil || r.IsError || r.S.ExitCode == nil || *r.S.ExitCode != 0 ||
+			(run && k == 0 && r.S.Status != "done") || (!run && r.S.ShellKind != "direct") {
+			b.Fatalf("side %d, %s: %s", k, params, out)
+		}
+		return dt
+	}
+	spawn := func(argv ...string) time.Duration {
+		t0 := time.Now()
+		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+			b.Fatalf("%v: %v", argv, err)
+		}
+		return time.Since(t0)
+	}
+	for k := range sides { // warm every path up
+		call(k, exec1, false)
+		call(k, runs[k], true)
+	}
+	spawn("true")
+	spawn("bash", "-c", "true")
+	var ex, rn [3]time.Duration
+	var spawnD, bashD time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range sides {
+			k := (i + j) % len(sides) // each side goes first in turn
+			ex[k] += call(k, exec1, false)
+			rn[k] += call(k, runs[k], true)
+		}
+		spawnD += spawn("true")
+		bashD += spawn("bash", "-c", "true")
+	}
+	b.StopTimer()
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(per(ex[0]), "hive-exec-ns/op")
+	b.ReportMetric(per(ex[1]), "floor-exec-ns/op")
+	b.ReportMetric(per(ex[2]), "fsync-exec-ns/op")
+	b.ReportMetric(per(spawnD), "spawn-ns/op")
+	b.ReportMetric(per(rn[0]), "hive-run-ns/op")
+	b.ReportMetric(per(rn[1]), "floor-run-ns/op")
+	b.ReportMetric(per(rn[2]), "fsync-run-ns/op")
+	b.ReportMetric(per(bashD), "bash-ns/op")
+	b.ReportMetric(per(ex[0])/per(ex[1]), "exec-hive/floor")
+	b.ReportMetric(per(ex[0])/per(spawnD), "exec-hive/spawn")
+	b.ReportMetric(per(ex[1])/per(spawnD), "exec-floor/spawn")
+	b.ReportMetric(per(rn[0])/per(rn[1]), "run-hive/floor")
+	b.ReportMetric(per(rn[0])/per(bashD), "run-hive/bash")
+	b.ReportMetric(per(rn[1])/per(bashD), "run-floor/bash")
+}

@@ -156,7 +156,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  hive %s\n", c.usage)
 	}
-	fmt.Fprintln(w, "\nEvery command takes --state-dir DIR (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive).")
+	fmt.Fprintln(w, "\nEvery command takes --state-dir DIR (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive; on Windows %LOCALAPPDATA%\\hive).")
 	fmt.Fprintln(w, "hive help CMD (or hive CMD -h) shows a command's flags; hive --version (-v) this build.")
 }
 
@@ -192,7 +192,7 @@ func newFlags(name string, e Env) (*flagSet, *string) {
 	}
 	fs.SetOutput(e.Stderr)
 	captureFlags(name, fs)
-	dir := fs.String("state-dir", "", "state directory (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive)")
+	dir := fs.String("state-dir", "", "state directory (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive; on Windows %LOCALAPPDATA%\\hive)")
 	return &flagSet{FlagSet: fs, stdout: e.Stdout}, dir
 }
 

@@ -9,27 +9,41 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // StateDir resolves the state directory: flag, else $HIVE_STATE_DIR, else
-// ${XDG_STATE_HOME:-$HOME/.local/state}/hive. The result is absolute.
+// ${XDG_STATE_HOME:-$HOME/.local/state}/hive; on Windows, where programs
+// keep their state in %LOCALAPPDATA%, %LOCALAPPDATA%\hive unless
+// XDG_STATE_HOME is set. The result is absolute.
 func StateDir(flag string) (string, error) {
-	dir := flag
-	if dir == "" {
-		dir = os.Getenv("HIVE_STATE_DIR")
-	}
-	if dir == "" {
-		base := os.Getenv("XDG_STATE_HOME")
-		if base == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return "", errors.New("state dir: set --state-dir, HIVE_STATE_DIR or HOME")
-			}
-			base = filepath.Join(home, ".local", "state")
-		}
-		dir = filepath.Join(base, "hive")
+	dir, err := stateDir(flag, runtime.GOOS, os.Getenv, os.UserHomeDir)
+	if err != nil {
+		return "", err
 	}
 	return filepath.Abs(dir)
+}
+
+// stateDir is StateDir's choice on goos, with its environment and home.
+func stateDir(flag, goos string, getenv func(string) string, home func() (string, error)) (string, error) {
+	switch {
+	case flag != "":
+		return flag, nil
+	case getenv("HIVE_STATE_DIR") != "":
+		return getenv("HIVE_STATE_DIR"), nil
+	case getenv("XDG_STATE_HOME") != "":
+		return filepath.Join(getenv("XDG_STATE_HOME"), "hive"), nil
+	case goos == "windows" && getenv("LOCALAPPDATA") != "":
+		return filepath.Join(getenv("LOCALAPPDATA"), "hive"), nil
+	}
+	h, err := home()
+	if err != nil {
+		return "", errors.New("state dir: set --state-dir, HIVE_STATE_DIR or HOME")
+	}
+	if goos == "windows" {
+		return filepath.Join(h, "AppData", "Local", "hive"), nil
+	}
+	return filepath.Join(h, ".local", "state", "hive"), nil
 }
 
 // ErrInsecure is wrapped by every error that refuses a state dir, or a

@@ -44,10 +44,12 @@ func (s Shell) Prefix() []string {
 }
 
 // Env returns env ("KEY=value" entries) under the shell policy for commands
-// run with s: without ZDOTDIR and ZSH_* (see [CleanEnv]) and, when s is bash
-// and the platform is not Windows, with SHELL=s.Path in place of any SHELL
-// the client had, so a program that starts "$SHELL" (make, script, an
-// editor's :!) gets the same bash and never the client's zsh or fish. The
+// run with s: without ZDOTDIR and ZSH_* (see [CleanEnv]) and without the
+// client's SHELL: when s is bash and the platform is not Windows,
+// SHELL=s.Path takes its place, so a program that starts "$SHELL" (make,
+// script, an editor's :!) gets the same bash and never the client's zsh or
+// fish; on Windows (a path of its own, or cmd, or PowerShell, which no
+// program finds through SHELL) there is none. The
 // input is not modified; when it already complies it is returned as it is
 // (callers must not modify the result's elements). The result is never nil.
 func (s Shell) Env(env []string) []string {
@@ -61,8 +63,8 @@ func (s Shell) Env(env []string) []string {
 		switch {
 		case zshVar(kv):
 			clean = false
-		case want != "" && strings.HasPrefix(kv, "SHELL="):
-			if kv == want && !has {
+		case strings.HasPrefix(kv, "SHELL="):
+			if want != "" && kv == want && !has {
 				has = true
 			} else {
 				clean = false
@@ -74,7 +76,7 @@ func (s Shell) Env(env []string) []string {
 	}
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		if zshVar(kv) || want != "" && strings.HasPrefix(kv, "SHELL=") {
+		if zshVar(kv) || strings.HasPrefix(kv, "SHELL=") {
 			continue
 		}
 		out = append(out, kv)

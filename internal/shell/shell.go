@@ -151,3 +151,50 @@ func words(ws []*syntax.Word) []string {
 func base(name string) string {
 	return name[strings.LastIndexByte(name, '/')+1:]
 }
+
+// cmdBuiltins are cmd.exe's internal commands: no program of the name
+// exists on a stock Windows, so run directly they are "not found".
+var cmdBuiltins = map[string]bool{
+	"assoc": true, "break": true, "call": true, "cd": true, "chdir": true, "cls": true,
+	"color": true, "copy": true, "date": true, "del": true, "dir": true, "echo": true,
+	"endlocal": true, "erase": true, "exit": true, "for": true, "ftype": true, "goto": true,
+	"if": true, "md": true, "mkdir": true, "mklink": true, "move": true, "path": true,
+	"pause": true, "popd": true, "prompt": true, "pushd": true, "rd": true, "rem": true,
+	"ren": true, "rename": true, "rmdir": true, "set": true, "setlocal": true, "shift": true,
+	"start": true, "time": true, "title": true, "type": true, "ver": true, "verify": true,
+	"vol": true,
+}
+
+// powerShellBuiltins are PowerShell's aliases that name no program on
+// Windows (Windows PowerShell 5.1's default aliases of the commands agents
+// type; a cmdlet's own Verb-Noun name is never a program either).
+var powerShellBuiltins = map[string]bool{
+	"cat": true, "cd": true, "chdir": true, "clear": true, "cls": true, "copy": true,
+	"cp": true, "del": true, "dir": true, "echo": true, "erase": true, "gc": true,
+	"gci": true, "gi": true, "gl": true, "gm": true, "gps": true, "history": true,
+	"kill": true, "ls": true, "md": true, "mkdir": true, "mi": true, "move": true, "mv": true,
+	"popd": true, "ps": true, "pushd": true, "pwd": true, "rd": true, "ren": true,
+	"ri": true, "rm": true, "rmdir": true, "select": true, "set": true, "sl": true,
+	"sleep": true, "sort": true, "type": true, "where": true, "write": true,
+}
+
+// Builtin reports whether name, as a command's first word, is run by
+// the shell itself (a builtin, keyword or alias of its Kind), with no
+// program of that name to run directly on Windows. Case does not matter
+// to cmd and PowerShell. For bash it is bash's builtins and keywords,
+// echo, printf, true and false included (Git Bash's programs of those
+// names are not on a Windows PATH).
+func (s Shell) Builtin(name string) bool {
+	switch s.Kind {
+	case KindCmd:
+		return cmdBuiltins[strings.ToLower(name)]
+	case KindPowerShell:
+		n := strings.ToLower(name)
+		return powerShellBuiltins[n] || strings.Contains(n, "-") && !strings.ContainsAny(n, `.\/`)
+	}
+	switch name {
+	case "echo", "printf", "true", "false":
+		return true
+	}
+	return builtins[name]
+}

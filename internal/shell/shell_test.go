@@ -50,3 +50,22 @@ func TestArgs(t *testing.T) {
 		})
 	}
 }
+
+// Builtin tells a shell's own commands from programs: what Windows has no
+// program for runs through the shell (issue 21: `echo hi` was "not found").
+func TestBuiltin(t *testing.T) {
+	for _, c := range []struct {
+		kind, name string
+		want       bool
+	}{
+		{KindCmd, "echo", true}, {KindCmd, "DIR", true}, {KindCmd, "copy", true}, {KindCmd, "mkdir", true},
+		{KindCmd, "type", true}, {KindCmd, "git", false}, {KindCmd, "ping", false}, {KindCmd, "cmd", false},
+		{KindPowerShell, "echo", true}, {KindPowerShell, "Get-ChildItem", true}, {KindPowerShell, "ls", true},
+		{KindPowerShell, "git", false}, {KindPowerShell, `C:\tools\my-tool.exe`, false},
+		{KindBash, "echo", true}, {KindBash, "cd", true}, {KindBash, "printf", true}, {KindBash, "ls", false},
+	} {
+		if got := (Shell{Kind: c.kind}).Builtin(c.name); got != c.want {
+			t.Errorf("%s: Builtin(%q) = %v, want %v", c.kind, c.name, got, c.want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ func plan(cmd string, requested shellArg) (argv []string, kind string, autoShell
 		return sh.Args(cmd), sh.Kind, false, nil
 	}
 	d := shell.Plan(cmd)
-	if !d.NeedsShell && len(d.Argv) > 0 {
+	if !d.NeedsShell && len(d.Argv) > 0 && !builtinHere(d.Argv[0]) {
 		return d.Argv, "direct", false, nil
 	}
 	sh, err := shell.Default()
@@ -128,6 +129,19 @@ func plan(cmd string, requested shellArg) (argv []string, kind string, autoShell
 		return nil, "", false, err
 	}
 	return sh.Args(cmd), sh.Kind, true, nil
+}
+
+// builtinHere reports whether name is a builtin of the policy shell on a
+// system with no program of that name: on Windows, echo, dir, copy, type
+// and the rest of cmd's (or PowerShell's, or bash's) own commands run
+// through the shell, not as a program that is not there. Elsewhere the
+// programs exist (coreutils' echo, printf, true, false).
+func builtinHere(name string) bool {
+	if runtime.GOOS != "windows" {
+		return false
+	}
+	sh, err := shell.Default()
+	return err == nil && sh.Builtin(name)
 }
 
 // policyEnv puts env under the shell policy (shell.Shell.Env): no zsh

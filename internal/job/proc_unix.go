@@ -14,6 +14,10 @@ import (
 	"github.com/hivetools/hive/internal/store"
 )
 
+// stoppedWhat is what a stop ends, as a job's meaning says it: the
+// whole process group (and, with cgroups, the job's cgroup).
+const stoppedWhat = "its process group"
+
 var (
 	sigInt  = syscall.SIGINT
 	sigKill = syscall.SIGKILL

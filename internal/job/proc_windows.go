@@ -12,6 +12,11 @@ import (
 	"time"
 )
 
+// stoppedWhat is what a stop ends, as a job's meaning says it: here only
+// the job's own process (no job object yet), and a meaning never claims
+// more.
+const stoppedWhat = "its process"
+
 type winSignal int
 
 var (

@@ -50,7 +50,7 @@ func (i Info) Meaning() Meaning {
 	case Failed:
 		m = Meaning{Status: shell.StatusError, Message: "Could not start: " + i.Error}
 	case TimedOut:
-		m = Meaning{Status: shell.StatusError, Message: fmt.Sprintf("Timed out after %s; its process group was stopped", i.Timeout), TimedOut: true}
+		m = Meaning{Status: shell.StatusError, Message: fmt.Sprintf("Timed out after %s; %s was stopped", i.Timeout, stoppedWhat), TimedOut: true}
 	case Killed:
 		msg := "Stopped on request"
 		if m.Status == shell.StatusSignal && m.Message != "" {

@@ -16,6 +16,30 @@ import (
 
 func init() {
 	register(command{name: "holder", usage: "holder   the holder of the jobs, started by the daemon (hive daemon --hold-jobs): it keeps the jobs running while no daemon does", run: runHolder})
+	register(command{name: "holder-guard", usage: "holder-guard --instance PID-START [--cgroups DIR]   started by the holder: ends what is left of its jobs once it is gone", run: runHolderGuard, hidden: true})
+}
+
+// runHolderGuard is the holder's guard (holder.Guard): it waits for the
+// holder's end on fd 3, ends what is left of its jobs, and exits.
+func runHolderGuard(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("holder-guard", e)
+	instance := fs.String("instance", "", "the holder's instance, PID-START (required)")
+	cgroups := fs.String("cgroups", "", "the holder's generation of job cgroups")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || *instance == "" {
+		return fmt.Errorf("%w: hive holder-guard takes --instance PID-START and no arguments, got %q", ErrUsage, args)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	// Caught and dropped, as the holder does: no terminal, no daemon.
+	defer dropSignals(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)()
+	log, closeLog := newAsyncLog(e.Stderr, nil)
+	defer closeLog()
+	return guardHolder(l, *instance, *cgroups, log.With("guard", true))
 }
 
 func runHolder(ctx context.Context, e Env, args []string) error {

@@ -14,3 +14,7 @@ import (
 func serveHolder(ctx context.Context, l paths.Layout, r *proc.Reaper, tracking, build string, log *slog.Logger) error {
 	return errors.New("hive holder: not on this platform")
 }
+
+func guardHolder(l paths.Layout, instance, cgroups string, log *slog.Logger) error {
+	return errors.New("hive holder-guard: not on this platform")
+}

@@ -98,7 +98,7 @@ type Lost struct {
 
 // Reason is the error of a job the holder held when it died.
 func (l Lost) Reason() string {
-	return fmt.Sprintf("the holder of the jobs (pid %d) died at %s while no daemon watched it: its guard ended what was left of the job",
+	return fmt.Sprintf("the holder of the jobs (pid %d) died at %s, and the job with it: the holder's guard ended what was left of it",
 		l.Pid, l.Died.Format(time.RFC3339))
 }
 
@@ -155,12 +155,60 @@ func Guard(r io.Reader, o GuardOptions) (int, error) {
 	return ended, nil
 }
 
-// Sweep ends every process marked EnvHolder=instance and what is left in
-// the cgroups of generation gen (if not ""; only a generation of owner's
-// is taken, see proc.KillJobCgroups): SIGTERM, up to grace, SIGKILL. It
-// returns how many processes that was.
+// Sweep ends every process marked EnvHolder=instance and, at the same
+// time, what is left in the cgroups of generation gen (if not ""; only a
+// generation of owner's is taken, see proc.KillJobCgroups): SIGTERM, up
+// to grace, SIGKILL, and SIGKILL again to what is marked until two
+// looks in a row find nothing (what forked meanwhile; 2 s at most). It returns how many marked
+// processes there were (those in the cgroups are mostly the same ones,
+// and are not counted again).
 func Sweep(owner, instance, gen string, grace time.Duration) int {
+	var slots []string
+	if gen != "" {
+		ents, _ := os.ReadDir(gen)
+		for _, e := range ents {
+			if e.IsDir() {
+				slots = append(slots, filepath.Join(gen, e.Name()))
+			}
+		}
+	}
+	done := make(chan struct{})
+	go func() { // the grace runs once for both
+		defer close(done)
+		if len(slots) > 0 {
+			proc.KillJobCgroups(owner, grace, slots...)
+		}
+	}()
+	defer func() { <-done }()
 	kv := EnvHolder + "=" + instance
+	seen := map[int]bool{}
+	ps := marked(kv, seen)
+	for _, p := range ps {
+		p.Signal(syscall.SIGTERM)
+	}
+	proc.WaitExit(ps, time.Now().Add(grace))
+	closeAll(ps)
+	// Until two looks in a row find none: a process in the middle of an
+	// exec shows no environment for a moment.
+	for deadline, none := time.Now().Add(2*time.Second), 0; none < 2 && time.Now().Before(deadline); {
+		ps = marked(kv, seen)
+		if len(ps) == 0 {
+			none++
+			continue
+		}
+		none = 0
+		for _, p := range ps {
+			p.Signal(syscall.SIGKILL)
+		}
+		proc.WaitExit(ps, time.Now().Add(100*time.Millisecond))
+		closeAll(ps)
+	}
+	return len(seen)
+}
+
+// marked pins the live processes whose environment holds kv, adding
+// their pids to seen.
+func marked(kv string, seen map[int]bool) []proc.Pinned {
 	self := os.Getpid()
 	var ps []proc.Pinned
 	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
@@ -168,24 +216,16 @@ func Sweep(owner, instance, gen string, grace time.Duration) int {
 		pid := st.Pid
 		if p, ok := proc.Pin(pid, func(proc.Stat) bool { return proc.HasEnv(pid, kv) }); ok {
 			ps = append(ps, p)
+			seen[pid] = true
 		}
 	}
-	n := proc.Terminate(ps, grace)
-	if gen != "" {
-		var slots []string
-		ents, _ := os.ReadDir(gen)
-		for _, e := range ents {
-			if e.IsDir() {
-				slots = append(slots, filepath.Join(gen, e.Name()))
-			}
-		}
-		if len(slots) > 0 {
-			for _, c := range proc.KillJobCgroups(owner, grace, slots...) {
-				n += c
-			}
-		}
+	return ps
+}
+
+func closeAll(ps []proc.Pinned) {
+	for _, p := range ps {
+		p.Close()
 	}
-	return n
 }
 
 // guardArgs are the flags of `hive holder-guard` for this holder.

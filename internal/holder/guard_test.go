@@ -215,11 +215,16 @@ func TestGuardOfAKilledHolder(t *testing.T) {
 		return nil
 	})
 	pids = append(pids, grandchild)
-	for _, p := range pids {
-		if !proc.HasEnv(p, EnvHolder+"="+inst) {
-			t.Fatalf("process %d of a job does not carry %s=%s", p, EnvHolder, inst)
+	// (Eventually: a process in the middle of an exec shows no
+	// environment for a moment.)
+	hivetest.Eventually(t, 10*time.Second, "the jobs' processes marked with the holder's instance", func() error {
+		for _, p := range pids {
+			if !proc.HasEnv(p, EnvHolder+"="+inst) {
+				return fmt.Errorf("process %d of a job does not carry %s=%s", p, EnvHolder, inst)
+			}
 		}
-	}
+		return nil
+	})
 	var guard int
 	hivetest.Eventually(t, 10*time.Second, "the holder's guard", func() error {
 		for _, st := range proc.Children(hpid) {

@@ -19,3 +19,6 @@ func openHolder(l paths.Layout, argv []string, build string, log *slog.Logger) (
 func lostHolder(l paths.Layout) (reason func(started time.Time) string, forget func()) {
 	return nil, func() {}
 }
+
+// isGuard: no holder, no guard.
+func isGuard(pid int) bool { return false }

@@ -40,3 +40,6 @@ func lostHolder(l paths.Layout) (reason func(started time.Time) string, forget f
 			os.Remove(holder.LostNote(l.Dir))
 		}
 }
+
+// isGuard reports whether pid is the holder's guard (holder.IsGuard).
+func isGuard(pid int) bool { return holder.IsGuard(pid) }

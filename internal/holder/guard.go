@@ -228,6 +228,18 @@ func closeAll(ps []proc.Pinned) {
 	}
 }
 
+// IsGuard reports whether process pid is a holder's guard (`hive
+// holder-guard`, by its command line): the one child of the holder that
+// is no job's.
+func IsGuard(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && args[1] == "holder-guard"
+}
+
 // guardArgs are the flags of `hive holder-guard` for this holder.
 func guardArgs(owner, instance, cgroups string) []string {
 	a := []string{"--state-dir", owner, "--instance", instance}

@@ -23,14 +23,15 @@ import (
 const guardEnv = "HIVE_TEST_HOLDER_GUARD"
 
 // guardIfAsked runs this test binary as a holder's guard when it was
-// started as one (its arguments are guardArgs): fd 3 is the pipe.
+// started as one (holder-guard, then guardArgs): fd 3 is the pipe.
 func guardIfAsked() {
-	if len(os.Args) < 5 || os.Args[1] != "--state-dir" || os.Args[3] != "--instance" {
+	a := os.Args
+	if len(a) < 6 || a[1] != "holder-guard" || a[2] != "--state-dir" || a[4] != "--instance" {
 		return
 	}
-	o := GuardOptions{Owner: os.Args[2], Instance: os.Args[4]}
-	if len(os.Args) >= 7 && os.Args[5] == "--cgroups" {
-		o.Cgroups = os.Args[6]
+	o := GuardOptions{Owner: a[3], Instance: a[5]}
+	if len(a) >= 8 && a[6] == "--cgroups" {
+		o.Cgroups = a[7]
 	}
 	if _, err := Guard(os.NewFile(3, "pipe"), o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,7 +46,7 @@ func guardServer() []string {
 	if os.Getenv(guardEnv) == "" {
 		return nil
 	}
-	return []string{os.Args[0]}
+	return []string{os.Args[0], "holder-guard"}
 }
 
 // startMarked starts argv with env's extra lines; the process is waited
@@ -235,6 +236,9 @@ func TestGuardOfAKilledHolder(t *testing.T) {
 		}
 		return fmt.Errorf("no child of holder %d is its guard", hpid)
 	})
+	if !IsGuard(guard) || IsGuard(pids[0]) || IsGuard(hpid) {
+		t.Errorf("IsGuard: the guard %v, a job %v, the holder %v: want true, false, false", IsGuard(guard), IsGuard(pids[0]), IsGuard(hpid))
+	}
 	if err := h.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -318,3 +318,26 @@ func TestGuardOfAHolderThatQuits(t *testing.T) {
 		t.Errorf("a holder that quit left a note of its death: %+v", l)
 	}
 }
+
+// A job's environment gets the holder's mark once, replacing one it
+// inherited (a hive started inside another hive's job); a holder a
+// daemon starts carries none (nor any job mark).
+func TestHolderMark(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		kv   string
+		want []string
+	}{
+		{[]string{"A=1"}, "HIVE_HOLDER=7-8", []string{"A=1", "HIVE_HOLDER=7-8"}},
+		{[]string{"HIVE_HOLDER=1-2", "A=1", "HIVE_HOLDER=3-4"}, "HIVE_HOLDER=7-8", []string{"A=1", "HIVE_HOLDER=7-8"}},
+		{[]string{"A=1"}, "", []string{"A=1"}}, // no process table: no mark
+	} {
+		if got := withMark(tc.env, tc.kv); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("withMark(%q, %q) = %q, want %q", tc.env, tc.kv, got, tc.want)
+		}
+	}
+	env := holderEnv([]string{"A=1", "HIVE_HOLDER=1-2", "HIVE_JOB_ID=x", "HIVE_JOB_OWNER=/s", "HIVE_PTY_ID=p", "HIVE_STATE_DIR=/d"})
+	if got := strings.Join(env, " "); got != "A=1 HIVE_STATE_DIR=/d" {
+		t.Errorf("a holder's environment: %q, want no mark", got)
+	}
+}

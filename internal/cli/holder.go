@@ -35,11 +35,27 @@ func runHolderGuard(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Before this process opens anything that could take fd 3.
+	pipe, err := holderPipe()
+	if err != nil {
+		return err
+	}
+	defer pipe.Close()
 	// Caught and dropped, as the holder does: no terminal, no daemon.
 	defer dropSignals(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)()
 	log, closeLog := newAsyncLog(e.Stderr, nil)
 	defer closeLog()
-	return guardHolder(l, *instance, *cgroups, log.With("guard", true))
+	return guardHolder(pipe, l, *instance, *cgroups, log.With("guard", true))
+}
+
+// holderPipe is fd 3, which the holder makes the read end of its pipe:
+// anything else (a guard started by hand) is refused.
+func holderPipe() (*os.File, error) {
+	f := os.NewFile(3, "the holder's pipe")
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return nil, fmt.Errorf("%w: hive holder-guard is started by the holder, with its pipe as fd 3: fd 3 is not a pipe", ErrUsage)
+	}
+	return f, nil
 }
 
 func runHolder(ctx context.Context, e Env, args []string) error {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
@@ -15,6 +16,6 @@ func serveHolder(ctx context.Context, l paths.Layout, r *proc.Reaper, tracking, 
 	return errors.New("hive holder: not on this platform")
 }
 
-func guardHolder(l paths.Layout, instance, cgroups string, log *slog.Logger) error {
+func guardHolder(pipe *os.File, l paths.Layout, instance, cgroups string, log *slog.Logger) error {
 	return errors.New("hive holder-guard: not on this platform")
 }

@@ -37,14 +37,9 @@ func serveHolder(ctx context.Context, l paths.Layout, r *proc.Reaper, tracking, 
 	return err
 }
 
-// guardHolder is `hive holder-guard` (see holder.Guard): fd 3 is the
-// read end of the holder's pipe.
-func guardHolder(l paths.Layout, instance, cgroups string, log *slog.Logger) error {
-	pipe := os.NewFile(3, "the holder's pipe")
-	if pipe == nil {
-		return errors.New("hive holder-guard: fd 3 (the holder's pipe) is not open")
-	}
-	defer pipe.Close()
+// guardHolder is `hive holder-guard` (see holder.Guard) on the holder's
+// pipe.
+func guardHolder(pipe *os.File, l paths.Layout, instance, cgroups string, log *slog.Logger) error {
 	_, err := holder.Guard(pipe, holder.GuardOptions{Owner: l.Dir, Instance: instance, Cgroups: cgroups, Logger: log})
 	return err
 }

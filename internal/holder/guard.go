@@ -118,8 +118,9 @@ func ReadLost(dir string) (l Lost, ok bool) {
 // and sessions (Sweep) and returns how many processes that was. r is the
 // read end of the holder's pipe: EOF means the holder is gone. A byte
 // read before it says that the holder ends by itself (its jobs are
-// stopped, or there were none): what is left is ended all the same, but
-// no note is left. A holder that died leaves the note (LostNote).
+// stopped, or there were none): what is left with its mark is ended all
+// the same (its cgroups are the holder's to remove), but no note is
+// left. A holder that died leaves the note (LostNote).
 func Guard(r io.Reader, o GuardOptions) (int, error) {
 	if o.Owner == "" || o.Instance == "" {
 		return 0, errors.New("guard: owner and instance are required")
@@ -135,7 +136,8 @@ func Guard(r io.Reader, o GuardOptions) (int, error) {
 		return 0, fmt.Errorf("guard: read the holder's pipe: %w", err)
 	}
 	if n > 0 { // the holder said goodbye
-		ended := Sweep(o.Owner, o.Instance, o.Cgroups, o.Grace)
+		// Its cgroups are its own to remove (it does, after this).
+		ended := Sweep(o.Owner, o.Instance, "", o.Grace)
 		if ended > 0 {
 			o.Logger.Warn("the holder ended leaving processes of its jobs: its guard ended them", "holder", o.Instance, "processes", ended)
 		}
@@ -159,9 +161,9 @@ func Guard(r io.Reader, o GuardOptions) (int, error) {
 // time, what is left in the cgroups of generation gen (if not ""; only a
 // generation of owner's is taken, see proc.KillJobCgroups): SIGTERM, up
 // to grace, SIGKILL, and SIGKILL again to what is marked until two
-// looks in a row find nothing (what forked meanwhile; 2 s at most). It returns how many marked
-// processes there were (those in the cgroups are mostly the same ones,
-// and are not counted again).
+// looks in a row find nothing (what forked meanwhile; 2 s at most). It
+// returns how many marked processes there were (those in the cgroups
+// are mostly the same ones, and are not counted again).
 func Sweep(owner, instance, gen string, grace time.Duration) int {
 	var slots []string
 	if gen != "" {

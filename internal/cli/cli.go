@@ -60,6 +60,9 @@ type command struct {
 	name  string
 	usage string
 	run   func(ctx context.Context, e Env, args []string) error
+	// hidden: not in the usage, the help collection, completion or man
+	// page (a process hive starts itself, e.g. holder-guard).
+	hidden bool
 }
 
 var commands []command
@@ -154,6 +157,9 @@ func Run(ctx context.Context, e Env, args []string) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "hive: a terminal and an inbox for AI agents, as MCP tools.\n\nUsage:")
 	for _, c := range commands {
+		if c.hidden {
+			continue
+		}
 		fmt.Fprintf(w, "  hive %s\n", c.usage)
 	}
 	fmt.Fprintln(w, "\nEvery command takes --state-dir DIR (else $HIVE_STATE_DIR, else ${XDG_STATE_HOME:-~/.local/state}/hive; on Windows %LOCALAPPDATA%\\hive).")

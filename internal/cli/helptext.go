@@ -73,6 +73,9 @@ func collectHelp() []cmdHelp {
 		return h
 	}
 	for _, c := range commands {
+		if c.hidden {
+			continue
+		}
 		h := run(c, c.name, []string{"-h"})
 		var subs []string
 		for name := range subUsages {

@@ -16,6 +16,46 @@ import (
 
 func init() {
 	register(command{name: "holder", usage: "holder   the holder of the jobs, started by the daemon (hive daemon --hold-jobs): it keeps the jobs running while no daemon does", run: runHolder})
+	register(command{name: "holder-guard", usage: "holder-guard --instance PID-START [--cgroups DIR]   started by the holder: ends what is left of its jobs once it is gone", run: runHolderGuard, hidden: true})
+}
+
+// runHolderGuard is the holder's guard (holder.Guard): it waits for the
+// holder's end on fd 3, ends what is left of its jobs, and exits.
+func runHolderGuard(ctx context.Context, e Env, args []string) error {
+	fs, dir := newFlags("holder-guard", e)
+	instance := fs.String("instance", "", "the holder's instance, PID-START (required)")
+	cgroups := fs.String("cgroups", "", "the holder's generation of job cgroups")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || *instance == "" {
+		return fmt.Errorf("%w: hive holder-guard takes --instance PID-START and no arguments, got %q", ErrUsage, args)
+	}
+	l, err := layout(*dir)
+	if err != nil {
+		return err
+	}
+	// Before this process opens anything that could take fd 3.
+	pipe, err := holderPipe()
+	if err != nil {
+		return err
+	}
+	defer pipe.Close()
+	// Caught and dropped, as the holder does: no terminal, no daemon.
+	defer dropSignals(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)()
+	log, closeLog := newAsyncLog(e.Stderr, nil)
+	defer closeLog()
+	return guardHolder(pipe, l, *instance, *cgroups, log.With("guard", true))
+}
+
+// holderPipe is fd 3, which the holder makes the read end of its pipe:
+// anything else (a guard started by hand) is refused.
+func holderPipe() (*os.File, error) {
+	f := os.NewFile(3, "the holder's pipe")
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		return nil, fmt.Errorf("%w: hive holder-guard is started by the holder, with its pipe as fd 3: fd 3 is not a pipe", ErrUsage)
+	}
+	return f, nil
 }
 
 func runHolder(ctx context.Context, e Env, args []string) error {

@@ -322,7 +322,7 @@ func (c *Conn) Copy(w io.Writer) error {
 
 // jobMarks are the variables by which a daemon knows its jobs' processes
 // (and their escapes) as its own.
-var jobMarks = []string{"HIVE_JOB_ID=", "HIVE_JOB_OWNER=", "HIVE_PTY_ID="}
+var jobMarks = []string{"HIVE_JOB_ID=", "HIVE_JOB_OWNER=", "HIVE_PTY_ID=", "HIVE_HOLDER="}
 
 // daemonEnv is env without the job marks: a daemon a job's command starts
 // for another state dir (HIVE_STATE_DIR=/x hive run …) is detached, not

@@ -369,7 +369,10 @@ func (d *daemon) open() error {
 		}
 		d.holder, holder = h, h
 	}
-	d.jobs, err = job.New(job.Options{Holder: holder,
+	// A holder that died with its daemon left a note (its guard's): the
+	// jobs it held read interrupted by its death.
+	lostReason, forgetLost := lostHolder(l)
+	d.jobs, err = job.New(job.Options{Holder: holder, LostReason: lostReason,
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
 		Cgroups: d.cgroups,
@@ -408,6 +411,7 @@ func (d *daemon) open() error {
 	} else if n > 0 {
 		d.log.Info("pty sessions interrupted by the last daemon's end", "count", n)
 	}
+	forgetLost()
 	d.extra = append(d.extra, func() {
 		if d.keepJobs() {
 			ptys.Release() // the holder keeps them for the next daemon

@@ -49,7 +49,7 @@ func (d *daemon) Stats() *proto.Stats {
 		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS
 	}
 	// The holder of the jobs is no job: its children (the jobs) count
-	// in its place, wherever it runs.
+	// in its place, wherever it runs; its guard is no job either.
 	holder := 0
 	if d.holder != nil {
 		holder = d.holder.Info().Pid
@@ -57,7 +57,7 @@ func (d *daemon) Stats() *proto.Stats {
 	children := proc.Children(os.Getpid())
 	if holder > 0 {
 		children = slices.DeleteFunc(children, func(c proc.Stat) bool { return c.Pid == holder })
-		children = append(children, proc.Children(holder)...)
+		children = append(children, slices.DeleteFunc(proc.Children(holder), func(c proc.Stat) bool { return isGuard(c.Pid) })...)
 	}
 	for _, c := range children {
 		st.Children++

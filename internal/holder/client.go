@@ -275,7 +275,7 @@ func (c *Client) start() (exited <-chan error, err error) {
 func holderEnv(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
-		if len(kv) > 5 && kv[:5] == "HIVE_" && (hasPrefix(kv, job.EnvJobID+"=") || hasPrefix(kv, job.EnvJobOwner+"=") || hasPrefix(kv, "HIVE_PTY_ID=")) {
+		if len(kv) > 5 && kv[:5] == "HIVE_" && (hasPrefix(kv, job.EnvJobID+"=") || hasPrefix(kv, job.EnvJobOwner+"=") || hasPrefix(kv, "HIVE_PTY_ID=") || hasPrefix(kv, EnvHolder+"=")) {
 			continue
 		}
 		out = append(out, kv)

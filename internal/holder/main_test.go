@@ -13,6 +13,7 @@ import (
 // (the engine benchmark, hivetest.Main's build mode) and, once they
 // passed, a check that every goroutine they started has ended.
 func TestMain(m *testing.M) {
+	guardIfAsked()
 	serveIfAsked()
 	hivetest.Main(m, nil, func() error { return goleak.Find() })
 }

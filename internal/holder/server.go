@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -55,6 +56,11 @@ type ServerOptions struct {
 	ProgressEvery time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
+	// Guard, if set, is the argv that starts the holder's guard (`hive
+	// holder-guard`; see Guard), which ends what is left of the jobs and
+	// sessions should the holder die. Without it they outlive a holder
+	// that dies while no daemon runs.
+	Guard []string
 }
 
 // server is the holder.
@@ -73,6 +79,7 @@ type server struct {
 	idle     chan struct{} // signalled when nothing is held and no daemon is connected
 	quit     chan struct{} // closed by a quit request
 	stop     bool          // SIGTERM: every job is being stopped
+	mark     string        // EnvHolder=<instance>, in every job's and session's environment
 }
 
 // held is one job the holder holds.
@@ -143,6 +150,12 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	defer ln.Close()
 	s := &server{o: o, log: o.Logger, jobs: map[string]*held{}, reserved: map[string]bool{}, dirty: map[string]bool{},
 		poke: make(chan struct{}, 1), idle: make(chan struct{}, 1), quit: make(chan struct{})}
+	if inst := Instance(os.Getpid()); inst != "" {
+		s.mark = EnvHolder + "=" + inst
+		if len(o.Guard) > 0 {
+			defer startGuard(o.Guard, filepath.Dir(o.Socket), inst, o.Cgroups.Dir(), s.log)()
+		}
+	}
 	if o.Ready != nil {
 		o.Ready()
 	}
@@ -453,6 +466,7 @@ func (s *server) spawnPTY(sc *serverConn, req wire.Request) {
 		sc.send(reply)
 		return
 	}
+	spec.Env = withMark(spec.Env, s.mark)
 	t, err := pty.StartHeld(*spec, func() { s.wrote(id, true) })
 	if err != nil {
 		s.unreserve(id)
@@ -516,6 +530,7 @@ func (s *server) spawn(sc *serverConn, req wire.Request) {
 		sc.send(reply)
 		return
 	}
+	spec.Env = withMark(spec.Env, s.mark)
 	p, err := job.RunHeld(*spec, s.o.Reaper, s.o.Cgroups, s.log, func() { s.wrote(id, false) })
 	if err != nil {
 		s.unreserve(id)

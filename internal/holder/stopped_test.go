@@ -35,7 +35,7 @@ func serveIfAsked() {
 	if sock == "" {
 		return
 	}
-	if err := Serve(context.Background(), ServerOptions{Socket: sock, FirstWait: time.Minute}); err != nil {
+	if err := Serve(context.Background(), ServerOptions{Socket: sock, FirstWait: time.Minute, Guard: guardServer()}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -80,6 +80,12 @@ type Options struct {
 	// daemon (see Holder); its events come through HeldProgress,
 	// HeldEnded and HolderLost. At New the jobs it holds are adopted.
 	Holder Holder
+	// LostReason, if set, is asked at New for each job the store
+	// records running that no holder holds: a reason other than "" is
+	// its error instead of the daemon's stop (the daemon gives the death
+	// of the holder that held it, by the job's start: see
+	// holder.ReadLost).
+	LostReason func(started time.Time) string
 }
 
 // Environment variables set in every job.
@@ -212,6 +218,11 @@ func (m *Manager) recover(known map[string]bool) error {
 		in.Leftover = count[in.ID]
 		in.State = Interrupted
 		in.Error = "the daemon stopped while the job was " + string(fromRecord(rec).State)
+		if m.o.LostReason != nil && State(rec.State) == Running {
+			if r := m.o.LostReason(rec.Started); r != "" {
+				in.Error = r
+			}
+		}
 		if in.Ended.IsZero() {
 			in.Ended = time.Now()
 		}

@@ -31,6 +31,7 @@ var sabotages = []struct {
 		setsid sleep 3600 >/dev/null 2>&1 & echo $! > $s/cgroup.procs && echo $!
 	done`, false},
 	{"its generation's cgroup.freeze", `echo 1 > $d/../cgroup.freeze`, false},
+	{"the base's cgroup.freeze", `echo 1 > $d/../../cgroup.freeze`, false},
 }
 
 // A job that wrote a cgroup.kill, cgroup.freeze or cgroup.procs of its

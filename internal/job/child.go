@@ -107,9 +107,22 @@ type childEnd struct {
 	exited   bool // the leader's status is known: code and sig
 	code     int
 	sig      *int
-	err      error // the wait's error, when the status is not known
-	leftover int   // processes left in its group and outside it, terminated
+	err      error  // the wait's error, when the status is not known
+	leftover int    // processes left in its group and outside it, terminated
+	note     string // why it ended, when hive did not end it: CgroupKilled
 }
+
+// CgroupKilled is the note (Info.Error) of a job whose cgroup, or one
+// above it, was written cgroup.kill by something other than hive (one of
+// its processes, another job, a user): its leader died of a SIGKILL that
+// hive did not send.
+const CgroupKilled = "its cgroup was killed from outside hive (a write to cgroup.kill)"
+
+// cgroupKilledWait is how long a job killed by a SIGKILL that hive did
+// not send waits for the write to cgroup.kill that may have sent it to
+// be seen (proc.JobCgroups.Killed): it is seen once the write returns,
+// a moment after the kill.
+const cgroupKilledWait = 100 * time.Millisecond
 
 // run pumps the pipes into out and errw, waits for the leader, ends what
 // it left and returns once both pipes are drained. It is the one
@@ -128,6 +141,9 @@ func (c *child) run(out, errw io.Writer) childEnd {
 		e.code, e.sig = exitStatus(c.cmd.ProcessState)
 	} else {
 		e.err = waitErr
+	}
+	if e.sig != nil && *e.sig == int(sigKill) && !c.stopped() && c.cgroups.Killed(c.id, cgroupKilledWait) {
+		e.note = CgroupKilled
 	}
 	// The leader is reaped: from now on its pid may be reused, so stop()
 	// and the timers must not signal it. What is left of the group is

@@ -157,6 +157,12 @@ func (h *HeldProc) Wait() wire.JobEnd {
 	if e.err != nil {
 		end.Error = e.err.Error()
 	}
+	if e.note != "" {
+		if end.Error != "" {
+			end.Error += "; "
+		}
+		end.Error += e.note
+	}
 	for _, s := range []*output.Stream{h.stdout, h.stderr} {
 		if err := s.Err(); err != nil {
 			if end.Error != "" {

@@ -143,6 +143,12 @@ func (j *Job) watch(c *child) {
 		j.info.Error = e.err.Error()
 	}
 	j.info.Leftover = e.leftover
+	if e.note != "" {
+		if j.info.Error != "" {
+			j.info.Error += "; "
+		}
+		j.info.Error += e.note
+	}
 	end := Done
 	if j.reason != "" {
 		end = j.reason

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,6 +87,16 @@ func cgroup2Mount() string {
 // ahead, and those of ended jobs are removed in the background (where
 // what is still in one is found and killed). A nil *JobCgroups does
 // nothing.
+//
+// A job runs as the user of the holder, so it can write the files of
+// every cgroup here: a write to the cgroup.kill of its generation or of
+// the base kills what runs in them (and the kernel then kills what is
+// started later, with CLONE_INTO_CGROUP, into a cgroup that was below
+// it: see watcher), one to a spare's cgroup.freeze freezes the job that
+// is started into it. Such writes are watched (inotify): a spare that
+// was written is dropped, a write to the generation or the base drops
+// all spares and starts a new generation, and a job whose cgroup or one
+// above it was written cgroup.kill is told by Killed.
 type JobCgroups struct {
 	mount, base, gen string
 
@@ -92,17 +104,58 @@ type JobCgroups struct {
 	spares []spare           // made ahead, never used
 	slots  map[string]string // the cgroup of each running job, by id
 	done   []string          // ended jobs' cgroups, to remove
+	old    []string          // generations left after a write to them, to remove once empty
 	next   int               // the number of the next cgroup
+	epoch  int               // bumped each time the spares are dropped
+	w      *watcher          // nil: no watch, and no spares
+	wds    map[string]int32  // the watch of each running job's cgroup, by id
+	killed map[string]bool   // jobs whose cgroup was written cgroup.kill
 	wake   chan struct{}     // the worker: make spares, remove done
 	stop   chan struct{}     // closed by Close
 	worker sync.WaitGroup
 }
 
-// spare is a cgroup made ahead, open.
+// spare is a cgroup made ahead, open and watched.
 type spare struct {
 	path string
 	fd   int
+	wd   int32 // its watch, -1 if none
 }
+
+// watcher is an inotify instance that watches the base, the
+// generations, the spares and the running jobs' cgroups: a write to a
+// file of a cgroup is an IN_MODIFY event of its directory, queued before
+// the write returns, so a job that wrote one has its write seen by the
+// time its end is (Prepare and Killed read the queue first). A write
+// through another mount of the cgroup hierarchy in another cgroup
+// namespace is not seen (another superblock).
+//
+// Linux (6.18 here) kills a process started with CLONE_INTO_CGROUP into
+// a cgroup that was ever below a cgroup.kill written (its kill_seq
+// differs from the one of the cgroup the caller is in): a spare made
+// before a write to its generation's or the base's cgroup.kill kills
+// every job started into it.
+type watcher struct {
+	fd  int
+	of  map[int32]watched // by watch descriptor
+	buf []byte
+}
+
+// watched is what a watch is on.
+type watched struct {
+	kind watchKind
+	path string // the cgroup
+	id   string // watchJob: the job
+}
+
+type watchKind uint8
+
+const (
+	watchBase  watchKind = iota // the base
+	watchGen                    // a generation, current or left
+	watchSpare                  // a spare
+	watchJob                    // a running job's cgroup
+)
 
 // spares is how many cgroups are made ahead.
 const spares = 4
@@ -139,8 +192,8 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 		return nil, fmt.Errorf("cgroup %s is systemd's (not delegated: run hive in a unit with Delegate=yes)", own)
 	}
 	base := filepath.Join(own, baseName(owner))
-	g := &JobCgroups{mount: mount, base: base, slots: map[string]string{},
-		gen:  filepath.Join(base, fmt.Sprintf("g-%d-%x", os.Getpid(), time.Now().UnixNano())),
+	g := &JobCgroups{mount: mount, base: base, slots: map[string]string{}, gen: newGenPath(base),
+		wds: map[string]int32{}, killed: map[string]bool{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	// The base may go meanwhile (a daemon removes it once empty, after
 	// a dead holder's jobs): made again, a few times.
@@ -161,7 +214,15 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 		os.Remove(base)
 		return nil, errors.New("no cgroup.kill (Linux 5.14 or later has it)")
 	}
+	if fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC); err == nil {
+		g.w = &watcher{fd: fd, of: map[int32]watched{}, buf: make([]byte, 16<<10)}
+		g.mu.Lock()
+		g.watchLocked(watched{kind: watchBase, path: base})
+		g.watchLocked(watched{kind: watchGen, path: g.gen})
+		g.mu.Unlock()
+	}
 	if err := g.try(); err != nil {
+		g.closeWatcher()
 		removeTree(g.gen)
 		os.Remove(base)
 		return nil, fmt.Errorf("a process cannot be started into a cgroup: %w", err)
@@ -177,6 +238,11 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 	go g.work(stale)
 	g.poke()
 	return g, nil
+}
+
+// newGenPath is the path of a new generation in base.
+func newGenPath(base string) string {
+	return filepath.Join(base, fmt.Sprintf("g-%d-%x", os.Getpid(), time.Now().UnixNano()))
 }
 
 // genGone reports whether the process that made generation name
@@ -215,19 +281,36 @@ func (g *JobCgroups) work(stale []string) {
 		g.removeDone()
 		for {
 			g.mu.Lock()
-			if len(g.spares) >= spares {
+			g.drainLocked()
+			if g.w == nil || len(g.spares) >= spares {
 				g.mu.Unlock()
 				break
 			}
-			path := g.newPathLocked()
+			path, epoch := g.newPathLocked(), g.epoch
 			g.mu.Unlock()
 			s, err := makeSpare(path)
 			if err != nil {
 				break // made at the start instead
 			}
 			g.mu.Lock()
-			g.spares = append(g.spares, s)
+			// Watched from now on: a write between its mkdir and this
+			// is not seen (its name is not known before).
+			renewed := epoch != g.epoch // a write to the generation meanwhile
+			ok := !renewed
+			if ok {
+				s.wd = g.watchLocked(watched{kind: watchSpare, path: path})
+				ok = s.wd >= 0
+			}
+			if ok {
+				g.spares = append(g.spares, s)
+			} else {
+				unix.Close(s.fd)
+				g.done = append(g.done, s.path)
+			}
 			g.mu.Unlock()
+			if !ok && !renewed {
+				break // not watched: made at the start instead
+			}
 		}
 	}
 }
@@ -245,6 +328,165 @@ func (g *JobCgroups) removeDone() {
 			killDirs([]string{dir}, time.Second)
 			removeTree(dir)
 		}
+	}
+	g.mu.Lock()
+	old := g.old[:0]
+	for _, gen := range g.old {
+		if err := os.Remove(gen); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			old = append(old, gen) // a job of it runs still
+		}
+	}
+	g.old = old
+	g.mu.Unlock()
+}
+
+// watchLocked watches cgroup w.path for writes to its files, and for
+// cgroups made in it; it returns the watch descriptor, -1 if it is not
+// watched.
+func (g *JobCgroups) watchLocked(w watched) int32 {
+	if g.w == nil {
+		return -1
+	}
+	wd, err := unix.InotifyAddWatch(g.w.fd, w.path, unix.IN_MODIFY|unix.IN_CREATE)
+	if err != nil {
+		return -1
+	}
+	g.w.of[int32(wd)] = w
+	return int32(wd)
+}
+
+// drainLocked reads the writes the watcher has queued (see noteLocked).
+func (g *JobCgroups) drainLocked() {
+	if g.w == nil {
+		return
+	}
+	const head = unix.SizeofInotifyEvent
+	for {
+		n, err := unix.Read(g.w.fd, g.w.buf)
+		if err != nil || n < head {
+			return // EAGAIN: none
+		}
+		b := g.w.buf[:n]
+		for len(b) >= head {
+			wd := int32(binary.NativeEndian.Uint32(b[0:]))
+			mask := binary.NativeEndian.Uint32(b[4:])
+			size := min(int(binary.NativeEndian.Uint32(b[12:])), len(b)-head)
+			name := string(bytes.TrimRight(b[head:head+size], "\x00"))
+			b = b[head+size:]
+			g.noteLocked(wd, mask, name)
+		}
+	}
+}
+
+// noteLocked takes a write (or a cgroup made, or a notice of the
+// kernel's) to file name of the cgroup watched as wd: a spare so
+// touched is dropped; a write to the generation or the base drops all
+// spares and starts a new generation (see renewLocked); one to a
+// cgroup.kill marks the jobs below it killed. A lost event (the queue
+// overflowed) counts as a write to the generation.
+func (g *JobCgroups) noteLocked(wd int32, mask uint32, name string) {
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		g.renewLocked()
+		return
+	}
+	w, ok := g.w.of[wd]
+	if !ok {
+		return
+	}
+	if mask&unix.IN_IGNORED != 0 { // the cgroup is gone
+		delete(g.w.of, wd)
+		return
+	}
+	switch w.kind {
+	case watchSpare: // whatever it was: a write, a process moved in (its cgroup.events), a cgroup made in it
+		for i, s := range g.spares {
+			if s.wd == wd {
+				unix.Close(s.fd)
+				g.done = append(g.done, s.path)
+				g.spares = slices.Delete(g.spares, i, i+1)
+				break
+			}
+		}
+		delete(g.w.of, wd)
+		g.poke()
+	case watchJob:
+		if name == "cgroup.kill" {
+			g.killed[w.id] = true
+		}
+	case watchBase, watchGen:
+		// cgroup.events and the like are the kernel's notices (a job's
+		// start or end), and hive makes the cgroups in them.
+		if mask&unix.IN_CREATE != 0 || strings.HasSuffix(name, ".events") || strings.HasSuffix(name, ".events.local") {
+			return
+		}
+		if name == "cgroup.kill" {
+			for id, slot := range g.slots {
+				if strings.HasPrefix(slot, w.path+"/") {
+					g.killed[id] = true
+				}
+			}
+		}
+		if w.kind == watchBase || w.path == g.gen {
+			g.renewLocked()
+		}
+	}
+}
+
+// renewLocked drops the spares (a cgroup.kill written above them kills
+// what is started into them, a cgroup.freeze freezes it) and starts a
+// new generation for the next jobs, made now: what was written to the
+// old one (a freeze, a limit) does not reach them. A base frozen is
+// thawed.
+func (g *JobCgroups) renewLocked() {
+	for _, s := range g.spares {
+		unix.Close(s.fd)
+		delete(g.w.of, s.wd)
+		g.done = append(g.done, s.path)
+	}
+	g.spares = nil
+	g.epoch++
+	if b, _ := readFile(filepath.Join(g.base, "cgroup.freeze")); bytes.HasPrefix(b, []byte("1")) {
+		os.WriteFile(filepath.Join(g.base, "cgroup.freeze"), []byte("0"), 0)
+	}
+	gen := newGenPath(g.base)
+	if err := os.MkdirAll(gen, 0o755); err == nil { // all: the base may have gone
+		g.old = append(g.old, g.gen)
+		g.gen = gen
+		g.watchLocked(watched{kind: watchGen, path: gen})
+	}
+	g.poke()
+}
+
+// closeWatcher closes the watcher: no spares are made after it.
+func (g *JobCgroups) closeWatcher() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.w != nil {
+		unix.Close(g.w.fd)
+		g.w = nil
+	}
+}
+
+// Killed reports whether job id's cgroup, or one above it, was written
+// cgroup.kill while the job ran (not by hive: it writes only those of
+// ended jobs). A job whose leader was killed by SIGKILL that hive did
+// not send asks: the write is seen once it has returned, a moment after
+// the kill it makes, so Killed waits up to wait for it. Call it before
+// End.
+func (g *JobCgroups) Killed(id string, wait time.Duration) bool {
+	if g == nil {
+		return false
+	}
+	deadline := time.Now().Add(wait)
+	for pause := time.Millisecond; ; pause = min(2*pause, 16*time.Millisecond) {
+		g.mu.Lock()
+		g.drainLocked()
+		killed, watching := g.killed[id], g.w != nil
+		g.mu.Unlock()
+		if killed || !watching || !time.Now().Before(deadline) {
+			return killed
+		}
+		time.Sleep(min(pause, time.Until(deadline)))
 	}
 }
 
@@ -271,7 +513,7 @@ func makeSpare(path string) (spare, error) {
 		os.Remove(path)
 		return spare{}, err
 	}
-	return spare{path, fd}, nil
+	return spare{path, fd, -1}, nil
 }
 
 // killGen ends what is left in generation dir and removes it.
@@ -392,11 +634,14 @@ func (g *JobCgroups) try() error {
 	return err
 }
 
-// Dir is the generation's cgroup ("" for nil).
+// Dir is the generation's cgroup ("" for nil): the one the next jobs'
+// cgroups are made in (a new one after a write to it, see JobCgroups).
 func (g *JobCgroups) Dir() string {
 	if g == nil {
 		return ""
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	return g.gen
 }
 
@@ -415,15 +660,20 @@ func (g *JobCgroups) Close() {
 	}
 	g.mu.Unlock()
 	g.worker.Wait()
+	g.closeWatcher()
 	g.removeDone()
 	g.mu.Lock()
 	sp := g.spares
 	g.spares = nil
+	gens := append(g.old, g.gen)
+	g.old = nil
 	g.mu.Unlock()
 	for _, s := range sp {
 		unix.Close(s.fd)
 	}
-	removeTree(g.gen)
+	for _, gen := range gens {
+		removeTree(gen)
+	}
 	os.Remove(g.base)
 }
 
@@ -451,7 +701,8 @@ func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (release func(), err erro
 		g.mu.Unlock()
 		return nil, fmt.Errorf("job %q has a cgroup already", id)
 	}
-	var s spare
+	g.drainLocked() // the spares written to are dropped
+	s := spare{wd: -1}
 	n := len(g.spares)
 	if n > 0 {
 		s, g.spares = g.spares[n-1], g.spares[:n-1]
@@ -466,6 +717,14 @@ func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (release func(), err erro
 	}
 	g.mu.Lock()
 	g.slots[id] = s.path
+	if n == 0 {
+		s.wd = g.watchLocked(watched{kind: watchJob, path: s.path, id: id})
+	} else if s.wd >= 0 {
+		g.w.of[s.wd] = watched{kind: watchJob, path: s.path, id: id}
+	}
+	if s.wd >= 0 {
+		g.wds[id] = s.wd
+	}
 	g.mu.Unlock()
 	g.poke()
 	if cmd.SysProcAttr == nil {
@@ -494,6 +753,13 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 	if ok && !check {
 		g.done = append(g.done, slot)
 	}
+	if wd, ok := g.wds[id]; ok {
+		if g.w != nil {
+			delete(g.w.of, wd) // what hive writes to it now is not a kill from outside
+		}
+		delete(g.wds, id)
+	}
+	delete(g.killed, id)
 	g.mu.Unlock()
 	if !ok {
 		return 0
@@ -508,7 +774,10 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 	select {
 	case <-g.stop: // no worker: and the generation goes too, once empty (Close ran)
 		g.removeDone()
-		os.Remove(g.gen)
+		g.mu.Lock()
+		gen := g.gen
+		g.mu.Unlock()
+		os.Remove(gen)
 		os.Remove(g.base)
 	default:
 		if !check {

@@ -24,6 +24,7 @@ func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (func(), error) {
 	return nil, errors.New("no cgroups")
 }
 func (g *JobCgroups) End(id string, grace time.Duration, check bool) int { return 0 }
+func (g *JobCgroups) Killed(id string, wait time.Duration) bool          { return false }
 
 // KillJobCgroups finds none.
 func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {

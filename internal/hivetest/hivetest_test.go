@@ -225,7 +225,13 @@ func TestDaemonSessionAndCLI(t *testing.T) {
 	if err := d.Stop(); err != nil {
 		t.Errorf("the daemon's exit on SIGTERM: %v; log:\n%s", err, d.Log())
 	}
-	if hivetest.Alive(d.Pid) || holder != 0 && hivetest.Alive(holder) {
-		t.Errorf("after Stop: daemon %d alive %v, holder %d alive %v", d.Pid, hivetest.Alive(d.Pid), holder, hivetest.Alive(holder))
+	if hivetest.Alive(d.Pid) {
+		t.Errorf("after Stop: daemon %d alive", d.Pid)
+	}
+	// The holder, told to quit, lets its socket and lock go at once and
+	// exits once its guard has looked for what is left (a scan of the
+	// process table).
+	if holder != 0 {
+		hivetest.Eventually(t, 10*time.Second, "the holder's exit after the daemon's", hivetest.Gone(holder))
 	}
 }

@@ -152,10 +152,19 @@ func (c *Client) connect() error {
 				case werr := <-exited:
 					// It may have exited because another holder won
 					// the lock: that one answers.
-					if _, err = c.dial(); err != nil {
+					if _, err = c.dial(); err == nil {
+						return nil
+					}
+					if werr != nil {
 						return c.startFailed(werr)
 					}
-					return nil
+					// It exited 0: another holder held the lock, one on
+					// its way out (it no longer listens) or one starting.
+					// Another try, until the deadline.
+					time.Sleep(20 * time.Millisecond)
+					if exited, err = c.start(); err != nil {
+						return err
+					}
 				case <-time.After(5 * time.Millisecond):
 				}
 			}

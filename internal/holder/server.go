@@ -130,6 +130,16 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 20 * time.Millisecond
 	}
+	// The guard is told last, once the socket no longer answers and the
+	// lock is let go: a daemon that dials meanwhile starts the next
+	// holder instead of finding this one on its way out (its guard
+	// sweeps only this holder's marks).
+	var endGuard func()
+	defer func() {
+		if endGuard != nil {
+			endGuard()
+		}
+	}()
 	unlock, err := lock(o.Socket + ".lock")
 	if err != nil {
 		return err
@@ -153,7 +163,7 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	if inst := Instance(os.Getpid()); inst != "" {
 		s.mark = EnvHolder + "=" + inst
 		if len(o.Guard) > 0 {
-			defer startGuard(o.Guard, filepath.Dir(o.Socket), inst, o.Cgroups.Dir(), s.log)()
+			endGuard = startGuard(o.Guard, filepath.Dir(o.Socket), inst, o.Cgroups.Dir(), s.log)
 		}
 	}
 	if o.Ready != nil {

@@ -270,14 +270,17 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 }
 
 // defaultLogLevel sets the session's log level to info once it is
-// initialized, as if the client had asked for it: the go-sdk sends no log
-// message until a client calls logging/setLevel, and few clients do, so
-// a job's end would reach none of them. A client's own setLevel comes
-// later and wins.
+// initialized (initialize, or server/discover for a client of the
+// stateless protocol), as if the client had asked for it: the go-sdk
+// sends no log message until a client calls logging/setLevel, and few
+// clients do, so a job's end would reach none of them. A client's own
+// setLevel comes later and wins.
 func defaultLogLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if method == "initialize" && err == nil {
+		// A client of the stateless protocol (2026-07-28: the go-sdk's own
+		// client since v1.8) starts with server/discover, never initialize.
+		if (method == "initialize" || method == "server/discover") && err == nil {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 				next(ctx, "logging/setLevel", &mcp.ServerRequest[*mcp.SetLoggingLevelParams]{
 					Session: ss, Params: &mcp.SetLoggingLevelParams{Level: "info"}})

@@ -833,8 +833,17 @@ func (m *Manager) Shutdown(ctx context.Context, grace time.Duration, note string
 
 // putLocked queues j's record (its current snapshot), with its loose
 // end if it is detached. It never waits; Sync does. j.mu is held.
+//
+// The end of a job whose loose end is pushed is committed at once, not
+// after the linger: its push waits for the commit, and the linger is
+// there for a short job's start and end to share one write, which an end
+// has no more use for (what is queued with it goes along).
 func (m *Manager) putLocked(j *Job) {
-	j.seq.Store(m.records.put(j, j.snapshotLocked(), j.detached && !j.spec.Quiet))
+	notify := j.detached && !j.spec.Quiet
+	j.seq.Store(m.records.put(j, j.snapshotLocked(), notify))
+	if notify && j.info.State.Terminal() {
+		m.records.hurry()
+	}
 }
 
 // fillPidStart gives the record of a running job its leader's start time

@@ -596,9 +596,13 @@ func (c *Client) call1(req wire.Request) (wire.Message, error) {
 		return wire.Message{}, fmt.Errorf("to the holder: %w", err)
 	}
 	c.mu.Unlock()
-	cpu := holderCPU(pid)
-	t := time.NewTimer(time.Until(deadline))
+	// The holder's processor time is sampled halfway to the bound, not
+	// here: a call answered in time (all but a stalled holder's) reads no
+	// /proc file.
+	t := time.NewTimer(time.Until(deadline) / 2)
 	defer t.Stop()
+	var cpu uint64
+	sampled := false
 	waited := bound
 wait:
 	for {
@@ -606,6 +610,11 @@ wait:
 		case r := <-ch:
 			return answer(r)
 		case <-t.C:
+		}
+		if !sampled {
+			cpu, sampled = holderCPU(pid), true
+			t.Reset(time.Until(deadline))
+			continue
 		}
 		now, ok := working(pid, cpu)
 		left := time.Until(hard)
@@ -647,7 +656,8 @@ func holderCPU(pid int) uint64 {
 // working reports whether the holder of pid, which has not answered
 // within a call's bound, is to be waited for another: it runs (is not
 // stopped, traced, a zombie or gone) and has had processor time since it
-// had since (the holder's CPU then). A holder whose jobs keep two cores
+// had since (the holder's CPU at the last sample: halfway to the first
+// bound, then at each bound). A holder whose jobs keep two cores
 // busy may take seconds to be scheduled for a request, and a spawn it
 // would make is worth the wait; a stopped or stuck one is charged
 // nothing and fails the call at its bound. Where the process table

@@ -128,44 +128,9 @@ var (
 	ErrJobEnded = job.ErrEnded
 )
 
-// JobSpec is a job to start.
-type JobSpec struct {
-	// Cmd is the command as the caller wrote it. With Argv empty it runs
-	// as `bash -c Cmd`.
-	Cmd string
-	// Argv, if non-empty, is executed as it is (Argv[0] looked up in PATH).
-	Argv []string
-	// ShellKind records the interpreter: "bash", "direct", "powershell",
-	// "cmd". If empty it is "bash" for Cmd and "direct" for Argv.
-	ShellKind string
-	// Dir is the working directory. If empty, the daemon's.
-	Dir string
-	// Env is the whole environment. If nil, the daemon's.
-	Env []string
-	// Stdin is fed to the process; nil means /dev/null.
-	Stdin []byte
-	// Timeout stops the job (as timed_out) after this long; zero: never.
-	Timeout time.Duration
-	// KillOnTimeout: the timeout SIGKILLs the group at once (no grace).
-	KillOnTimeout bool
-	// Name, if set, is the job's id: [a-z0-9-]{1,63}, not that of a
-	// pending or running job.
-	Name string
-	// Source is the surface that starts the job (run, terminal, cli,
-	// dashboard).
-	Source string
-	// Quiet: the job raises no loose end.
-	Quiet bool
-	// Attached: a caller waits inline for the result; no loose end is
-	// raised until LiveJob.Detach.
-	Attached bool
-}
-
-func (sp JobSpec) spec() job.Spec {
-	return job.Spec{Cmd: sp.Cmd, Argv: sp.Argv, ShellKind: sp.ShellKind, Dir: sp.Dir, Env: sp.Env, Stdin: sp.Stdin,
-		Timeout: sp.Timeout, KillOnTimeout: sp.KillOnTimeout, Name: sp.Name, Source: sp.Source, Quiet: sp.Quiet,
-		Attached: sp.Attached}
-}
+// JobSpec is a job to start: the engine's Spec (job.Spec), named here so
+// that a surface needs no engine import to build one.
+type JobSpec = job.Spec
 
 // CheckNUL returns an error of class errdefs.ErrInvalid naming field if
 // s holds a NUL byte, which no command, argument, directory or
@@ -232,7 +197,7 @@ func (s *Service) LiveJob(id string) (*LiveJob, error) {
 // cannot be started is a job in state failed, not an error. The job is
 // not yet durable: see Recorded.
 func (s *Service) StartJob(spec JobSpec) (*LiveJob, error) {
-	j, err := s.Jobs.Start(spec.spec())
+	j, err := s.Jobs.Start(spec)
 	if err != nil {
 		return nil, err
 	}

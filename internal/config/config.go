@@ -1,8 +1,12 @@
 // Package config reads hive.toml, the file of the daemon's settings: a
 // small subset of TOML, one `key = value` a line, where a key is a daemon
 // flag's name with `_` for `-` and a value is a string ("basic" or
-// 'literal'), an integer, a float or a boolean; # starts a comment.
-// Durations are strings ("10s"). Tables, arrays and dates are refused.
+// 'literal'), an integer, a float, a boolean or an array of strings (it
+// may span lines); # starts a comment. Durations are strings ("10s"). A
+// table header `[name]` puts the keys after it in that table: `[limits]`
+// then `memory_mb = 512` is the key limits.memory_mb, the flag
+// --limits-memory-mb. Nested tables, inline tables, arrays of other
+// values and dates are refused.
 package config
 
 import (
@@ -23,8 +27,8 @@ import (
 // MaxSize bounds the file.
 const MaxSize = 1 << 20
 
-// Entry is one `key = value` line. Value is a string, int64, float64 or
-// bool.
+// Entry is one `key = value` line. Value is a string, int64, float64,
+// bool or []string. Key is table.key for a key in a table.
 type Entry struct {
 	Key   string
 	Value any
@@ -51,6 +55,8 @@ func (e *Error) Error() string {
 func Parse(r io.Reader, file string) ([]Entry, error) {
 	var out []Entry
 	seen := map[string]int{}
+	tables := map[string]int{}
+	table := ""
 	sc := bufio.NewScanner(io.LimitReader(r, MaxSize+1))
 	sc.Buffer(make([]byte, 64<<10), MaxSize+1)
 	n, size := 0, 0
@@ -72,7 +78,15 @@ func Parse(r io.Reader, file string) ([]Entry, error) {
 			continue
 		}
 		if line[0] == '[' {
-			return nil, bad("", "tables (%s) are not supported: write the keys at the top level", line)
+			name, err := tableHeader(line)
+			if err != nil {
+				return nil, bad("", "%v", err)
+			}
+			if prev, ok := tables[name]; ok {
+				return nil, bad("", "table [%s] given twice (first on line %d)", name, prev)
+			}
+			tables[name], table = n, name
+			continue
 		}
 		eq := strings.IndexByte(line, '=')
 		if eq < 0 {
@@ -82,15 +96,46 @@ func Parse(r io.Reader, file string) ([]Entry, error) {
 		if !bareKey(key) {
 			return nil, bad("", "key %q: must be letters, digits, _ and - (a daemon flag's name with _ for -)", key)
 		}
-		val, err := value(strings.TrimSpace(line[eq+1:]))
+		if table != "" {
+			key = table + "." + key
+		}
+		first := n
+		text := strings.TrimSpace(line[eq+1:])
+		var val any
+		var err error
+		if strings.HasPrefix(text, "[") {
+			// An array may span lines: read on until it closes.
+			for {
+				var more bool
+				val, more, err = array(text)
+				if err != nil || !more {
+					break
+				}
+				if !sc.Scan() {
+					err = errors.New("unterminated array (no closing ])")
+					break
+				}
+				n++
+				size += len(sc.Text()) + 1
+				if size > MaxSize {
+					return nil, &Error{File: file, Line: n, Msg: fmt.Sprintf("the file is larger than %d bytes", MaxSize)}
+				}
+				if !utf8.ValidString(sc.Text()) {
+					return nil, bad("", "not valid UTF-8")
+				}
+				text += "\n" + sc.Text()
+			}
+		} else {
+			val, err = value(text)
+		}
 		if err != nil {
 			return nil, bad(key, "%v", err)
 		}
 		if prev, ok := seen[key]; ok {
 			return nil, bad(key, "given twice (first on line %d)", prev)
 		}
-		seen[key] = n
-		out = append(out, Entry{Key: key, Value: val, Line: n})
+		seen[key] = first
+		out = append(out, Entry{Key: key, Value: val, Line: first})
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -99,6 +144,77 @@ func Parse(r io.Reader, file string) ([]Entry, error) {
 		return nil, fmt.Errorf("read %s: %w", file, err)
 	}
 	return out, nil
+}
+
+// tableHeader reads a `[name]` line (a comment may follow).
+func tableHeader(line string) (string, error) {
+	end := strings.IndexByte(line, ']')
+	if strings.HasPrefix(line, "[[") || end < 0 {
+		return "", fmt.Errorf("%s: want a table header [name] (arrays of tables are not supported)", line)
+	}
+	name := strings.TrimSpace(line[1:end])
+	if !bareKey(name) {
+		return "", fmt.Errorf("table [%s]: a name of letters, digits, _ and - (nested tables are not supported)", name)
+	}
+	if err := trailing(line[end+1:]); err != nil {
+		return "", fmt.Errorf("table [%s]: %v", name, err)
+	}
+	return name, nil
+}
+
+// array parses an array of strings, s starting with its [. more says
+// that it has not closed yet: the caller adds the next line and asks
+// again.
+func array(s string) (items []string, more bool, err error) {
+	items = []string{}
+	s = s[1:]
+	for {
+		s = strings.TrimLeft(s, " \t\n")
+		if s == "" {
+			return nil, true, nil
+		}
+		switch c := s[0]; {
+		case c == '#':
+			nl := strings.IndexByte(s, '\n')
+			if nl < 0 {
+				return nil, true, nil
+			}
+			s = s[nl:]
+			continue
+		case c == ']':
+			return items, false, trailing(s[1:])
+		case c == '"' || c == '\'':
+			var v string
+			if c == '"' {
+				v, s, err = basicString(s[1:])
+				if err != nil {
+					return nil, false, fmt.Errorf("array item %d: %v", len(items)+1, err)
+				}
+			} else {
+				end := strings.IndexAny(s[1:], "'\n")
+				if end < 0 || s[1+end] != '\'' {
+					return nil, false, fmt.Errorf("array item %d: unterminated 'string'", len(items)+1)
+				}
+				v, s = s[1:1+end], s[2+end:]
+			}
+			items = append(items, v)
+			s = strings.TrimLeft(s, " \t\n")
+			if s == "" {
+				return nil, true, nil
+			}
+			switch s[0] {
+			case ',':
+				s = s[1:]
+			case ']', '#':
+			default:
+				return nil, false, fmt.Errorf("array item %d: want , or ] after it, not %q", len(items), s)
+			}
+		case c == '[' || c == '{':
+			return nil, false, errors.New("arrays hold strings only (no nested arrays or inline tables)")
+		default:
+			return nil, false, fmt.Errorf("array item %d: arrays hold \"strings\" only", len(items)+1)
+		}
+	}
 }
 
 func bareKey(k string) bool {
@@ -131,8 +247,8 @@ func value(s string) (any, error) {
 			return nil, errors.New("unterminated 'string'")
 		}
 		return s[1 : 1+end], trailing(s[2+end:])
-	case '[', '{':
-		return nil, errors.New("arrays and inline tables are not supported")
+	case '{':
+		return nil, errors.New("inline tables are not supported")
 	}
 	word := s
 	if i := strings.IndexByte(s, '#'); i >= 0 {
@@ -234,7 +350,7 @@ func Apply(fs *flag.FlagSet, entries []Entry, file string, skip ...string) (map[
 	fs.VisitAll(func(f *flag.Flag) { src[f.Name] = Source{From: "default"} })
 	fs.Visit(func(f *flag.Flag) { src[f.Name] = Source{From: "flag"} })
 	for _, e := range entries {
-		name := strings.ReplaceAll(e.Key, "_", "-")
+		name := strings.NewReplacer("_", "-", ".", "-").Replace(e.Key)
 		bad := func(f string, a ...any) error {
 			return &Error{File: file, Line: e.Line, Key: e.Key, Msg: fmt.Sprintf(f, a...)}
 		}
@@ -246,6 +362,23 @@ func Apply(fs *flag.FlagSet, entries []Entry, file string, skip ...string) (map[
 		}
 		if f == nil {
 			return nil, bad("unknown key (keys are the daemon's flags with _ for -; see hive daemon -h)")
+		}
+		if l, ok := f.Value.(*List); ok {
+			items, ok := e.Value.([]string)
+			if !ok {
+				return nil, bad("value %v: want an array of strings, such as [\"a\", \"b\"]", display(e.Value))
+			}
+			if src[name].From == "flag" {
+				continue
+			}
+			l.Values = nil
+			for i, it := range items {
+				if err := l.Set(it); err != nil {
+					return nil, bad("item %d %q: %v", i+1, it, err)
+				}
+			}
+			src[name] = Source{From: "file", File: file, Line: e.Line}
+			continue
 		}
 		text, err := flagText(f, e.Value)
 		if err != nil {
@@ -261,6 +394,35 @@ func Apply(fs *flag.FlagSet, entries []Entry, file string, skip ...string) (map[
 	}
 	return src, nil
 }
+
+// List is a flag of many values: each use on the command line adds one
+// (`--policy-deny 'git push --force' --policy-deny 'rm -r -f /'`), and a
+// file sets them all with an array. Check, if set, checks each value.
+type List struct {
+	Values []string
+	Check  func(string) error
+}
+
+// Set adds a value.
+func (l *List) Set(v string) error {
+	if l.Check != nil {
+		if err := l.Check(v); err != nil {
+			return err
+		}
+	}
+	l.Values = append(l.Values, v)
+	return nil
+}
+
+func (l *List) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.Values, ", ")
+}
+
+// Get returns the values.
+func (l *List) Get() any { return l.Values }
 
 // flagText turns a file value into the text its flag parses, checking
 // its kind.
@@ -300,6 +462,9 @@ func flagText(f *flag.Flag, v any) (string, error) {
 			return s, nil
 		}
 		want = `a "string"`
+	}
+	if _, ok := v.([]string); ok {
+		return "", fmt.Errorf("an array: want %s (this key takes one value)", want)
 	}
 	return "", fmt.Errorf("value %v: want %s", display(v), want)
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -44,20 +45,109 @@ esc = "a\"b\u00e9\n"
 
 func TestParseErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"[daemon]\n", "f:1: tables ([daemon]) are not supported"},
+		{"[a.b]\n", "f:1: table [a.b]: a name of letters"},
+		{"[[a]]\n", "f:1: [[a]]: want a table header"},
+		{"[a]\nx = 1\n[a]\n", "f:3: table [a] given twice (first on line 1)"},
+		{"[a] x\n", `f:1: table [a]: unexpected "x"`},
+		{"[a]\nx = 1\nx = 2\n", "f:3: a.x: given twice (first on line 2)"},
+		{"a = [\"x\"\n", "f:1: a: unterminated array"},
+		{"a = [\"x\" \"y\"]\n", `f:1: a: array item 1: want , or ] after it`},
+		{"a = [1]\n", `f:1: a: array item 1: arrays hold "strings" only`},
+		{"a = [[\"x\"]]\n", "f:1: a: arrays hold strings only"},
+		{"a = ['x]\n", "f:1: a: array item 1: unterminated 'string'"},
+		{"a = [\"x\"] y\n", `f:1: a: unexpected "y"`},
+		{"a = {}\n", "f:1: a: inline tables are not supported"},
 		{"a = 1\nb\n", "f:2: want key = value"},
 		{"a b = 1\n", `f:1: key "a b": must be`},
 		{"a = 1\na = 2\n", "f:2: a: given twice (first on line 1)"},
 		{"a = \"x\n", "f:1: a: unterminated"},
 		{"a = \"x\" y\n", `f:1: a: unexpected "y" after the value`},
 		{"a = 10s\n", `f:1: a: value 10s: want a "string"`},
-		{"a = [1]\n", "f:1: a: arrays and inline tables are not supported"},
 		{"a = \"\\q\"\n", `f:1: a: unknown escape \q`},
 		{"a =\n", "f:1: a: no value"},
 	} {
 		_, err := Parse(strings.NewReader(c.in), "f")
 		var ce *Error
 		if !errors.As(err, &ce) || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.in, err, c.want)
+		}
+	}
+}
+
+func TestParseTablesAndArrays(t *testing.T) {
+	in := `top = 1
+deny = [
+  "git push --force",   # no force pushes
+  'rm -r -f /',
+  # a comment line
+]
+empty = []
+[limits]
+memory_mb = 512 # a key in a table
+one = ["a", "b\u00e9"] # on one line
+[policy]
+warn = ["curl | sh",]
+`
+	es, err := Parse(strings.NewReader(in), "hive.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Entry{{"top", int64(1), 1}, {"deny", []string{"git push --force", "rm -r -f /"}, 2}, {"empty", []string{}, 7},
+		{"limits.memory_mb", int64(512), 9}, {"limits.one", []string{"a", "bé"}, 10}, {"policy.warn", []string{"curl | sh"}, 12}}
+	if !reflect.DeepEqual(es, want) {
+		t.Errorf("entries\n%#v\nwant\n%#v", es, want)
+	}
+}
+
+func TestApplyTablesAndLists(t *testing.T) {
+	mk := func() (*flag.FlagSet, *List) {
+		fs := flags()
+		l := &List{Check: func(s string) error {
+			if s == "" {
+				return errors.New("empty")
+			}
+			return nil
+		}}
+		fs.Var(l, "policy-deny", "")
+		fs.Int("limits-memory-mb", 0, "")
+		return fs, l
+	}
+	fs, l := mk()
+	es, err := Parse(strings.NewReader("[limits]\nmemory_mb = 64\n[policy]\ndeny = [\"a b\", \"c\"]\n"), "h.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Apply(fs, es, "h.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := fs.Lookup("limits-memory-mb").Value.String(); v != "64" {
+		t.Errorf("limits.memory_mb -> --limits-memory-mb: %s", v)
+	}
+	if !reflect.DeepEqual(l.Values, []string{"a b", "c"}) || src["policy-deny"] != (Source{"file", "h.toml", 4}) {
+		t.Errorf("policy.deny: %q %v", l.Values, src["policy-deny"])
+	}
+	// The command line wins over the file, for a list too.
+	fs, l = mk()
+	fs.Parse([]string{"--policy-deny", "x", "--policy-deny", "y"})
+	if _, err := Apply(fs, es, "h.toml"); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(l.Values, []string{"x", "y"}) {
+		t.Errorf("flags given: %q", l.Values)
+	}
+	for _, c := range []struct{ in, want string }{
+		{"[policy]\ndeny = \"a\"\n", `h.toml:2: policy.deny: value "a": want an array of strings`},
+		{"[policy]\ndeny = [\"a\", \"\"]\n", `h.toml:2: policy.deny: item 2 "": empty`},
+		{"http = [\"a\"]\n", `h.toml:1: http: an array: want a "string"`},
+		{"[limits]\nnope = 1\n", "h.toml:2: limits.nope: unknown key"},
+	} {
+		fs, _ := mk()
+		es, err := Parse(strings.NewReader(c.in), "h.toml")
+		if err == nil {
+			_, err = Apply(fs, es, "h.toml")
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -486,6 +487,8 @@ func (d *daemon) escapeTracking() string {
 	}
 	t := proc.TrackGroup
 	switch {
+	case runtime.GOOS == "windows":
+		t = proc.TrackJobObject
 	case d.reaper != nil:
 		t = proc.TrackSubreaper
 	case proc.Supported:

@@ -64,6 +64,9 @@ func (c *child) start() error {
 		return err
 	}
 	c.pid = c.cmd.Process.Pid
+	if err := attachTree(c.pid); err != nil {
+		c.logger.Warn("a job's process is in no job object: a stop ends its tree by taskkill", "job", c.id, "err", err)
+	}
 	c.mu.Lock()
 	c.pgid = c.pid
 	c.mu.Unlock()

@@ -25,6 +25,10 @@ var (
 
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
+// attachTree has nothing to do here: the process group (and the cgroup)
+// hold the job's processes from its start.
+func attachTree(pid int) error { return nil }
+
 func signalGroup(pgid int, sig syscall.Signal) {
 	if pgid > 0 {
 		syscall.Kill(-pgid, sig)

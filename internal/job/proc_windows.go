@@ -1,21 +1,28 @@
 package job
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
 
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
-	"path/filepath"
-	"strings"
-	"syscall"
-	"time"
 )
 
-// stoppedWhat is what a stop ends, as a job's meaning says it: here only
-// the job's own process (no job object yet), and a meaning never claims
-// more.
-const stoppedWhat = "its process"
+// stoppedWhat is what a stop ends, as a job's meaning says it: the job's
+// process and every process it started, which share its job object (a
+// process a job's process starts is in its job object too).
+const stoppedWhat = "its process tree"
 
 type winSignal int
 
@@ -28,12 +35,102 @@ func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{CreationFlags: syscall.CREATE_NEW_PROCESS_GROUP}
 }
 
-// signalGroup kills the job's process; Windows has no process-group
-// signals without job objects.
+// jobObjects holds the job object of each running job, by the pid of
+// its process (that pid cannot be reused while its os.Process is
+// unreaped). A job object ends with its last handle: closed once the
+// job's process is reaped and what it left is ended (cleanupGroup).
+var jobObjects sync.Map // int -> windows.Handle
+
+// attachTree puts the job's new process in a job object of its own, so
+// that a stop or a timeout ends every process it started. A process
+// that could not be put in one (a job object of the daemon's that does
+// not allow nesting, before Windows 8) is stopped with its tree by
+// taskkill /T instead; both end the tree, so the meaning's "its process
+// tree" is true either way.
+func attachTree(pid int) error {
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return fmt.Errorf("create a job object: %w", err)
+	}
+	p, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(pid))
+	if err != nil {
+		windows.CloseHandle(job)
+		return fmt.Errorf("open the process: %w", err)
+	}
+	defer windows.CloseHandle(p)
+	if err := windows.AssignProcessToJobObject(job, p); err != nil {
+		windows.CloseHandle(job)
+		return fmt.Errorf("put the process in a job object: %w", err)
+	}
+	jobObjects.Store(pid, job)
+	return nil
+}
+
+// signalGroup ends the job's process tree: its job object, or taskkill
+// /T where it has none. Windows has no interrupt a console-less process
+// tree can be sent, so an interrupt ends it as a kill does.
 func signalGroup(pid int, _ winSignal) {
+	if pid <= 0 {
+		return
+	}
+	if h, ok := jobObjects.Load(pid); ok {
+		windows.TerminateJobObject(h.(windows.Handle), 1)
+		return
+	}
+	taskkill(pid)
 	if p, err := os.FindProcess(pid); err == nil {
 		p.Kill()
 	}
+}
+
+// taskkill ends pid and the processes it started (taskkill.exe is in
+// System32 on every Windows).
+func taskkill(pid int) {
+	exe := filepath.Join(os.Getenv("SystemRoot"), "System32", "taskkill.exe")
+	cmd := exec.Command(exe, "/T", "/F", "/PID", strconv.Itoa(pid))
+	cmd.SysProcAttr = &syscall.SysProcAttr{HideWindow: true}
+	cmd.Run()
+}
+
+// basicAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION.
+type basicAccounting struct {
+	TotalUserTime, TotalKernelTime                     int64
+	ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime int64
+	TotalPageFaultCount, TotalProcesses                uint32
+	ActiveProcesses, TotalTerminatedProcesses          uint32
+}
+
+// activeProcesses is how many processes are in the job object now.
+func activeProcesses(job windows.Handle) int {
+	var info basicAccounting
+	if err := windows.QueryInformationJobObject(job, windows.JobObjectBasicAccountingInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info)), nil); err != nil {
+		return 0
+	}
+	return int(info.ActiveProcesses)
+}
+
+// cleanupGroup ends what the job's process left in its job object once
+// it was reaped, after grace for it to end, and returns how many it
+// ended; then it lets the job object go.
+func cleanupGroup(pid int, grace time.Duration) int {
+	v, ok := jobObjects.LoadAndDelete(pid)
+	if !ok {
+		return 0
+	}
+	job := v.(windows.Handle)
+	defer windows.CloseHandle(job)
+	n := activeProcesses(job)
+	if n == 0 {
+		return 0
+	}
+	for end := time.Now().Add(grace); time.Now().Before(end) && n > 0; n = activeProcesses(job) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n > 0 {
+		windows.TerminateJobObject(job, 1)
+	}
+	return n
 }
 
 func exitStatus(ps *os.ProcessState) (int, *int) {
@@ -67,9 +164,8 @@ func candidates(p string) []string {
 	return append(out, p+".exe", p)
 }
 
-func procStartTime(pid int) uint64                   { return 0 }
-func cleanupGroup(pgid int, grace time.Duration) int { return 0 }
-func tunePipe(f *os.File)                            {}
+func procStartTime(pid int) uint64 { return 0 }
+func tunePipe(f *os.File)          {}
 
 // bulkReader has no thread of its own here: pouring streams stay in the
 // poller.

@@ -27,6 +27,10 @@ const (
 	// TrackGroup: a job's processes are found by their process group
 	// only; one that leaves it is not seen.
 	TrackGroup = "group"
+	// TrackJobObject: (Windows) every job's process is put in a job object
+	// of its own as it starts; what it starts is in it too, and a stop, a
+	// timeout or the job's end ends what is in it.
+	TrackJobObject = "job-object"
 	// TrackMarks: processes that left the group are found by the job's
 	// marks in their environment, but they are reparented to init: they
 	// are terminated with their job, not reaped by hive.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -61,6 +62,60 @@ func TestRow07FullDisk(t *testing.T) {
 	figure(t, 7, "%s", m[1])
 }
 
+// outputFillsTheDisk: with 3 MiB left, commands print 8 MiB. Each is
+// answered (not an error: the command ran), its meaning says the disk
+// took only part of the output, the text says how much was not kept, the
+// record is durable with the dropped bytes counted, and the disk keeps
+// the records' reserve. It returns the bytes counted dropped by run.
+func outputFillsTheDisk(t *testing.T, s *hivetest.Session, dir string) int64 {
+	t.Helper()
+	const room = 3 << 20
+	filler := filepath.Join(dir, "filler-part")
+	leaveRoom := func() {
+		t.Helper()
+		os.Remove(filler)
+		free, ok := output.DiskFree(dir)
+		if !ok {
+			t.Fatal("the disk's free space cannot be told")
+		}
+		if err := os.WriteFile(filler, make([]byte, free-room), 0o600); err != nil {
+			t.Fatalf("fill the disk but 3 MiB: %v", err)
+		}
+	}
+	leaveRoom()
+	const print8M = "head -c 8388608 /dev/zero | tr '\\0' x"
+	var env struct {
+		SemanticStatus  string `json:"semantic_status"`
+		SemanticMessage string `json:"semantic_message"`
+		Truncated       int64  `json:"stdout_truncated_bytes"`
+	}
+	text, isErr, err := s.TryCall("terminal_exec", map[string]any{"cmd": print8M}, &env)
+	if err != nil || isErr {
+		t.Fatalf("terminal_exec printing 8 MiB with 3 MiB free: %q %v, want an answer", text, err)
+	}
+	if env.SemanticStatus != "ok" || !strings.Contains(env.SemanticMessage, "nearly full") || !strings.Contains(text, "not kept") {
+		t.Errorf("terminal_exec printing 8 MiB with 3 MiB free: %q %+v: want ok, a meaning naming the full disk and the bytes not kept", text, env)
+	}
+	leaveRoom()
+	var ran task
+	s.MustCall("run", map[string]any{"cmd": print8M, "wait_seconds": 30}, &ran)
+	if ran.Status != "done" || ran.ExitCode == nil || *ran.ExitCode != 0 || ran.StdoutB != 8<<20 || ran.StdoutDrop < 8<<20-room {
+		t.Errorf("run printing 8 MiB with little room: %+v: want done, 8 MiB counted, most of it dropped", ran)
+	}
+	var again task
+	s.MustCall("status", map[string]any{"id": ran.ID}, &again)
+	if again.Status != "done" || again.StdoutDrop != ran.StdoutDrop {
+		t.Errorf("status of the job that filled the disk: %+v, answered %+v", again, ran)
+	}
+	if free, _ := output.DiskFree(dir); free < output.DefaultReserve/2 {
+		t.Errorf("%d B free after output filled the disk: the records' reserve (%d B) was taken", free, output.DefaultReserve)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	return ran.StdoutDrop
+}
+
 // fullDisk is row 7 inside its mount namespace, on state dir dir.
 func fullDisk(t *testing.T, dir string) {
 	const size = 8 << 20
@@ -72,6 +127,7 @@ func fullDisk(t *testing.T, dir string) {
 	if before.Status != "done" || before.ExitCode == nil || *before.ExitCode != 0 {
 		t.Fatalf("before the disk filled: %+v", before)
 	}
+	dropped := outputFillsTheDisk(t, s, dir)
 	var long task
 	s.MustCall("run", map[string]any{"cmd": "exec sleep 30", "wait_seconds": 0}, &long)
 
@@ -203,8 +259,8 @@ func fullDisk(t *testing.T, dir string) {
 		t.Errorf("the first job reads %+v after space returned", st)
 	}
 	entries, _ := os.ReadDir(proof)
-	figure(t, 7, "full disk (%d MiB tmpfs in a private mount namespace): %d kinds of new work refused with clear errors, %d commands run; reads answered; 0 answers contradicted; the daemon restarted on the full disk; new work accepted %v after space returned",
-		size>>20, refused, len(entries), recovered.Round(10*time.Millisecond))
+	figure(t, 7, "full disk (%d MiB tmpfs in a private mount namespace): output that filled the disk answered and recorded (%d B counted dropped, %d B kept for the records); %d kinds of new work refused with clear errors, %d commands run; reads answered; 0 answers contradicted; the daemon restarted on the full disk; new work accepted %v after space returned",
+		size>>20, dropped, output.DefaultReserve, refused, len(entries), recovered.Round(10*time.Millisecond))
 	s.Close()
 	d.CheckBaseline(base)
 	d.Stop()

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/view"
@@ -66,6 +67,13 @@ func (i Info) Meaning() Meaning {
 	default:
 		if i.ExitCode == nil {
 			m = Meaning{Status: shell.StatusError, Message: i.Error}
+		} else if i.Error != "" && !strings.Contains(m.Message, i.Error) {
+			// It ran, but something went wrong on hive's side (an output
+			// file the disk could not take): told next to the exit's meaning.
+			if m.Message != "" {
+				m.Message += "; "
+			}
+			m.Message += i.Error
 		}
 	}
 	return m

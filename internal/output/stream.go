@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/hivetools/hive/internal/paths"
@@ -35,13 +37,33 @@ type Options struct {
 	// NoRing keeps no bytes in memory: reads come from the file only (a
 	// writer whose bytes are read by another process, from the file).
 	NoRing bool
+	// Reserve is the free space the file leaves on its disk: once the disk
+	// has less, bytes are counted as dropped instead of written (Err says
+	// why), so that the store on the same disk can still record the job
+	// and others. If zero, DefaultReserve is used; a negative value means
+	// none.
+	Reserve int64
 }
+
+// DefaultReserve is the free space a stream file leaves on its disk: room
+// for the records of the jobs that filled it (a job does not start with
+// less than 1 MiB free; see internal/job).
+const DefaultReserve int64 = 512 << 10
+
+// firstDiskCheck is how much a stream writes to its file before it first
+// looks at its disk's free space: a short job's output costs no statfs
+// (its start made sure of 1 MiB free).
+const firstDiskCheck = 128 << 10
 
 // Stream is one output stream. It is safe for concurrent use: one writer and
 // any number of readers and waiters.
 type Stream struct {
 	path    string
 	fileCap int64
+	reserve int64 // Options.Reserve; 0: none
+	// nextCheck is the file size at which the disk's free space is looked
+	// at next (see roomLocked).
+	nextCheck int64
 
 	mu       sync.Mutex
 	size     int    // ring capacity
@@ -67,7 +89,7 @@ type Stream struct {
 // the stream in memory only: old bytes that leave the ring are then lost
 // from reads, but never from the count.
 func Create(path string, opts *Options) (*Stream, error) {
-	s := &Stream{path: path}
+	s := &Stream{path: path, reserve: DefaultReserve, nextCheck: firstDiskCheck}
 	size := DefaultRingSize
 	s.fileCap = DefaultFileCap
 	if opts != nil {
@@ -78,6 +100,9 @@ func Create(path string, opts *Options) (*Stream, error) {
 			s.fileCap = opts.FileCap
 		}
 		s.noRing = opts.NoRing
+		if opts.Reserve != 0 {
+			s.reserve = max(opts.Reserve, 0)
+		}
 	}
 	s.size = size
 	if path != "" {
@@ -193,6 +218,9 @@ func (s *Stream) Write(p []byte) (int, error) {
 	} else if s.fileCap >= 0 && s.inFile+toFile > s.fileCap {
 		toFile = max(s.fileCap-s.inFile, 0)
 	}
+	if toFile > 0 && s.reserve > 0 && s.inFile+toFile > s.nextCheck {
+		toFile = s.roomLocked(toFile)
+	}
 	if toFile > 0 {
 		w, err := s.f.Write(p[:toFile])
 		s.inFile += int64(w)
@@ -210,6 +238,28 @@ func (s *Stream) Write(p []byte) (int, error) {
 	s.total += n
 	s.wakeLocked()
 	return len(p), nil
+}
+
+// roomLocked is how much of want bytes the file may take without leaving
+// less than the reserve free on its disk; once that is nothing, the
+// stream stops writing its file (werr says why). The disk is looked at
+// again after an eighth of the room it had is written (at least 64 KiB,
+// never more than the room): other writers share it, and a nearly full
+// disk is looked at more often.
+func (s *Stream) roomLocked(want int64) int64 {
+	free, ok := DiskFree(filepath.Dir(s.path))
+	if !ok {
+		s.nextCheck = math.MaxInt64 // unknown here: the write's own error will tell
+		return want
+	}
+	room := free - s.reserve
+	if room <= 0 {
+		s.werr = fmt.Errorf("output file %q: the disk holding it is nearly full (%d bytes free, %d kept for the records): output past %d bytes dropped", s.path, free, s.reserve, s.inFile)
+		return 0
+	}
+	step := max(room/8, 64<<10)
+	s.nextCheck = s.inFile + min(step, room)
+	return min(want, room)
 }
 
 // growLimit is how far a ring grows by append before it takes its full
@@ -381,6 +431,25 @@ func (s *Stream) Stats() Stats {
 	defer s.mu.Unlock()
 	s.refreshLocked()
 	return Stats{Total: s.total, InFile: s.inFile, Dropped: s.dropped, Closed: s.closed}
+}
+
+// Unkept is how many of the bytes written can no longer be read: not in
+// the file (past its cap, or after a write error or a full disk) and out
+// of the ring (or never in one).
+func (s *Stream) Unkept() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ringStart := s.total // where the bytes the ring holds begin
+	if !s.noRing && !s.follow {
+		ringStart = s.ringBase
+		if len(s.ring) >= s.size {
+			ringStart = max(s.ringBase, s.total-int64(s.size))
+		}
+	}
+	if ringStart <= s.inFile {
+		return 0
+	}
+	return ringStart - s.inFile
 }
 
 // Err reports the first file error, if any.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/hivetools/hive/internal/hivetest"
@@ -320,5 +321,50 @@ func TestBigRingGrowsOnce(t *testing.T) {
 	}
 	if got := s.Tail(size); !bytes.Equal(got, all[len(all)-size:]) {
 		t.Errorf("Tail(%d): not the last bytes written", size)
+	}
+}
+
+// A stream file leaves its reserve free on its disk: past that, bytes are
+// counted dropped (Err says the disk is nearly full), Unkept counts what
+// neither the file nor the ring holds, and reads skip it.
+func TestReserveKeepsRoomOnTheDisk(t *testing.T) {
+	dir := t.TempDir()
+	free, ok := DiskFree(dir)
+	if !ok || free < 64<<20 {
+		t.Skipf("this system's free space cannot be told, or is small (%d B)", free)
+	}
+	const room = 4 << 20
+	path := filepath.Join(dir, "x.out")
+	s, err := Create(path, &Options{RingSize: 1 << 20, Reserve: free - room})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("y"), 64<<10)
+	const total = 64 << 20
+	for n := 0; n < total; n += len(chunk) {
+		s.Write(chunk)
+	}
+	s.Close()
+	st := s.Stats()
+	// Other work on this disk moves its free space: a wide band.
+	if st.InFile < room/4 || st.InFile > 32<<20 || st.Dropped != total-st.InFile {
+		t.Errorf("%+v: want the file stopped near %d B (the room left above the reserve) and the rest dropped", st, room)
+	}
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "nearly full") {
+		t.Errorf("Err %v: want it to say the disk is nearly full", err)
+	}
+	if got, want := s.Unkept(), total-st.InFile-(1<<20); got != want {
+		t.Errorf("Unkept %d, want %d (neither in the file nor in the 1 MiB ring)", got, want)
+	}
+	c, err := s.Read(st.InFile, 1024)
+	if err != nil || c.Skipped != s.Unkept() {
+		t.Errorf("a read past the file: skipped %d (%v), want %d", c.Skipped, err, s.Unkept())
+	}
+	// Without a reserve the file takes it all.
+	s2, _ := Create(filepath.Join(dir, "y.out"), &Options{Reserve: -1})
+	s2.Write(chunk)
+	s2.Close()
+	if st := s2.Stats(); st.InFile != int64(len(chunk)) || s2.Unkept() != 0 {
+		t.Errorf("no reserve: %+v, unkept %d", st, s2.Unkept())
 	}
 }

@@ -63,6 +63,9 @@ type Envelope struct {
 	JobID                *string `json:"job_id"`
 	ShellKind            string  `json:"shell_kind"`
 	AutoShell            bool    `json:"auto_shell"`
+	// Of the bytes left out, those no longer kept anywhere (a full disk,
+	// the file cap): told in the text, not paged by the handle.
+	stdoutUnkept, stderrUnkept int64
 }
 
 type outputGetIn struct {
@@ -341,6 +344,7 @@ func (t *terminal) envelope(sess *Session, j *service.LiveJob, info view.Job, e 
 	if so := j.Stdout(); so != nil {
 		e.Stdout, e.StdoutTruncatedBytes = inline(so, limit)
 		e.Stderr, e.StderrTruncatedBytes = inline(j.Stderr(), limit)
+		e.stdoutUnkept, e.stderrUnkept = so.Unkept(), j.Stderr().Unkept()
 		streams["stdout"], streams["stderr"] = so, j.Stderr()
 		size = so.Stats().Total + j.Stderr().Stats().Total
 	}
@@ -462,13 +466,15 @@ func renderEnvelope(e Envelope, withOutput bool) string {
 		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
 	}
 	for _, s := range []struct {
-		name, data string
-		cut        int64
-	}{{"stdout", e.Stdout, e.StdoutTruncatedBytes}, {"stderr", e.Stderr, e.StderrTruncatedBytes}} {
+		name, data  string
+		cut, unkept int64
+	}{{"stdout", e.Stdout, e.StdoutTruncatedBytes, e.stdoutUnkept}, {"stderr", e.Stderr, e.StderrTruncatedBytes, e.stderrUnkept}} {
 		switch {
 		case s.data == "":
 		case withOutput:
 			fmt.Fprintf(&b, "\n--- %s ---\n%s", s.name, s.data)
+		case s.cut > 0 && s.unkept > 0:
+			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s, %d not kept (see semantic_message)", s.name, len(s.data), max(s.cut-s.unkept, 0), *e.OutputHandle, s.unkept)
 		case s.cut > 0:
 			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s", s.name, len(s.data), s.cut, *e.OutputHandle)
 		default:

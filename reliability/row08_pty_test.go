@@ -25,6 +25,7 @@ type ptyOutput struct {
 	NextOffset int64  `json:"next_offset"`
 	Matched    bool   `json:"matched"`
 	Running    bool   `json:"running"`
+	Screen     string `json:"screen"`
 }
 
 // shellSession is a PTY session running bash with a nohup'd background

@@ -227,7 +227,7 @@ func (s *Session) feedLocked() {
 			return
 		}
 		if len(c.Data) > 0 {
-			s.emu.Write(c.Data)
+			s.feedScreenLocked(c.Data)
 		}
 		s.held.fed = c.Next
 	}

@@ -68,8 +68,9 @@ type Session struct {
 	reading  atomic.Bool // the reader holds output not yet in the stream and the emulator
 	stream   *output.Stream
 
-	emuMu   sync.Mutex // guards emu
+	emuMu   sync.Mutex // guards emu and screen
 	emu     *vt.Emulator
+	screen  screenFeed     // how output reaches emu (feedScreenLocked)
 	replies *io.PipeWriter // the emulator's answer pipe; closed at the end of Close
 
 	writeMu sync.Mutex // one writer to the pty at a time
@@ -340,6 +341,17 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
+// feedScreenLocked feeds output to the screen emulator (see screenFeed);
+// s.emuMu is held.
+func (s *Session) feedScreenLocked(b []byte) {
+	if s.screen.onPanic == nil {
+		s.screen.onPanic = func(v any) {
+			s.m.opts.Logger.Error("the screen emulator failed on a session's output; its scroll region was reset", "session", s.id, "panic", fmt.Sprint(v))
+		}
+	}
+	s.screen.write(s.emu, b)
+}
+
 // read copies the pty's output to the stream and the emulator, in the same
 // order, until the terminal is gone (EIO once no process holds it, or the
 // master closed by Close). It closes the stream once the process has exited.
@@ -352,7 +364,7 @@ func (s *Session) read() {
 			s.reading.Store(true)
 			s.emuMu.Lock()
 			s.stream.Write(buf[:n])
-			s.emu.Write(buf[:n])
+			s.feedScreenLocked(buf[:n])
 			s.emuMu.Unlock()
 			s.reading.Store(false)
 		}
@@ -643,7 +655,7 @@ func (s *Session) Resize(cols, rows int) error {
 	defer s.emuMu.Unlock()
 	// The emulator first, under the lock the reader takes: output the
 	// program draws for the new size is fed to a screen of that size.
-	s.emu.Resize(cols, rows)
+	s.screen.resize(s.emu, cols, rows)
 	s.mu.Lock()
 	s.cols, s.rows = cols, rows
 	s.mu.Unlock()

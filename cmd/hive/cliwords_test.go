@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -64,5 +65,25 @@ func TestNoDaemonOneLine(t *testing.T) {
 		if strings.Contains(errs, "lstat") || strings.Contains(errs, "no such file") {
 			t.Errorf("hive %v: %q tells a system call's error", args, errs)
 		}
+	}
+}
+
+// The first input sent right after terminal_pty_open reaches the shell
+// once it has set up its terminal: the transcript shows the prompt, then
+// the input's echo once, then its output (the terminal echoed the input
+// ahead of the prompt, and the shell again after it).
+func TestPTYFirstInputAfterPrompt(t *testing.T) {
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	first := regexp.MustCompile(`^bash-[0-9.]+[#$] echo first-\$\(\(2\+3\)\)\nfirst-5\n`)
+	for i := range 3 {
+		var sh ptyInfo
+		s.MustCall("terminal_pty_open", nil, &sh)
+		ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": sh.SessionID, "input": "echo first-$((2+3))\n", "wait_for": "(?m)^first-5$"})
+		all := ptyCall(t, s, "terminal_pty_read", map[string]any{"session_id": sh.SessionID, "since_offset": 0})
+		if !first.MatchString(all.Data) {
+			t.Errorf("session %d: the transcript %q, want it to start with the prompt, the input once and its output", i, all.Data)
+		}
+		s.MustCall("terminal_pty_close", map[string]any{"session_id": sh.SessionID}, &sh)
 	}
 }

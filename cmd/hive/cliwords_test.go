@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -85,5 +88,44 @@ func TestPTYFirstInputAfterPrompt(t *testing.T) {
 			t.Errorf("session %d: the transcript %q, want it to start with the prompt, the input once and its output", i, all.Data)
 		}
 		s.MustCall("terminal_pty_close", map[string]any{"session_id": sh.SessionID}, &sh)
+	}
+}
+
+// hive restart first checks the settings the new daemon would read (its
+// flags and hive.toml, with the daemon's own code): a bad one is refused
+// naming file:line: key, and the running daemon stays, jobs and all.
+func TestRestartRefusesBadConfig(t *testing.T) {
+	state := hivetest.StateDir(t)
+	d := hivetest.StartDaemon(t, state, "--max-running", "3")
+	if out, err := hivetest.Run(t, state, "run", "--name", "nap", "--", "sleep 600"); err != nil {
+		t.Fatalf("run: %v %s", err, out)
+	}
+	toml := filepath.Join(state, "hive.toml")
+	for _, tc := range []struct{ file, want string }{
+		{"grace = \"2s\"\nmax_runing = 1\n", toml + ":2: max_runing: unknown key"},
+		{"grace = \"-1s\"\n", "--grace -1s: must be > 0 (set by " + toml + ":1: grace)"},
+		{"grace = 3\n", toml + ":1: grace: value 3: want a duration"},
+	} {
+		if err := os.WriteFile(toml, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runSplit(t, state, "restart")
+		if code != 1 || out != "" {
+			t.Errorf("restart with %q: exit %d, stdout %q; want 1 and nothing", tc.file, code, out)
+		}
+		oneLine(t, fmt.Sprintf("restart with %q", tc.file), errs, tc.want, fmt.Sprintf("the daemon (pid %d) keeps running", d.Pid))
+		if p := hivetest.DaemonPid(state); p != d.Pid || !hivetest.Alive(d.Pid) {
+			t.Fatalf("after the refused restart: daemon %d (alive %v), lock file %d", d.Pid, hivetest.Alive(d.Pid), p)
+		}
+	}
+	var jobs []cliJob
+	hiveJSON(t, state, &jobs, "ps")
+	if len(jobs) != 1 || jobs[0].Name != "nap" || jobs[0].State != "running" {
+		t.Errorf("jobs after the refused restarts: %+v, want nap running", jobs)
+	}
+	// Fixed, it restarts, with the daemon's flags.
+	os.WriteFile(toml, []byte("grace = \"2s\"\n"), 0o600)
+	if out, err := hivetest.Run(t, state, "restart"); err != nil || !strings.Contains(out, fmt.Sprintf("pid %d stopped", d.Pid)) {
+		t.Fatalf("restart with a good hive.toml: %v %q", err, out)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
@@ -98,6 +99,14 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 		return fmt.Errorf("hive restart runs inside a job of this daemon, which its stop would end before the new daemon starts: run it outside, or run hive stop (the next hive command starts a daemon)")
 	}
 	old, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
+	if err == nil && len(old.Args) > 0 {
+		// The daemon stays unless its successor would start: a typo in
+		// hive.toml must not leave none.
+		if err := checkDaemonArgs(old.Args, old.Cwd); err != nil {
+			return fmt.Errorf("the daemon (pid %d) keeps running: the new one would refuse to start: %s", old.PID,
+				strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")) // exit 1: the command line was right
+		}
+	}
 	var oldPID int
 	switch {
 	case errors.Is(err, client.ErrNoDaemon):

@@ -129,3 +129,46 @@ func TestRestartRefusesBadConfig(t *testing.T) {
 		t.Fatalf("restart with a good hive.toml: %v %q", err, out)
 	}
 }
+
+// ps -a lists every job (it stopped at 200, silently); -n N the N newest,
+// ended ones too, and says on stderr how many more there are. CREATED is
+// an age, as docker ps shows it.
+func TestPsAllAndLast(t *testing.T) {
+	state := hivetest.StateDir(t)
+	const n = 205
+	var ids []string
+	for i := range n {
+		out, err := hivetest.Run(t, state, "run", "--", fmt.Sprintf("exit %d", i%2))
+		if err != nil {
+			t.Fatalf("run %d: %v %s", i, err, out)
+		}
+		ids = append(ids, strings.TrimSpace(out))
+	}
+	code, out, errs := runSplit(t, state, "ps", "-a", "-q")
+	if got := strings.Fields(out); code != 0 || len(got) != n || errs != "" {
+		t.Fatalf("ps -a -q: exit %d, %d ids, stderr %q; want %d ids and nothing on stderr", code, len(got), errs, n)
+	}
+	code, out, errs = runSplit(t, state, "ps", "-a")
+	rows := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(rows) != n+1 || errs != "" {
+		t.Fatalf("ps -a: exit %d, %d lines, stderr %q; want a header and %d rows", code, len(rows), errs, n)
+	}
+	if !regexp.MustCompile(`^ID +NAME +STATE +EXIT +CREATED +DURATION +CMD$`).MatchString(rows[0]) ||
+		!regexp.MustCompile(`^`+ids[n-1]+` +- +\w+ +\S+ +(Less than a second|\d+ seconds?) ago +`).MatchString(rows[1]) {
+		t.Errorf("ps -a: header %q, newest row %q; want the newest job first, created seconds ago", rows[0], rows[1])
+	}
+	code, out, errs = runSplit(t, state, "ps", "-n", "5")
+	rows = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if code != 0 || len(rows) != 6 || !strings.HasPrefix(rows[1], ids[n-1]) || !strings.HasPrefix(rows[5], ids[n-5]) {
+		t.Errorf("ps -n 5: exit %d, %q; want a header and the 5 newest jobs", code, out)
+	}
+	oneLine(t, "ps -n 5's stderr", errs, fmt.Sprintf("%d older job(s) not shown", n-5))
+	var jobs []cliJob
+	hiveJSON(t, state, &jobs, "ps", "--last", "3")
+	if len(jobs) != 3 || jobs[0].ID != ids[n-1] {
+		t.Errorf("ps --last 3 --json: %d jobs, want the 3 newest", len(jobs))
+	}
+	if code, out, errs := runSplit(t, state, "ps", "-n", "-1"); code != 2 || out != "" {
+		t.Errorf("ps -n -1: exit %d, stdout %q, stderr %q; want a usage error", code, out, errs)
+	}
+}

@@ -172,3 +172,26 @@ func TestPsAllAndLast(t *testing.T) {
 		t.Errorf("ps -n -1: exit %d, stdout %q, stderr %q; want a usage error", code, out, errs)
 	}
 }
+
+// hive stop counts the PTY shells it ended, as it counts the jobs.
+func TestStopCountsShells(t *testing.T) {
+	state := hivetest.StateDir(t)
+	if out, err := hivetest.Run(t, state, "run", "--", "sleep 600"); err != nil {
+		t.Fatalf("run: %v %s", err, out)
+	}
+	s := hivetest.Connect(t, state, t.TempDir())
+	var pids []int
+	for range 2 {
+		var sh ptyInfo
+		s.MustCall("terminal_pty_open", nil, &sh)
+		pids = append(pids, sh.Pid)
+	}
+	daemon := hivetest.DaemonPid(state)
+	out, err := hivetest.Run(t, state, "stop", "--grace", "2s")
+	if want := fmt.Sprintf("stopped the daemon (pid %d); 1 job(s) were stopped, 2 PTY shell(s) ended\n", daemon); err != nil || out != want {
+		t.Fatalf("stop: %v %q, want %q", err, out, want)
+	}
+	for _, pid := range pids {
+		waitGone(t, pid, fmt.Sprintf("the shell %d", pid))
+	}
+}

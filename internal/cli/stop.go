@@ -74,14 +74,14 @@ func runStop(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	jobs := 0
+	jobs, shells := 0, 0
 	if before.Activity != nil {
-		jobs = before.Activity.Jobs
+		jobs, shells = before.Activity.Jobs, before.Activity.PTYSessions
 	}
 	if *asJSON {
-		return jsonOut(e, map[string]any{"stopped": true, "pid": pid, "jobs_stopped": jobs})
+		return jsonOut(e, map[string]any{"stopped": true, "pid": pid, "jobs_stopped": jobs, "shells_stopped": shells})
 	}
-	fmt.Fprintf(e.Stdout, "stopped the daemon (pid %d); %d job(s) were stopped\n", pid, jobs)
+	fmt.Fprintf(e.Stdout, "stopped the daemon (pid %d); %d job(s) were stopped, %d PTY shell(s) ended\n", pid, jobs, shells)
 	if before.Supervisor == "systemd" {
 		fmt.Fprintln(e.Stdout, "it runs as a systemd service: systemctl --user start hive starts it again")
 	}

@@ -195,3 +195,40 @@ func TestStopCountsShells(t *testing.T) {
 		waitGone(t, pid, fmt.Sprintf("the shell %d", pid))
 	}
 }
+
+// hive dashboard says when the opener could not open a browser (no
+// display, no browser: xdg-open exits 3), with what it said; an opener
+// that worked adds nothing to the URL.
+func TestDashboardSaysWhenNoBrowser(t *testing.T) {
+	state := hivetest.StateDir(t)
+	startHTTPDaemon(t, state, freePort(t))
+	bin := t.TempDir()
+	got := filepath.Join(t.TempDir(), "opened")
+	for _, tc := range []struct {
+		script string
+		want   []string // in the one line on stderr; none: no stderr
+	}{
+		{"#!/bin/sh\necho \"xdg-open: no method available for opening '$1'\" >&2\nexit 3\n",
+			[]string{"could not open a browser", "xdg-open: exit status 3: xdg-open: no method available for opening", "open the URL above"}},
+		{"#!/bin/sh\necho \"$1\" > " + got + "\n", nil},
+	} {
+		if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(tc.script), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmd := hivetest.Command(t, state, "dashboard")
+		cmd.Env = append(cmd.Env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "/login?code=") {
+			t.Fatalf("dashboard: %v, stdout %q, stderr %q", err, out.String(), errb.String())
+		}
+		if tc.want == nil {
+			b, _ := os.ReadFile(got)
+			if errb.Len() != 0 || string(b) != out.String() {
+				t.Errorf("dashboard with a working opener: stderr %q, the opener got %q; want nothing and the URL %q", errb.String(), b, out.String())
+			}
+			continue
+		}
+		oneLine(t, "dashboard with a failing opener's stderr", errb.String(), tc.want...)
+	}
+}

@@ -137,7 +137,7 @@ func lineDiff(want, got string) string {
 // duration is part of what is documented):
 //
 //   - times: RFC 3339 (<time>), "2006-01-02 15:04" (<time>), a clock
-//     15:04:05 (<clock>);
+//     15:04:05 (<clock>), an age as ps tells it, "3 seconds ago" (<ago>);
 //   - JSON numbers of volatile fields: "pid" (<pid>), "*_ms" (<ms>),
 //     "*_at" (<time>, unix seconds);
 //   - "pid N" in text (pid <pid>);
@@ -175,6 +175,7 @@ var (
 	rfc3339Re  = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
 	dateTimeRe = regexp.MustCompile(`\b\d{4}-\d\d-\d\d \d\d:\d\d\b`)
 	clockRe    = regexp.MustCompile(`\b\d\d:\d\d:\d\d\b`)
+	agoRe      = regexp.MustCompile(`\b(Less than a second|About an? (minute|hour)|\d+ (second|minute|hour|day|week|month|year)s?) ago\b`)
 	pidFieldRe = regexp.MustCompile(`("pid": ?)\d+`)
 	msFieldRe  = regexp.MustCompile(`("\w+_ms": ?)\d+`)
 	atFieldRe  = regexp.MustCompile(`("\w+_at": ?)\d+`)
@@ -195,6 +196,7 @@ func (n *normalizer) volatile(s string) string {
 	s = replaceCells(s, rfc3339Re, func(string) string { return "<time>" })
 	s = replaceCells(s, dateTimeRe, func(string) string { return "<time>" })
 	s = replaceCells(s, clockRe, func(string) string { return "<clock>" })
+	s = replaceCells(s, agoRe, func(string) string { return "<ago>" })
 	s = pidFieldRe.ReplaceAllString(s, "${1}<pid>")
 	s = msFieldRe.ReplaceAllString(s, "${1}<ms>")
 	s = atFieldRe.ReplaceAllString(s, "${1}<time>")

@@ -150,8 +150,8 @@ func Run(ctx context.Context, e Env, args []string) error {
 			return err
 		}
 	}
-	usage(e.Stderr)
-	return fmt.Errorf("%w: unknown command %q", ErrUsage, name)
+	// One line, as docker says it: the whole usage would bury the error.
+	return fmt.Errorf("%w: unknown command %q (hive help lists the commands)", ErrUsage, name)
 }
 
 func usage(w io.Writer) {
@@ -216,11 +216,14 @@ func parse(fs *flagSet, args []string) error {
 			return errHelp
 		}
 	}
+	// The flag package would print the error and the whole usage; the
+	// error comes back once, on one line, with where the flags are.
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return errHelp
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return fmt.Errorf("%w: %s: %v (%s -h lists its flags)", ErrUsage, fs.Name(), err, fs.Name())
 	}
 	return nil
 }

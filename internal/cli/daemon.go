@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -113,11 +114,12 @@ func (o *daemonOpts) load(l paths.Layout) error {
 }
 
 // from says where a flag's bad value came from, for its error: "" for the
-// command line or a default, " (hive.toml line 3)" for the file.
+// command line or a default, " (set by /s/hive.toml:3: grace)" for the
+// file.
 func (o *daemonOpts) from(flags ...string) string {
 	for _, f := range flags {
 		if s := o.sources[f]; s.From == "file" {
-			return fmt.Sprintf(" (set by %s line %d: %s)", s.File, s.Line, strings.ReplaceAll(f, "-", "_"))
+			return fmt.Sprintf(" (set by %s:%d: %s)", s.File, s.Line, strings.ReplaceAll(f, "-", "_"))
 		}
 	}
 	return ""
@@ -185,6 +187,29 @@ func (o *daemonOpts) settings() []proto.Setting {
 		out = append(out, proto.Setting{Name: f.Name, Value: f.Value.String(), Source: s.From, File: s.File, Line: s.Line})
 	})
 	return out
+}
+
+// checkDaemonArgs checks the settings a daemon started with args (as a
+// daemon tells them: "daemon", then its flags) in the directory cwd would
+// run with, reading hive.toml now, with the code runDaemon uses: an error
+// is what that daemon would refuse to start with, naming the flag, and
+// the file, line and key when the file set it.
+func checkDaemonArgs(args []string, cwd string) error {
+	if len(args) == 0 || args[0] != "daemon" {
+		return fmt.Errorf("the daemon's arguments %q: want daemon and its flags", args)
+	}
+	o := daemonFlags("daemon", Env{Stdout: io.Discard, Stderr: io.Discard})
+	if err := parse(o.fs, args[1:]); err != nil {
+		return err
+	}
+	if *o.config != "" && !filepath.IsAbs(*o.config) && cwd != "" {
+		*o.config = filepath.Join(cwd, *o.config)
+	}
+	l, err := layout(*o.dir)
+	if err != nil {
+		return err
+	}
+	return o.load(l)
 }
 
 func runDaemon(ctx context.Context, e Env, args []string) error {

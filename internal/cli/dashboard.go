@@ -3,13 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/termsafe"
 )
 
 func init() {
@@ -69,17 +74,58 @@ func runDashboard(ctx context.Context, e Env, args []string) error {
 	}
 	for _, opener := range []string{"xdg-open", "open"} {
 		if p, err := exec.LookPath(opener); err == nil {
-			cmd := exec.Command(p, resp.URL)
-			if err := cmd.Start(); err != nil {
-				return fmt.Errorf("open the dashboard with %s: %w", opener, err)
+			if err := openURL(p, resp.URL); err != nil {
+				fmt.Fprintf(e.Stderr, "hive dashboard: could not open a browser: %s: open the URL above in one (it works once, for two minutes)\n", termsafe.Line(err.Error()))
 			}
-			// The opener hands the URL to a browser and exits; its status
-			// says nothing useful.
-			return cmd.Process.Release()
+			return nil
 		}
 	}
 	fmt.Fprintln(e.Stderr, "hive dashboard: no xdg-open here: open the URL above in a browser (it works once, for two minutes)")
 	return nil
+}
+
+// openerWait is how long openURL waits for the opener's verdict.
+const openerWait = 3 * time.Second
+
+// openURL runs the opener at path on url and waits for it to hand the
+// URL to a browser and exit: its failure (no browser, no display) is an
+// error naming it, its status and the last line it printed. An opener
+// still running after openerWait is taken to be the browser itself (a
+// text browser xdg-open ran): it is left running, and its waiter ends
+// with this process.
+func openURL(path, url string) error {
+	cmd := exec.Command(path, url)
+	// Its output goes to a file, not a pipe: a browser it starts keeps
+	// the descriptors, and a pipe would hold Wait until the browser ends
+	// (or break under the browser once closed).
+	out, err := os.CreateTemp("", "hive-opener-*")
+	if err != nil {
+		return fmt.Errorf("a file for %s's output: %w", filepath.Base(path), err)
+	}
+	os.Remove(out.Name()) // gone with the last descriptor
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t := time.NewTimer(openerWait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err == nil {
+			return nil
+		}
+		b, _ := io.ReadAll(io.NewSectionReader(out, 0, 64<<10))
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+			return fmt.Errorf("%s: %w: %s", filepath.Base(path), err, last)
+		}
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	case <-t.C:
+		return nil
+	}
 }
 
 func loopbackHost(h string) bool {

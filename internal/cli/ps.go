@@ -15,7 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/view"
 )
 
-const psUsage = "ps [-a] [-q] [--format table|json] [--filter state=S] [--filter name=N]   list jobs (-a: also ended ones)"
+const psUsage = "ps [-a] [-n N] [-q] [--format table|json] [--filter state=S] [--filter name=N]   list jobs (-a: also ended ones; -n: the N newest)"
 
 func init() {
 	register(command{name: "ps", usage: psUsage, run: runPs})
@@ -32,6 +32,9 @@ func runPs(ctx context.Context, e Env, args []string) error {
 	var all bool
 	fs.BoolVar(&all, "a", false, "all jobs: ended ones too")
 	fs.BoolVar(&all, "all", false, "same as -a")
+	var last int
+	fs.IntVar(&last, "n", 0, "only the N newest jobs, ended ones too (0: all); the table says how many more there are")
+	fs.IntVar(&last, "last", 0, "same as -n")
 	out := outputFlags(fs, true)
 	var filters multiFlag
 	fs.Var(&filters, "filter", "state=S (pending, running, done, timed_out, killed, interrupted, failed; repeat for any of several) or name=N")
@@ -44,7 +47,10 @@ func runPs(ctx context.Context, e Env, args []string) error {
 	if err := out.check(); err != nil {
 		return err
 	}
-	req := proto.Request{Cmd: proto.CmdPs, All: all}
+	if last < 0 {
+		return fmt.Errorf("%w: -n %d: must be >= 0 (0: all)", ErrUsage, last)
+	}
+	req := proto.Request{Cmd: proto.CmdPs, All: all || last > 0, Last: last} // -n lists ended jobs too, as docker's
 	for _, f := range filters {
 		k, v, ok := strings.Cut(f, "=")
 		switch {
@@ -85,7 +91,14 @@ func runPs(ctx context.Context, e Env, args []string) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(resp.Jobs)
 	}
-	return psTable(e.Stdout, resp.Jobs, time.Now())
+	if err := psTable(e.Stdout, resp.Jobs, time.Now()); err != nil {
+		return err
+	}
+	if more := resp.Total - len(resp.Jobs); more > 0 {
+		// On stderr: the table stays what a pipe counts or cuts.
+		fmt.Fprintf(e.Stderr, "%d older job(s) not shown (-n %d); without -n, ps lists them all\n", more, last)
+	}
+	return nil
 }
 
 func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
@@ -105,9 +118,54 @@ func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 		if !j.Started.IsZero() {
 			dur = humanDuration(time.Duration(j.DurationMs) * time.Millisecond)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, name, j.State, exit, humanTime(j.Created, now), dur, cmd)
+		// Padded to the longest: the columns stay put whatever the ages.
+		created := fmt.Sprintf("%-*s", len(lessThanASecond), ago(j.Created, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, name, j.State, exit, created, dur, cmd)
 	}
 	return tw.Flush()
+}
+
+// lessThanASecond is the longest text ago returns.
+const lessThanASecond = "Less than a second ago"
+
+// ago is how long before now t was, as docker ps says it: "Less than a
+// second ago", "1 second ago", "About a minute ago", "5 minutes ago",
+// "About an hour ago", "3 hours ago" (up to two days), then days, weeks
+// (from two weeks), months (from two months) and years (from two years).
+// A zero t is "-"; a t after now (another clock) is less than a second.
+func ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := max(now.Sub(t), 0)
+	n := func(k int, unit string) string {
+		if k == 1 {
+			return "1 " + unit + " ago"
+		}
+		return fmt.Sprintf("%d %ss ago", k, unit)
+	}
+	const day = 24 * time.Hour
+	switch {
+	case d < time.Second:
+		return lessThanASecond
+	case d < time.Minute:
+		return n(int(d/time.Second), "second")
+	case d < 2*time.Minute:
+		return "About a minute ago"
+	case d < time.Hour:
+		return n(int(d/time.Minute), "minute")
+	case d < 2*time.Hour:
+		return "About an hour ago"
+	case d < 2*day:
+		return n(int(d/time.Hour), "hour")
+	case d < 14*day:
+		return n(int(d/day), "day")
+	case d < 60*day:
+		return n(int(d/(7*day)), "week")
+	case d < 730*day:
+		return n(int(d/(30*day)), "month")
+	}
+	return n(int(d/(365*day)), "year")
 }
 
 // humanTime is a time of today as 15:04:05, an older one with its date

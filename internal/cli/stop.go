@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hivetools/hive/internal/client"
@@ -73,14 +74,14 @@ func runStop(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	jobs := 0
+	jobs, shells := 0, 0
 	if before.Activity != nil {
-		jobs = before.Activity.Jobs
+		jobs, shells = before.Activity.Jobs, before.Activity.PTYSessions
 	}
 	if *asJSON {
-		return jsonOut(e, map[string]any{"stopped": true, "pid": pid, "jobs_stopped": jobs})
+		return jsonOut(e, map[string]any{"stopped": true, "pid": pid, "jobs_stopped": jobs, "shells_stopped": shells})
 	}
-	fmt.Fprintf(e.Stdout, "stopped the daemon (pid %d); %d job(s) were stopped\n", pid, jobs)
+	fmt.Fprintf(e.Stdout, "stopped the daemon (pid %d); %d job(s) were stopped, %d PTY shell(s) ended\n", pid, jobs, shells)
 	if before.Supervisor == "systemd" {
 		fmt.Fprintln(e.Stdout, "it runs as a systemd service: systemctl --user start hive starts it again")
 	}
@@ -98,6 +99,14 @@ func runRestart(ctx context.Context, e Env, args []string) error {
 		return fmt.Errorf("hive restart runs inside a job of this daemon, which its stop would end before the new daemon starts: run it outside, or run hive stop (the next hive command starts a daemon)")
 	}
 	old, err := client.Call(l, proto.Request{Cmd: proto.CmdVersion})
+	if err == nil && len(old.Args) > 0 {
+		// The daemon stays unless its successor would start: a typo in
+		// hive.toml must not leave none.
+		if err := checkDaemonArgs(old.Args, old.Cwd); err != nil {
+			return fmt.Errorf("the daemon (pid %d) keeps running: the new one would refuse to start: %s", old.PID,
+				strings.TrimPrefix(err.Error(), ErrUsage.Error()+": ")) // exit 1: the command line was right
+		}
+	}
 	var oldPID int
 	switch {
 	case errors.Is(err, client.ErrNoDaemon):

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hivetools/hive/internal/paths"
@@ -50,7 +51,7 @@ func (c *Conn) CloseWrite() error {
 func Dial(l paths.Layout) (net.Conn, error) {
 	if err := l.Check(); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w (socket %s): %v", ErrNoDaemon, l.Socket(), err)
+			return nil, noDaemon(l, err)
 		}
 		return nil, err
 	}
@@ -59,13 +60,27 @@ func Dial(l paths.Layout) (net.Conn, error) {
 	}
 	c, err := net.DialTimeout("unix", l.Socket(), 2*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("%w (socket %s): %v", ErrNoDaemon, l.Socket(), err)
+		return nil, noDaemon(l, err)
 	}
 	if err := checkPeer(l, c); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// noDaemon is ErrNoDaemon for l, on one line an operator reads: a missing
+// state dir or socket, or a socket nobody listens on (a daemon that
+// died), says so in words; another dial error is told as it is.
+func noDaemon(l paths.Layout, err error) error {
+	why := err.Error()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		why = "no socket " + l.Socket()
+	case errors.Is(err, syscall.ECONNREFUSED):
+		why = "nothing listens on " + l.Socket()
+	}
+	return fmt.Errorf("%w (%s): hive daemon starts one, as does hive run or hive mcp", ErrNoDaemon, why)
 }
 
 // checkPeer refuses a connection whose listener runs as another uid.

@@ -18,7 +18,7 @@ func checkSocket(l paths.Layout) error {
 	path := l.Socket()
 	fi, err := os.Lstat(path)
 	if err != nil { // missing, or the dir cannot be searched
-		return fmt.Errorf("%w (socket %s): %v", ErrNoDaemon, path, err)
+		return noDaemon(l, err)
 	}
 	bad := func(problem string) error {
 		return &paths.InsecureError{What: "socket", Path: path, Problem: problem + ": refusing to connect",

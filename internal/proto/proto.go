@@ -103,9 +103,11 @@ type Request struct {
 	Tail       int  `json:"tail,omitempty"`
 	Timestamps bool `json:"timestamps,omitempty"`
 
-	// ps: All also lists ended jobs; States (any of) and Name filter.
+	// ps: All also lists ended jobs; States (any of) and Name filter;
+	// Last > 0 keeps the Last newest of those (0: all of them).
 	All    bool     `json:"all,omitempty"`
 	States []string `json:"states,omitempty"`
+	Last   int      `json:"last,omitempty"`
 
 	// wake
 	From string `json:"from,omitempty"`
@@ -167,11 +169,14 @@ type Response struct {
 	Activity   *Activity   `json:"activity,omitempty"`
 	Supervisor string      `json:"supervisor,omitempty"`
 
-	Job          *view.Job  `json:"job,omitempty"`
-	Jobs         []view.Job `json:"jobs,omitzero"` // ps: [] when none
-	AlreadyEnded bool       `json:"already_ended,omitempty"`
-	TodoID       int64      `json:"todo_id,omitempty"`
-	Stats        *Stats     `json:"stats,omitempty"`
+	Job  *view.Job  `json:"job,omitempty"`
+	Jobs []view.Job `json:"jobs,omitzero"` // ps: [] when none
+	// ps: how many jobs matched, Jobs holding the newest Request.Last
+	// of them.
+	Total        int    `json:"total,omitempty"`
+	AlreadyEnded bool   `json:"already_ended,omitempty"`
+	TodoID       int64  `json:"todo_id,omitempty"`
+	Stats        *Stats `json:"stats,omitempty"`
 
 	MessageID int64       `json:"message_id,omitempty"` // wake
 	Requeued  *int        `json:"requeued,omitempty"`   // inbox_requeue

@@ -419,6 +419,7 @@ func (m *Manager) adoptHeld(recs []store.PTY) []store.PTY {
 			rec.Cols, rec.Rows = int(ws.Col), int(ws.Row)
 		}
 		s := newHeldSession(m, rec, master, x.TTY, x.Output)
+		s.setUp.Store(true) // its program had its terminal long before
 		if rec.ExitCode != nil {
 			c := *rec.ExitCode
 			s.exitRecord = &c

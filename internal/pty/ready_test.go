@@ -215,3 +215,25 @@ func TestSendReadyExit(t *testing.T) {
 		t.Errorf("SendReady(... & exit) = %+v, want the shell gone and the job's output not waited for", r)
 	}
 }
+
+// The first input of a session sent right after Open reaches the shell
+// after it has set up its terminal: its echo follows the first prompt
+// (the terminal echoed it before the prompt when it came first).
+func TestFirstInputAfterPrompt(t *testing.T) {
+	m := newManager(t, Options{})
+	for i := range 5 {
+		s := open(t, m, OpenOptions{})
+		r := sendWait(t, s, "echo first-$((2+3))\n", `(?m)^first-5`)
+		all, err := s.Read(0, false, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := strings.Index(all.Data, "echo first-")
+		if p := regexp.MustCompile(`bash-[0-9.]+[#$] `).FindStringIndex(all.Data); p == nil || at < 0 || p[1] > at {
+			t.Fatalf("session %d: the input's echo is not after the first prompt: %q (since the send: %q)", i, all.Data, r.Data)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

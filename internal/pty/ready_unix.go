@@ -29,6 +29,9 @@ const (
 	readyQuiet = 100 * time.Millisecond
 	// probeMax is the longest pause between two looks at the program.
 	probeMax = 20 * time.Millisecond
+	// setupMax bounds the wait of a session's first input for its
+	// program to set up its terminal (see awaitSetup).
+	setupMax = time.Second
 )
 
 // fgState is what the terminal's foreground program is doing.
@@ -135,6 +138,7 @@ func (s *Session) promptAtCursor() bool {
 // the output ends. The wait is bounded by ctx: when ctx ends first the
 // result is still filled in and the error is ctx.Err().
 func (s *Session) SendReady(ctx context.Context, input string) (ReadResult, error) {
+	s.awaitSetup() // before the first look: the setup is not the input's answer
 	from := s.stream.Stats().Total
 	before := s.probe()
 	if err := s.Send(input); err != nil {
@@ -213,5 +217,43 @@ func (s *Session) SendReady(ctx context.Context, input string) (ReadResult, erro
 			next = settle - now.Sub(candAt)
 		}
 		timer.Reset(next)
+	}
+}
+
+// awaitSetup waits, before the session's first input, until its program
+// has set up its terminal: it left the line mode the terminal starts in
+// (a shell's line editor, a REPL, a full-screen program turn echo or
+// canonical input off before their prompt), or it waits for input from
+// the terminal (cat, a read), or it ended. Input written before that is
+// echoed by the terminal itself, ahead of the program's prompt, and the
+// line editor then echoes it again. The wait is bounded by setupMax (a
+// program busy at first, or one where nothing tells, gets its input
+// then); later inputs do not wait.
+func (s *Session) awaitSetup() {
+	if s.setUp.Load() {
+		return
+	}
+	defer s.setUp.Store(true)
+	bound := time.NewTimer(setupMax)
+	defer bound.Stop()
+	step := time.Millisecond
+	for {
+		if cooked, ok := lineMode(s.master); ok && !cooked {
+			return
+		}
+		if s.probe().state == fgInput && !s.outputPending() {
+			return
+		}
+		t := time.NewTimer(step)
+		select {
+		case <-s.exited:
+		case <-s.closing:
+		case <-bound.C:
+		case <-t.C:
+			step = min(2*step, probeMax)
+			continue
+		}
+		t.Stop()
+		return
 	}
 }

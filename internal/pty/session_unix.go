@@ -66,6 +66,7 @@ type Session struct {
 	master   *os.File    // pollable: Close interrupts blocked reads and writes
 	tty      string      // the terminal's path (/dev/pts/N)
 	reading  atomic.Bool // the reader holds output not yet in the stream and the emulator
+	setUp    atomic.Bool // the program has set up its terminal, or awaitSetup gave up waiting
 	stream   *output.Stream
 
 	emuMu   sync.Mutex // guards emu and screen
@@ -453,6 +454,7 @@ func (s *Session) Send(input string) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
+	s.awaitSetup()
 	if err := s.writeInput([]byte(input), sendTimeout); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return fmt.Errorf("session_id %s: input not read by the program within %s: %w", s.id, sendTimeout, err)
@@ -470,6 +472,7 @@ func (s *Session) Send(input string) error {
 // is sent, so a pattern should not match the input itself. When ctx ends
 // first the result is still filled in and the error is ctx.Err().
 func (s *Session) SendWait(ctx context.Context, input string, wait time.Duration, waitFor *regexp.Regexp) (ReadResult, error) {
+	s.awaitSetup() // what the program prints before it is not the input's answer
 	from := s.stream.Stats().Total
 	if err := s.Send(input); err != nil {
 		return ReadResult{}, err

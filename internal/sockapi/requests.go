@@ -48,11 +48,18 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 				return fail(err)
 			}
 		}
-		jobs, err := s.svc.ListJobs(ctx, 200, req.Name, states...)
+		if req.Last < 0 {
+			return fail(errdefs.Newf(errdefs.ErrInvalid, "last %d: must be >= 0 (0: all)", req.Last))
+		}
+		jobs, err := s.svc.ListJobs(ctx, 0, req.Name, states...)
 		if err != nil {
 			return fail(err)
 		}
-		return proto.Response{OK: true, Jobs: jobs}
+		total := len(jobs)
+		if req.Last > 0 && req.Last < total {
+			jobs = jobs[:req.Last] // newest first
+		}
+		return proto.Response{OK: true, Jobs: jobs, Total: total}
 	case proto.CmdRun:
 		if len(req.Argv) == 0 {
 			return fail(errdefs.New(errdefs.ErrInvalid, "argv: must not be empty"))

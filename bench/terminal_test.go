@@ -93,7 +93,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 
 // BenchmarkToolsListSize reports the size of tools/list, of the server's
 // instructions (JSON-encoded, as sent at initialize) and of the two
-// together for all groups (target <= 18 000 bytes: they are paid for in
+// together for all groups (target <= 16 000 bytes: they are paid for in
 // every agent turn), for each group alone, and for all groups in the text
 // form of answers (--answers text: no output schemas).
 func BenchmarkToolsListSize(b *testing.B) {

@@ -100,7 +100,7 @@ placeholders such as <id1>, <ms>, <time>, <state>, <cwd>, <version>. After a cha
 		}
 	}()
 
-	s.call("initialize", stable, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"golden","version":"1"}}}`)
+	s.call("initialize", stable, `{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"experimental":{"claude/channel":{}}},"clientInfo":{"name":"golden","version":"1"}}}`)
 	s.notify("initialized", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s.call("tools/list", stable, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`)
 

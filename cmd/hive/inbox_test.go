@@ -232,17 +232,32 @@ func TestReminderDueDuringDowntime(t *testing.T) {
 	})
 }
 
-// The reminder cap comes from --remind-max, else HIVE_REMIND_MAX_PENDING.
+// The reminder cap comes from --remind-max, else
+// HIVE_REMIND_MAX_PENDING_PER_AGENT (the seed's name), else
+// HIVE_REMIND_MAX_PENDING; the seed's name wins when both are set.
 func TestRemindMaxFromEnv(t *testing.T) {
-	state := hivetest.StateDir(t)
-	d := hivetest.Command(t, state, "daemon")
-	d.Env = append(d.Env, "HIVE_REMIND_MAX_PENDING=2")
-	hivetest.StartDaemonCmd(t, state, d)
-	s := hivetest.Connect(t, state, t.TempDir())
-	for range 2 {
-		s.MustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
-	}
-	if text, isErr := s.Call("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil); !isErr || !strings.Contains(text, "2 are pending") {
-		t.Errorf("third of 2: %v %q", isErr, text)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		max  int
+	}{
+		{"short name", []string{"HIVE_REMIND_MAX_PENDING=2"}, 2},
+		{"seed name", []string{"HIVE_REMIND_MAX_PENDING_PER_AGENT=1"}, 1},
+		{"both", []string{"HIVE_REMIND_MAX_PENDING=3", "HIVE_REMIND_MAX_PENDING_PER_AGENT=2"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := hivetest.StateDir(t)
+			d := hivetest.Command(t, state, "daemon")
+			d.Env = append(d.Env, tc.env...)
+			hivetest.StartDaemonCmd(t, state, d)
+			s := hivetest.Connect(t, state, t.TempDir())
+			for range tc.max {
+				s.MustCall("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil)
+			}
+			want := fmt.Sprintf("%d are pending", tc.max)
+			if text, isErr := s.Call("remind", map[string]any{"message": "r", "delay_seconds": 3600}, nil); !isErr || !strings.Contains(text, want) {
+				t.Errorf("reminder %d of at most %d: error %v, %q (want %q)", tc.max+1, tc.max, isErr, text, want)
+			}
+		})
 	}
 }

@@ -145,11 +145,13 @@ func (c *rawClient) call(method string, params any) json.RawMessage {
 	return res
 }
 
-// initialize does the handshake, declaring nothing, and returns the result.
+// initialize does the handshake, declaring the claude/channel capability
+// as Claude Code does and nothing else, and returns the result.
 func (c *rawClient) initialize() json.RawMessage {
 	c.t.Helper()
-	res := c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
-		"clientInfo": map[string]any{"name": "raw", "version": "1"}})
+	res := c.call("initialize", map[string]any{"protocolVersion": "2025-06-18",
+		"capabilities": map[string]any{"experimental": map[string]any{"claude/channel": map[string]any{}}},
+		"clientInfo":   map[string]any{"name": "raw", "version": "1"}})
 	c.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
 	return res
 }
@@ -201,9 +203,10 @@ func wakeSocket(t *testing.T, state, from, body string) {
 	}
 }
 
-// A client that declared nothing (no subscription, no log level) is told
-// at initialize how to use hive and that hive is a Claude Code channel,
-// and is pushed a job's end and a new message, each as a channel
+// A client that declared the claude/channel capability and nothing else
+// (no subscription, no log level) is told at initialize how to use hive
+// and that hive is a Claude Code channel, and is pushed a job's end and a
+// new message, each as a channel
 // notification (kind, id, exit / from in meta) and as an info log. A job
 // whose end the agent saw inline is not pushed on the channel.
 func TestChannelPushToRawClient(t *testing.T) {
@@ -346,15 +349,16 @@ func TestChannelCoalescesBursts(t *testing.T) {
 	}
 }
 
-// Over streamable HTTP, a client that declared nothing gets the channel
-// notification and the info log on its standalone SSE stream (GET).
+// Over streamable HTTP, a client that declared the claude/channel
+// capability and nothing else gets the channel notification and the info
+// log on its standalone SSE stream (GET).
 func TestChannelPushOverHTTP(t *testing.T) {
 	state := hivetest.StateDir(t)
 	addr := freePort(t)
 	startHTTPDaemon(t, state, addr)
 	url := "http://" + addr + "/mcp"
 	hdr := auth(httpToken(t, state))
-	a := do(t, "POST", url, hdr, initBody)
+	a := do(t, "POST", url, hdr, strings.Replace(initBody, `"capabilities":{}`, `"capabilities":{"experimental":{"claude/channel":{}}}`, 1))
 	sid := a.header.Get("Mcp-Session-Id")
 	if a.status != http.StatusOK || sid == "" || !strings.Contains(a.body, `"experimental":{"claude/channel":{}}`) {
 		t.Fatalf("initialize: %d %q %s", a.status, sid, a.body)

@@ -71,7 +71,8 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.handleTTL = fs.Duration("handle-ttl", 5*time.Minute, "how long a terminal_exec output handle lives after its last use")
 	o.handleCap = fs.Int64("handle-cap", 64<<20, "bytes all output handles together may refer to (least recently used go first)")
 	o.name = fs.String("name", "", "the agent's name, as get_agent_meta tells it (default: the state dir's base name)")
-	o.remindMax = fs.Int("remind-max", envInt("HIVE_REMIND_MAX_PENDING", inbox.DefaultRemindMax), "pending reminders at most (env HIVE_REMIND_MAX_PENDING)")
+	o.remindMax = fs.Int("remind-max", envInt(remindMaxEnv, envInt("HIVE_REMIND_MAX_PENDING", inbox.DefaultRemindMax)),
+		"pending reminders at most (env "+remindMaxEnv+", else HIVE_REMIND_MAX_PENDING; the first wins if both are set)")
 	o.maxLine = fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
 	o.holdJobs = fs.Bool("hold-jobs", runtime.GOOS == "linux", "run jobs in the holder of the jobs (hive holder), so that they keep running when the daemon ends (a crash, hive restart, a new build): the next daemon adopts them")
 	o.logMax = fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
@@ -289,6 +290,11 @@ func retainArg(d time.Duration) time.Duration {
 
 // envInt reads an integer default from the environment (def when unset
 // or not a number).
+// remindMaxEnv is the seed's name of --remind-max's variable. The
+// shorter HIVE_REMIND_MAX_PENDING is read too; where both are set, this
+// one wins (the seed's deployments set it).
+const remindMaxEnv = "HIVE_REMIND_MAX_PENDING_PER_AGENT"
+
 func envInt(key string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
 		return v

@@ -46,6 +46,11 @@ const maxDepth = 64
 // nested deeper than 64 levels, or is longer than the line limit) an
 // invalid-request error (-32600), and the session reads on.
 //
+// A call before the session began (initialize, or a call of the
+// stateless protocol) other than ping is refused by the go-sdk with no
+// JSON-RPC code (0 on the wire); its answer goes out with -32600 instead
+// (TestEarlyCallAgrees).
+//
 // Batches (a JSON array of messages, allowed up to protocol 2025-03-26)
 // are received: their messages are handed on one by one and the answers
 // to their requests go back together as one array, as JSON-RPC says.
@@ -100,6 +105,12 @@ type lineConn struct {
 	open        map[jsonrpc.ID]bool
 	drained     chan struct{}
 	writeFailed bool
+	// begun is set once the session began (an initialize, or a call of
+	// the stateless protocol: see begins); early holds the calls read
+	// before that, whose error answers get a JSON-RPC code (see Write).
+	// Guarded by writeMu.
+	begun bool
+	early map[jsonrpc.ID]bool
 
 	errMu  sync.Mutex
 	endErr error // the first read error other than EOF, or write error
@@ -198,6 +209,16 @@ func (c *lineConn) track(msg jsonrpc.Message) {
 			c.open = map[jsonrpc.ID]bool{}
 		}
 		c.open[r.ID] = true
+		if !c.begun {
+			if begins(r) {
+				c.begun = true
+			} else {
+				if c.early == nil {
+					c.early = map[jsonrpc.ID]bool{}
+				}
+				c.early[r.ID] = true
+			}
+		}
 	case r.Method == "notifications/cancelled":
 		var p struct {
 			RequestID any `json:"requestId"`
@@ -210,7 +231,49 @@ func (c *lineConn) track(msg jsonrpc.Message) {
 	}
 }
 
+// begins reports whether a call begins the session as the go-sdk's
+// server sees it: initialize, or any call of the stateless protocol
+// (2026-07-28: its _meta names the protocol version). Until one comes,
+// the server refuses other calls but ping.
+func begins(r *jsonrpc.Request) bool {
+	if r.Method == "initialize" {
+		return true
+	}
+	if !bytes.Contains(r.Params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return false
+	}
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(r.Params, &p) != nil {
+		return false
+	}
+	v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v >= statelessProtocol
+}
+
+// statelessProtocol is the first protocol version without initialize.
+const statelessProtocol = "2026-07-28"
+
+// earlyError gives an error answer to a call read before the session
+// began a JSON-RPC code: the go-sdk refuses such a call with a plain
+// error, which goes out as code 0, no code JSON-RPC defines. It becomes
+// -32600 (invalid request: the request is not valid in this state), with
+// the go-sdk's message. An answer that has a code keeps it.
+func earlyError(r *jsonrpc.Response) *jsonrpc.Response {
+	if r.Error == nil {
+		return r
+	}
+	if _, ok := errors.AsType[*jsonrpc.Error](r.Error); ok {
+		return r
+	}
+	c := *r
+	c.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: r.Error.Error()}
+	return &c
+}
+
 func (c *lineConn) settleLocked(id jsonrpc.ID) {
+	delete(c.early, id)
 	if c.open[id] {
 		delete(c.open, id)
 		if len(c.open) == 0 && c.drained != nil {
@@ -607,6 +670,14 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// A channel event leaves the server as a carrier the go-sdk can send;
 	// on the wire it is the notification Claude Code reads.
 	msg, _ = tools.UnwrapChannel(msg)
+	if r, ok := msg.(*jsonrpc.Response); ok && r.Error != nil {
+		c.writeMu.Lock()
+		early := c.early[r.ID]
+		c.writeMu.Unlock()
+		if early {
+			msg = earlyError(r)
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err

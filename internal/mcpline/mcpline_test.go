@@ -288,3 +288,109 @@ func TestDeepCallGetsItsID(t *testing.T) {
 		}
 	}
 }
+
+// pipeServer serves the line test's MCP server over two real pipes on
+// mcpline's Transport (line) or the go-sdk's own IOTransport, with no
+// handshake done.
+func pipeServer(t *testing.T, line bool) (in io.WriteCloser, out *bufio.Reader) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "line-test"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{}, struct{}{}, nil
+	})
+	var tr mcp.Transport = &Transport{Reader: inR, Writer: outW}
+	if !line {
+		tr = &mcp.IOTransport{Reader: inR, Writer: outW}
+	}
+	ss, err := srv.Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		inW.Close()
+		ss.Wait()
+		outR.Close()
+	})
+	return inW, bufio.NewReader(outR)
+}
+
+// A call before initialize: the go-sdk refuses it with a plain error,
+// code 0 on the wire (no JSON-RPC code); mcpline answers the same calls
+// with the same message and -32600. Every other answer agrees, code
+// included: pings before initialize, calls after it, and a session of
+// the stateless protocol, which has no initialize.
+func TestEarlyCallAgrees(t *testing.T) {
+	const stateless = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"}}`
+	for _, tc := range []struct {
+		name  string
+		lines []string
+	}{
+		{"initialize", []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}`,
+			`{"jsonrpc":"2.0","id":4,"method":"server/discover"}`,
+			`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":7,"method":"nonesuch"}`,
+		}},
+		{"stateless", []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + stateless + `}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sdkIn, sdkOut := pipeServer(t, false)
+			lineIn, lineOut := pipeServer(t, true)
+			early := 0
+			for _, l := range tc.lines {
+				send(t, sdkIn, l)
+				send(t, lineIn, l)
+				if !strings.Contains(l, `"id"`) {
+					continue
+				}
+				var sdk, ours struct {
+					ID     any             `json:"id"`
+					Result json.RawMessage `json:"result"`
+					Error  *jsonrpc.Error  `json:"error"`
+				}
+				a, b := answerLine(t, sdkOut), answerLine(t, lineOut)
+				if err := json.Unmarshal([]byte(a), &sdk); err != nil {
+					t.Fatalf("%s: the go-sdk's answer %s: %v", l, a, err)
+				}
+				if err := json.Unmarshal([]byte(b), &ours); err != nil {
+					t.Fatalf("%s: mcpline's answer %s: %v", l, b, err)
+				}
+				if fmt.Sprint(sdk.ID) != fmt.Sprint(ours.ID) || (sdk.Error == nil) != (ours.Error == nil) {
+					t.Fatalf("%s:\nthe go-sdk: %s\nmcpline:    %s", l, a, b)
+				}
+				if sdk.Error == nil {
+					continue
+				}
+				if tc.name == "stateless" {
+					t.Errorf("%s: %s (a stateless session needs no initialize)", l, a)
+				}
+				want := sdk.Error.Code
+				if want == 0 {
+					want = jsonrpc.CodeInvalidRequest
+					early++
+				}
+				if ours.Error.Code != want || ours.Error.Message != sdk.Error.Message {
+					t.Errorf("%s:\nthe go-sdk: %s\nmcpline:    %s (want code %d, the same message)", l, a, b, want)
+				}
+			}
+			if tc.name == "initialize" && early != 2 {
+				t.Errorf("%d calls refused with code 0 by the go-sdk before initialize, want 2 (tools/list, tools/call)", early)
+			}
+		})
+	}
+}

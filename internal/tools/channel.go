@@ -20,8 +20,12 @@ import (
 // ChannelCapability may push notifications/claude/channel events into the
 // session, which Claude Code started with
 // --dangerously-load-development-channels server:NAME shows the model as a
-// <channel source="NAME" k="v"...>content</channel> block. Other clients
-// ignore the notification (it is one of no method they know).
+// <channel source="NAME" k="v"...>content</channel> block. Claude Code
+// declares the same capability as a client (experimental
+// {"claude/channel": {}}); a session is sent channel events only if its
+// client did (wantsChannel): to other clients the method is unknown, and
+// some complain at every event (the Python SDK prints a validation
+// warning). They get the standard notifications (logs, resources/updated).
 const (
 	ChannelCapability = "claude/channel"
 	ChannelMethod     = "notifications/claude/channel"
@@ -227,11 +231,24 @@ func summarize(evs []channelEvent) ChannelParams {
 }
 
 // sendChannel sends the carrier of a channel notification to every session
-// of srv.
+// of srv whose client wants channel events.
 func sendChannel(srv *mcp.Server, p ChannelParams) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for ss := range srv.Sessions() {
-		ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: channelToken, Meta: mcp.Meta{channelToken: p}})
+		if wantsChannel(ss) {
+			ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: channelToken, Meta: mcp.Meta{channelToken: p}})
+		}
 	}
+}
+
+// wantsChannel reports whether the session's client declared the
+// experimental capability ChannelCapability (any value but null): in its
+// initialize, or, on the stateless protocol (2026-07-28), in the
+// capabilities in the _meta of the session's first request (the go-sdk
+// keeps those as the session's; its client sends the same on every
+// request).
+func wantsChannel(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Experimental[ChannelCapability] != nil
 }

@@ -127,9 +127,10 @@ type oldProtocol struct{ mcp.Transport }
 
 func (oldProtocol) SupportsProtocolVersion(v string) bool { return v < "2026-07-28" }
 
-// A server pushes a new message to a client that set no level, as an info
-// log and as the channel carrier (an in-memory transport does not unwrap
-// it), and its notification goroutine ends with stop.
+// A server pushes a new message to a client that set no level and
+// declared the channel capability, as an info log and as the channel
+// carrier (an in-memory transport does not unwrap it), and its
+// notification goroutine ends with stop.
 func TestServerPushesAndStops(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	l := paths.Layout{Dir: t.TempDir()}
@@ -153,6 +154,7 @@ func TestServerPushesAndStops(t *testing.T) {
 	defer stop()
 	got := make(chan string, 16)
 	c := mcp.NewClient(&mcp.Implementation{Name: "t"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Experimental: map[string]any{ChannelCapability: map[string]any{}}},
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			b, _ := json.Marshal(r.Params)
 			got <- "log " + string(b)

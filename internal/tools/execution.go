@@ -74,7 +74,7 @@ type TaskStatus struct {
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command: the result if it ends within wait_seconds, else an id; its end arrives as a loose end."}, h.run)
+	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command: its result if it ends within wait_seconds, else an id."}, h.run)
 	addTool(s, &mcp.Tool{Name: "status", Description: "A task's status, exit, duration, last 4 KiB of output."}, h.status)
 	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its group (SIGKILL with force); does not wait."}, h.kill)
 }

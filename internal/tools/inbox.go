@@ -64,9 +64,9 @@ type LooseEnds struct {
 // looseEndsIn pages get_loose_ends: a burst of todos (a local program
 // may raise thousands) never makes an answer of megabytes.
 type looseEndsIn struct {
-	Limit           *int `json:"limit,omitempty" jsonschema:"todos and reminders listed, each; default 50, at most 500"`
-	TodosOffset     int  `json:"todos_offset,omitempty" jsonschema:"skip this many todos (the next page)"`
-	RemindersOffset int  `json:"reminders_offset,omitempty" jsonschema:"skip this many reminders (the next page)"`
+	Limit           *int `json:"limit,omitempty" jsonschema:"per list; default 50, max 500"`
+	TodosOffset     int  `json:"todos_offset,omitempty" jsonschema:"todos to skip (paging)"`
+	RemindersOffset int  `json:"reminders_offset,omitempty" jsonschema:"reminders to skip (paging)"`
 }
 
 // Loose ends listed by default, and at most, per kind.
@@ -91,7 +91,7 @@ type Cleared struct {
 
 type remindIn struct {
 	Message         string   `json:"message"`
-	DelaySeconds    *float64 `json:"delay_seconds,omitempty" jsonschema:"this or at_unix_timestamp"`
+	DelaySeconds    *float64 `json:"delay_seconds,omitempty"`
 	AtUnixTimestamp *float64 `json:"at_unix_timestamp,omitempty"`
 }
 
@@ -290,7 +290,7 @@ func (h *handlers) readInbox(ctx context.Context, _ *mcp.CallToolRequest, in rea
 }
 
 type statusTextIn struct {
-	Text string `json:"text" jsonschema:"one line, max 200 chars"`
+	Text string `json:"text"`
 }
 
 // StatusOut is the answer of set_status.

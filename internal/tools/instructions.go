@@ -6,19 +6,24 @@ import (
 )
 
 // instructionLines make the server's MCP instructions (sent at
-// initialize): how to read what the tools answer. A line is given to a
-// session that has one of its groups (nil: every session). With tools/list
-// the instructions are paid for in every agent turn: the two together stay
-// under 18 000 bytes with every group (TestToolsListSize and
-// BenchmarkToolsListSize measure them).
+// initialize): which tool to reach for (the seed's tool preference) and
+// how to read what the tools answer. A line is given to a session that
+// has one of its groups (nil: every session). With tools/list the
+// instructions are paid for in every agent turn: the two together stay
+// within 16 000 bytes with every group (TestToolsListSize pins it;
+// BenchmarkToolsListSize measures them).
 var instructionLines = []struct {
 	groups []string
 	text   string
 }{
 	{nil, "hive runs your commands in a daemon that outlives this session."},
+	{[]string{GroupTerminal}, "- Files: terminal_exec with cat, sed -i, a heredoc; relative paths start in your session's directory."},
+	{[]string{GroupSearch}, "- Search with terminal_rg (contents) and terminal_glob (file names), not grep or find."},
+	{[]string{GroupTerminal}, "- A warning (rm -rf, push --force...) means it ran: re-read the command before relying on it."},
+	{[]string{GroupTerminal}, "- Check shell_kind: off bash (PowerShell, cmd), bash idioms break."},
 	{[]string{GroupTerminal}, "- Read semantic_status before exit_code: grep's exit 1 is ok (no match); semantic_message says why."},
 	{[]string{GroupTerminal}, "- Output past max_output_kb is cut: page it with terminal_output_get(output_handle)."},
-	{[]string{GroupTerminal}, "- A terminal_exec past auto_background_after_sec continues as a job: follow job_id with terminal_job_logs."},
+	{[]string{GroupTerminal}, "- terminal_exec past auto_background_after_sec goes on as a job: follow job_id with terminal_job_logs."},
 	{[]string{GroupExecution, GroupTerminal}, "- Background work (run, jobs) ends as a loose end, pushed to you; reading its end clears it."},
 	{[]string{GroupInbox}, "- get_loose_ends lists loose ends; remind wakes you later, also across restarts; read_inbox takes messages sent to you."},
 	{nil, "- Unknown tool arguments are refused."},

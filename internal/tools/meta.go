@@ -19,7 +19,7 @@ import (
 )
 
 type metaIn struct {
-	Name string `json:"name,omitempty" jsonschema:"a sibling agent; default: you"`
+	Name string `json:"name,omitempty"`
 }
 
 // AgentMeta is the answer of get_agent_meta.

@@ -58,8 +58,8 @@ type PTYOutput struct {
 type ptyReadIn struct {
 	SessionID   string `json:"session_id"`
 	SinceOffset int64  `json:"since_offset,omitempty"`
-	Screen      bool   `json:"screen,omitempty" jsonschema:"rendered screen instead"`
-	Raw         bool   `json:"raw,omitempty" jsonschema:"keep ANSI escapes"`
+	Screen      bool   `json:"screen,omitempty"`
+	Raw         bool   `json:"raw,omitempty"`
 	MaxKB       int    `json:"max_kb,omitempty" jsonschema:"default 64"`
 }
 
@@ -89,7 +89,7 @@ func ptyOutput(r service.PTYOutput) PTYOutput {
 }
 
 func (h *handlers) addPTY(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "terminal_pty_open", Description: "Open a persistent shell (or program) on a PTY; returns session_id."},
+	addTool(s, &mcp.Tool{Name: "terminal_pty_open", Description: "Open a persistent shell (or program) on a PTY."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyOpenIn) (*mcp.CallToolResult, PTYInfo, error) {
 			if err := checkCmdNUL(in.Cmd, in.Cwd, in.Env); err != nil {
 				return nil, PTYInfo{}, err

@@ -49,7 +49,7 @@ func schemasFor[In, Out any]() *toolSchemas {
 	if err != nil {
 		panic(fmt.Sprintf("output schema of %v: %v", reflect.TypeFor[Out](), err))
 	}
-	compact(out)
+	compact(out, true)
 	sc := &toolSchemas{in: in, resolved: resolved}
 	if sc.inJSON, err = listedInput(in); err != nil {
 		panic(fmt.Sprintf("input schema of %v: %v", reflect.TypeFor[In](), err))
@@ -163,7 +163,12 @@ func errResult(err error) *mcp.CallToolResult {
 	return &res
 }
 
-func compact(s *jsonschema.Schema) {
+// compact shortens an output schema (root: the top level). It types the
+// top level's fields; a nested record (an object, a list of objects) is
+// typed as an object or a list, without its fields: they are in every
+// answer, and spelling them out cost 2 KB of tools/list (11 records).
+// A list of scalars keeps its items' type.
+func compact(s *jsonschema.Schema, root bool) {
 	if s == nil {
 		return
 	}
@@ -175,10 +180,16 @@ func compact(s *jsonschema.Schema) {
 	if len(s.Types) == 2 && s.Types[0] == "null" && s.Types[1] == "array" {
 		s.Types, s.Type = nil, "array"
 	}
-	for _, p := range s.Properties {
-		compact(p)
+	if s.Items != nil && len(s.Items.Properties) > 0 {
+		s.Items = nil
 	}
-	compact(s.Items)
+	if !root {
+		s.Properties = nil
+		return
+	}
+	for _, p := range s.Properties {
+		compact(p, false)
+	}
 }
 
 // listedInput is the input schema as tools/list shows it, which is paid

@@ -98,7 +98,7 @@ type TerminalOptions struct {
 }
 
 func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
-	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command: exit and semantic status, output, warnings; continues as a job past auto_background_after_sec."},
+	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command: exit and semantic status, output, warnings."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Envelope, error) {
 			return t.exec(ctx, h.sess, in)
 		})

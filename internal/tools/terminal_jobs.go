@@ -108,7 +108,7 @@ type jobKillIn struct {
 }
 
 func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
-	addTool(s, &mcp.Tool{Name: "terminal_job_start", Description: "Start a background job; returns job_id."},
+	addTool(s, &mcp.Tool{Name: "terminal_job_start", Description: "Start a background job."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
 			return t.jobStart(h.sess, in)
 		})

@@ -198,6 +198,12 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 			q.States = append(q.States, st)
 		}
 	}
+	if s := v.Get("status"); s != "" {
+		if !service.ValidJobStatus(s) {
+			return nil, badRequest("status %q: want ok or error (error: every job that did not succeed)", s)
+		}
+		q.Status = s
+	}
 	if len(q.Text) > maxQuery {
 		return nil, badRequest("q: at most %d bytes", maxQuery)
 	}

@@ -103,9 +103,12 @@ type Request struct {
 	Tail       int  `json:"tail,omitempty"`
 	Timestamps bool `json:"timestamps,omitempty"`
 
-	// ps: All also lists ended jobs; States (any of) and Name filter.
+	// ps: All also lists ended jobs; States (any of), Name and Status
+	// (what an ended job's end means: ok, or error for every job that
+	// did not succeed; see service.JobQuery) filter.
 	All    bool     `json:"all,omitempty"`
 	States []string `json:"states,omitempty"`
+	Status string   `json:"status,omitempty"`
 
 	// wake
 	From string `json:"from,omitempty"`

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -215,5 +216,89 @@ func TestJobListsThroughTheService(t *testing.T) {
 	}
 	if k, err := s.Recorded(live); err != nil || k.State != "killed" {
 		t.Errorf("Recorded of the killed job: %+v %v", k, err)
+	}
+}
+
+// JobPage's Status keeps the jobs by what their end means: "error" finds
+// every job that did not succeed (an error exit, a stop, a command that
+// could not start), "ok" the ones that did (grep's exit 1 too), a page
+// at a time.
+func TestJobPageStatus(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	run := func(spec JobSpec) string {
+		t.Helper()
+		v, err := s.RunJob(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	end := func(id string) {
+		t.Helper()
+		if v, err := s.WaitJob(ctx, id, time.Minute); err != nil || !JobEnded(v) {
+			t.Fatalf("job %s did not end: %+v %v", id, v, err)
+		}
+	}
+	exit3 := run(JobSpec{Cmd: "exit 3"})
+	end(exit3)
+	noMatch := run(JobSpec{Cmd: "grep -q needle /dev/null"})
+	end(noMatch)
+	cantStart := run(JobSpec{Cmd: "true", Dir: filepath.Join(t.TempDir(), "gone")})
+	end(cantStart)
+	var oks []string
+	for range 5 {
+		id := run(JobSpec{Cmd: "true"})
+		end(id)
+		oks = append([]string{id}, oks...)
+	}
+	stopped := run(JobSpec{Cmd: "sleep 60"})
+	if _, err := s.KillJob(stopped, true); err != nil {
+		t.Fatal(err)
+	}
+	end(stopped)
+	running := run(JobSpec{Cmd: "sleep 60", Quiet: true})
+	t.Cleanup(func() { s.KillJob(running, true); s.WaitJob(ctx, running, time.Minute) })
+
+	ids := func(vs []view.Job) []string {
+		out := []string{}
+		for _, v := range vs {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    JobQuery
+		want []string
+	}{
+		{JobQuery{Status: "error"}, []string{stopped, cantStart, exit3}},
+		{JobQuery{Status: "ok"}, append(oks, noMatch)},
+		{JobQuery{Status: "error", States: []string{"done"}}, []string{exit3}},
+		{JobQuery{Status: "ok", States: []string{"failed", "killed"}}, []string{}},
+		{JobQuery{Status: "error", Text: "sleep"}, []string{stopped}},
+	} {
+		if l, err := s.JobPage(ctx, tc.q); err != nil || !slices.Equal(ids(l), tc.want) {
+			t.Errorf("JobPage %+v: %v %v, want %v", tc.q, ids(l), err, tc.want)
+		}
+	}
+	// Pages of one walk the jobs that did not succeed past the ones that did.
+	var walked []string
+	q := JobQuery{Status: "error", Limit: 1}
+	for range 5 {
+		l, err := s.JobPage(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) == 0 {
+			break
+		}
+		walked = append(walked, l[0].ID)
+		q.BeforeCreated, q.BeforeID = l[0].Created, l[0].ID
+	}
+	if want := []string{stopped, cantStart, exit3}; !slices.Equal(walked, want) {
+		t.Errorf("pages of 1 of status error: %v, want %v", walked, want)
+	}
+	if _, err := s.JobPage(ctx, JobQuery{Status: "failed"}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("JobPage of a status that is none: %v, want invalid", err)
 	}
 }

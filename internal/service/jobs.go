@@ -435,14 +435,23 @@ func (s *Service) RemoveJob(ctx context.Context, ref string) (view.Job, error) {
 	return in.View(), nil
 }
 
-// RerunJob starts a new job with the command, directory and timeout of
-// the job ref names (the daemon's environment), from source, and returns
-// the new job's view once it is recorded.
+// RerunJob starts a new job with the command, directory, timeout and
+// name of the job ref names (the daemon's environment), from source, and
+// returns the new job's view once it is recorded. A name is one job's at
+// a time: while the job (or a newer one of its name) runs, running it
+// again is refused, errdefs.ErrConflict, saying so.
 func (s *Service) RerunJob(ctx context.Context, ref, source string) (view.Job, error) {
 	in, err := s.Jobs.Lookup(ctx, ref)
 	if err != nil {
 		return view.Job{}, err
 	}
-	return s.RunJob(JobSpec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
-		Timeout: in.Timeout, Source: source})
+	if in.Name != "" && !in.State.Terminal() {
+		return view.Job{}, errdefs.Newf(errdefs.ErrConflict, "job %s (%s) is still %s: run again keeps its name, which one job has at a time; stop it first, or wait for its end", in.ID, in.Name, in.State)
+	}
+	v, err := s.RunJob(JobSpec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
+		Timeout: in.Timeout, Source: source, Name: in.Name})
+	if errors.Is(err, job.ErrNameBusy) {
+		return view.Job{}, fmt.Errorf("run job %s again as %q: a newer job of that name is running: %w", in.ID, in.Name, err)
+	}
+	return v, err
 }

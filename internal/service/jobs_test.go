@@ -108,7 +108,7 @@ func TestJobLifeThroughTheService(t *testing.T) {
 		t.Errorf("KillJob of an ended job: %+v %v, want its view and ErrEnded", k, err)
 	}
 	re, err := s.RerunJob(ctx, v.ID, "dashboard")
-	if err != nil || re.ID == v.ID || re.Cmd != v.Cmd || re.Source != "dashboard" {
+	if err != nil || re.ID == v.ID || re.Cmd != v.Cmd || re.Source != "dashboard" || re.Name != "svc" {
 		t.Errorf("RerunJob: %+v %v", re, err)
 	}
 
@@ -300,5 +300,31 @@ func TestJobPageStatus(t *testing.T) {
 	}
 	if _, err := s.JobPage(ctx, JobQuery{Status: "failed"}); !errors.Is(err, errdefs.ErrInvalid) {
 		t.Errorf("JobPage of a status that is none: %v, want invalid", err)
+	}
+}
+
+// Run again keeps the name: refused, saying so, while the job (or a
+// newer one of its name) runs.
+func TestRerunKeepsName(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	first, err := s.RunJob(JobSpec{Cmd: "sleep 60", Name: "sleeper", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RerunJob(ctx, "sleeper", "dashboard"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "is still running") {
+		t.Errorf("RerunJob of a running named job: %v, want a conflict saying it is still running", err)
+	}
+	s.KillJob(first.ID, true)
+	if v, err := s.WaitJob(ctx, first.ID, time.Minute); err != nil || !JobEnded(v) {
+		t.Fatalf("the first job did not end: %+v %v", v, err)
+	}
+	again, err := s.RerunJob(ctx, first.ID, "dashboard")
+	if err != nil || again.Name != "sleeper" || again.ID == first.ID {
+		t.Fatalf("RerunJob of the ended job: %+v %v, want a new job named sleeper", again, err)
+	}
+	t.Cleanup(func() { s.KillJob(again.ID, true); s.WaitJob(ctx, again.ID, time.Minute) })
+	if _, err := s.RerunJob(ctx, first.ID, "dashboard"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "a newer job of that name is running") {
+		t.Errorf("RerunJob while a newer job has the name: %v, want a conflict saying so", err)
 	}
 }

@@ -140,6 +140,8 @@ function badge(j) {
   return el("span", { class: "badge " + cls, title: statusText(j) || j.state }, text);
 }
 const label = (j) => j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id;
+// A job's label in a row: on a phone its name alone (the id is on its page).
+const rowLabel = (j) => j.name && j.name !== j.id ? [j.name, el("span", { class: "hide-phone" }, " (" + j.id + ")")] : [j.id];
 // An absolute time: the clock today, with the date before.
 function absTime(ms) {
   const d = new Date(ms), now = new Date();
@@ -154,7 +156,7 @@ function jobCells(j) {
   const st = statusText(j);
   return [
     el("td", { class: "s-" + j.state }, badge(j)),
-    el("td", {}, el("a", { href: "#/job/" + encodeURIComponent(j.id) }, label(j))),
+    el("td", { class: "job" }, el("a", { href: "#/job/" + encodeURIComponent(j.id), title: label(j) }, ...rowLabel(j))),
     el("td", { class: "cmd", title: j.cmd }, j.cmd),
     whenCell(j),
     el("td", { class: "dur hide-phone" }, dur(j.duration_ms)),
@@ -225,10 +227,16 @@ $("f-state").addEventListener("change", () => { jobs.cursor = []; loadJobs(); })
 $("p-older").addEventListener("click", () => { if (jobs.next) { jobs.cursor.push(jobs.next); loadJobs(); } });
 $("p-newest").addEventListener("click", () => { jobs.cursor = []; loadJobs(); });
 
-// The last hour, one bar a job in one of 6 lanes, labelled with its
-// name (or id); the axis below says when.
+// The jobs of the last 5 minutes, 15 minutes or hour (the shortest that
+// shows them all), a bar a job in one of 6 lanes, labelled with its name
+// (or id); the axis below says when.
+const SPANS = [5, 15, 60];
 function drawTimeline(list) {
-  const t = $("tl-lanes"), now = Date.now(), span = 3600e3;
+  const t = $("tl-lanes"), now = Date.now();
+  const oldest = Math.min(now, ...list.map((j) => at(j.started) || now));
+  const mins = SPANS.find((m) => now - oldest <= m * 60e3) || 60, span = mins * 60e3;
+  const ticks = { 5: [5, 4, 3, 2, 1], 15: [15, 10, 5], 60: [60, 45, 30, 15] }[mins];
+  $("tl-axis").replaceChildren(...ticks.map((m, k) => el("span", {}, m + (k ? "" : " min ago"))), el("span", {}, "now"));
   t.replaceChildren();
   let lane = 0;
   for (const j of [...list].reverse()) {
@@ -236,10 +244,13 @@ function drawTimeline(list) {
     const end = at(j.ended) || now;
     if (end < now - span) continue;
     const x0 = Math.max(0, (at(j.started) - (now - span)) / span), x1 = Math.min(1, (end - (now - span)) / span);
-    const w = Math.max(0.3, (x1 - x0) * 100);
-    t.append(el("span", { class: !at(j.ended) ? "" : outcome(j) === "ok" ? "ended" : "ended bad",
-      title: label(j) + " · " + j.state + (statusText(j) ? " · " + statusText(j) : "") + "\n" + j.cmd,
-      style: { left: Math.min(x0 * 100, 100 - w).toFixed(2) + "%", width: w.toFixed(2) + "%", top: 2 + (lane++ % 6) * 14 + "px" } }, j.name || j.id));
+    const w = Math.max(0.3, (x1 - x0) * 100), left = Math.min(x0 * 100, 100 - w), top = 2 + (lane++ % 6) * 14 + "px";
+    const title = label(j) + " · " + j.state + (statusText(j) ? " · " + statusText(j) : "") + "\n" + j.cmd;
+    t.append(el("span", { class: "bar " + (!at(j.ended) ? "" : outcome(j) === "ok" ? "ended" : "ended bad"), title,
+      style: { left: left.toFixed(2) + "%", width: w.toFixed(2) + "%", top } }));
+    // The label beside its bar: to the right, or to the left near now.
+    const pos = left + w < 70 ? { left: (left + w).toFixed(2) + "%" } : { right: (100 - left).toFixed(2) + "%", textAlign: "right" };
+    t.append(el("span", { class: "lbl", title, style: Object.assign(pos, { top }) }, j.name || j.id));
   }
 }
 
@@ -343,22 +354,25 @@ $("f-act").addEventListener("input", renderActivity);
 const view = { job: null, pty: null };
 const RANGE = 256 << 10, KEEP = 4 << 20, MAXLINES = 20000;
 async function openJob(id) {
-  view.job = { id, info: null, out: newStream("stdout"), err: newStream("stderr"), log: newLog() };
-  view.job.out.pre = $("jv-stdout"); view.job.err.pre = $("jv-stderr");
+  const v = { id, info: null, out: newStream("stdout"), err: newStream("stderr"), log: newLog() };
+  view.job = v;
+  v.out.pre = $("jv-stdout"); v.err.pre = $("jv-stderr");
   $("jv-stdout").textContent = ""; $("jv-stderr").textContent = ""; $("jv-msg").textContent = ""; $("jv-found").textContent = "";
-  $("jv-log").replaceChildren(); $("jv-log-note").hidden = true;
+  $("jv-log").replaceChildren(); $("jv-log-note").hidden = true; $("jv-badge").replaceChildren();
   let j;
-  try { j = await api("GET", "/api/jobs/" + encodeURIComponent(id)); } catch (e) { $("jv-title").textContent = e.message; return; }
-  view.job.id = j.id; // a name (#/job/build) stands for its newest job: follow that one
+  try { j = await api("GET", "/api/jobs/" + encodeURIComponent(id)); } catch (e) { if (view.job === v) $("jv-title").textContent = e.message; return; }
+  if (view.job !== v) return; // another page was opened meanwhile
+  v.id = j.id; // a name (#/job/build) stands for its newest job: follow that one
   const base = "/api/jobs/" + encodeURIComponent(j.id) + "/raw";
   $("jv-raw").href = base; $("jv-raw-out").href = base + "?stream=stdout"; $("jv-raw-err").href = base + "?stream=stderr";
-  view.job.info = j;
+  v.info = j;
   await loadOutput(j);
-  onViewedJob(j);
+  if (view.job === v) onViewedJob(j);
 }
 // The output as the mode asks: the merged log, or the two panes.
 async function loadOutput(j) {
   const v = view.job;
+  if (!v) return;
   const merged = $("jv-mode").value === "merged";
   $("jv-merged").hidden = !merged; $("jv-panes").hidden = merged;
   if (merged) await logFrom(v.log, -RANGE);
@@ -553,7 +567,7 @@ function onViewedJob(j) {
   const facts = [["state", j.state], ["status", statusText(j) || "–"], ["started", at(j.started) ? new Date(at(j.started)).toLocaleString() + " (" + ago(at(j.started)) + ")" : "–"],
     ["duration", dur(j.duration_ms)], ["cwd", j.cwd || "–"], ["pid", j.pid || "–"], ["source", j.source || "–"]];
   $("jv-facts").replaceChildren(...facts.map(([k, x]) => el("div", {}, el("dt", {}, k),
-    el("dd", { class: k === "state" ? "s-" + j.state : k === "status" && outcome(j) ? (outcome(j) === "ok" ? "ok" : "bad") : "" }, String(x)))));
+    el("dd", { class: (k === "state" || k === "status") && outcome(j) ? (outcome(j) === "ok" ? "ok" : "bad") : k === "state" ? "s-" + j.state : "" }, String(x)))));
   $("jv-out-n").textContent = bytes(j.stdout_bytes) + (j.stdout_dropped ? ", " + bytes(j.stdout_dropped) + " dropped" : "");
   $("jv-err-n").textContent = bytes(j.stderr_bytes) + (j.stderr_dropped ? ", " + bytes(j.stderr_dropped) + " dropped" : "");
   const live = !ended(j);

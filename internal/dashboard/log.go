@@ -174,7 +174,10 @@ func (p *pieces) cut(off [2]int64, t time.Time) {
 
 // seek readies the walk at merged offset m: from the last mark that
 // starts at or before it (found by halving: merged offsets of sound
-// marks only grow).
+// marks only grow). A walk reads a cut where a mark does not follow the
+// one before (a corrupt or planted index); seek steps back over such
+// marks, so reads from any offset agree with a read of the whole where
+// the index goes wrong once.
 func (p *pieces) seek(m int64) {
 	lo, hi := int64(0), p.n-1
 	found := int64(-1)
@@ -190,6 +193,16 @@ func (p *pieces) seek(m int64) {
 		} else {
 			hi = mid - 1
 		}
+	}
+	// A mark that does not follow the one before it (or follows a cut)
+	// is where a walk from the start reads a cut: start before it.
+	for found > 0 {
+		k, prev := p.mark(found), p.mark(found-1)
+		if k == nil || prev == nil || prev.Cut || !p.sound(k, prev.Off) {
+			found--
+			continue
+		}
+		break
 	}
 	if found < 0 {
 		p.k = 0

@@ -15,7 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/view"
 )
 
-const psUsage = "ps [-a] [-n N] [-q] [--format table|json] [--filter state=S] [--filter name=N]   list jobs (-a: also ended ones; -n: the N newest)"
+const psUsage = "ps [-a] [-n N] [-q] [--format table|json] [--filter state=S] [--filter status=ok|error] [--filter name=N]   list jobs (-a: also ended ones; -n: the N newest; status=error: every job that did not succeed)"
 
 func init() {
 	register(command{name: "ps", usage: psUsage, run: runPs})
@@ -37,7 +37,7 @@ func runPs(ctx context.Context, e Env, args []string) error {
 	fs.IntVar(&last, "last", 0, "same as -n")
 	out := outputFlags(fs, true)
 	var filters multiFlag
-	fs.Var(&filters, "filter", "state=S (pending, running, done, timed_out, killed, interrupted, failed; repeat for any of several) or name=N")
+	fs.Var(&filters, "filter", "state=S (pending, running, done, timed_out, killed, interrupted, failed; repeat for any of several), status=ok|error (what an ended job's end means; error: every job that did not succeed) or name=N")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +56,12 @@ func runPs(ctx context.Context, e Env, args []string) error {
 		switch {
 		case !ok || v == "":
 			return fmt.Errorf("%w: --filter %q: must be KEY=VALUE (state=running, name=build)", ErrUsage, f)
+		case k == "status" && (v == "ok" || v == "error"):
+			if req.Status != "" && req.Status != v {
+				return fmt.Errorf("%w: --filter status=: ok or error, not both", ErrUsage)
+			}
+			req.Status = v
+			req.All = true // only ended jobs have one
 		case k == "state" || k == "status":
 			req.States = append(req.States, v)
 			req.All = true // a filter on ended states looks among ended jobs
@@ -65,7 +71,7 @@ func runPs(ctx context.Context, e Env, args []string) error {
 			}
 			req.Name = v
 		default:
-			return fmt.Errorf("%w: --filter %q: unknown key %q (want state or name)", ErrUsage, f, k)
+			return fmt.Errorf("%w: --filter %q: unknown key %q (want state, status or name)", ErrUsage, f, k)
 		}
 	}
 	if req.Name != "" && len(req.States) == 0 && !all {

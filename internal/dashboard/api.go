@@ -26,6 +26,8 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("GET /api/jobs", d.get(d.jobs))
 	m.HandleFunc("GET /api/jobs/{id}", d.get(d.job))
 	m.HandleFunc("GET /api/jobs/{id}/output", d.get(d.output))
+	m.HandleFunc("GET /api/jobs/{id}/log", d.get(d.mergedLog))
+	m.HandleFunc("GET /api/jobs/{id}/raw", d.raw)
 	m.HandleFunc("POST /api/jobs/{id}/stop", d.post(d.stop))
 	m.HandleFunc("POST /api/jobs/{id}/rerun", d.post(d.rerun))
 	m.HandleFunc("GET /api/loose-ends", d.get(d.looseEnds))
@@ -197,6 +199,12 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 			}
 			q.States = append(q.States, st)
 		}
+	}
+	if s := v.Get("status"); s != "" {
+		if !service.ValidJobStatus(s) {
+			return nil, badRequest("status %q: want ok or error (error: every job that did not succeed)", s)
+		}
+		q.Status = s
 	}
 	if len(q.Text) > maxQuery {
 		return nil, badRequest("q: at most %d bytes", maxQuery)

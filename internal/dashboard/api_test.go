@@ -131,7 +131,7 @@ func TestJobsAPI(t *testing.T) {
 	}
 	for _, tc := range []struct{ q, field string }{
 		{"state=nope", "state"}, {"limit=0", "limit"}, {"limit=x", "limit"}, {"limit=501", "limit"},
-		{"before=12", "before"}, {"q=" + strings.Repeat("x", 201), "q"},
+		{"before=12", "before"}, {"q=" + strings.Repeat("x", 201), "q"}, {"status=failed", "status"},
 	} {
 		r := e.call("GET", "/api/jobs?"+tc.q, nil, "")
 		if r.status != http.StatusBadRequest || !strings.Contains(r.body, tc.field) {

@@ -248,6 +248,19 @@ func (tb *tab) noDialogs() {
 
 func js(s string) string { b, _ := json.Marshal(s); return string(b) }
 
+// choose selects the option of value v in the select css picks, as a
+// user does (a change event follows).
+func (tb *tab) choose(css, v string) {
+	tb.t.Helper()
+	if r := tb.text(`((e) => { e.value = ` + js(v) + `; e.dispatchEvent(new Event("change")); return e.value })(document.querySelector(` + js(css) + `))`); r != v {
+		tb.t.Fatalf("choose %s in %s: %s", v, css, r)
+	}
+}
+
+// logText is the text of the job page's merged log, a line a line, each
+// line of stderr begun with "E ".
+const logText = `[...document.querySelectorAll("#jv-log .ln")].map((l) => (l.classList.contains("e") ? "E " : "") + l.querySelector(".tx").textContent).join("\n")`
+
 // rowText is the text of a job's row in the jobs table, by its name
 // (the newest job of the name) or, for a job without one, its id.
 func rowText(ref string) string {
@@ -268,16 +281,20 @@ func TestBrowserJobLive(t *testing.T) {
 		"cmd": fmt.Sprintf(`echo first line; echo to stderr >&2; while [ ! -e %s ]; do sleep 0.05; done; echo last line; exit 3`, gate)}, nil)
 	tb.wait("the job's row within 1 s", rowText("live1")+`.includes("running")`, time.Second)
 	tb.click(`#jobs tr[data-name="live1"] a`)
-	tb.wait("output on the job page", `document.getElementById("jv-stdout").textContent.includes("first line")`, 5*time.Second)
-	tb.wait("stderr on the job page", `document.getElementById("jv-stderr").textContent === "to stderr\n"`, 5*time.Second)
+	tb.wait("output on the job page", logText+`.includes("first line")`, 5*time.Second)
+	tb.wait("stderr on the job page, marked", logText+`.includes("E to stderr")`, 5*time.Second)
 	tb.screenshot("job-running")
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tb.wait("the streamed end", `document.getElementById("jv-stdout").textContent === "first line\nlast line\n"`, 5*time.Second)
+	tb.wait("the streamed end", logText+`.endsWith("\nlast line") && `+logText+`.split("\n").length === 3`, 5*time.Second)
 	tb.wait("the exit and semantic status", `document.getElementById("jv-facts").innerText.includes("exit 3 · error")`, 5*time.Second)
 	tb.do("find in the output", chromedp.SendKeys(chromedp.CSS("#jv-find"), "last\r"))
-	tb.wait("found", `document.getElementById("jv-found").textContent.startsWith("1 found") && getSelection().toString() === "last"`, 5*time.Second)
+	tb.wait("found", `document.getElementById("jv-found").textContent.startsWith("1 of 1 found") && getSelection().toString() === "last"`, 5*time.Second)
+	// The separate panes stay as an option.
+	tb.choose("#jv-mode", "separate")
+	tb.wait("the panes", `document.getElementById("jv-stdout").textContent === "first line\nlast line\n" && document.getElementById("jv-stderr").textContent === "to stderr\n"`, 5*time.Second)
+	tb.choose("#jv-mode", "merged")
 	tb.do("back", chromedp.Navigate(e.base+"/#/"))
 	tb.wait("the ended row", rowText("live1")+`.includes("exit 3")`, 5*time.Second)
 	tool(t, cs, "set_status", map[string]any{"text": "running the test suite"}, nil)
@@ -301,7 +318,7 @@ func TestBrowserStopAndRunAgain(t *testing.T) {
 		t.Fatalf("run: %+v %v", resp, err)
 	}
 	tb.do("open the job", chromedp.Navigate(e.base+"/#/job/tree"))
-	tb.wait("started", `document.getElementById("jv-stdout").textContent.includes("started")`, 5*time.Second)
+	tb.wait("started", logText+`.includes("started")`, 5*time.Second)
 	var j struct {
 		Pid int `json:"pid"`
 	}
@@ -323,12 +340,12 @@ func TestBrowserStopAndRunAgain(t *testing.T) {
 	tb.click("#jv-rerun")
 	tb.wait("a new job", `location.hash.startsWith("#/job/") && location.hash !== "#/job/tree"`, 5*time.Second)
 	id := strings.TrimPrefix(tb.text("location.hash"), "#/job/")
-	tb.wait("the new job runs the same command", `document.getElementById("jv-stdout").textContent.includes("started")`, 5*time.Second)
+	tb.wait("the new job runs the same command", logText+`.includes("started")`, 5*time.Second)
 	var again struct {
-		Cmd, State, Source string
+		Cmd, State, Source, Name string
 	}
 	e.get("/api/jobs/"+id, &again)
-	if again.State != "running" || again.Source != "dashboard" || !strings.Contains(again.Cmd, "sleep 300") {
+	if again.State != "running" || again.Source != "dashboard" || !strings.Contains(again.Cmd, "sleep 300") || again.Name != "tree" {
 		t.Errorf("run again: %+v", again)
 	}
 	tb.click("#jv-force")
@@ -565,7 +582,7 @@ func TestBrowserRendersText(t *testing.T) {
 	tb.wait("the row", rowText("xss")+`.includes(`+js(evil)+`)`, 5*time.Second)
 	tb.wait("the message", `document.getElementById("messages").innerText.includes(`+js(evil)+`)`, 5*time.Second)
 	tb.do("open the job", chromedp.Navigate(e.base+"/#/job/xss"))
-	tb.wait("the output", `document.getElementById("jv-stdout").textContent === `+js(evil+"\n"), 5*time.Second)
+	tb.wait("the output", logText+` === `+js(evil+"\nE "+evil), 5*time.Second)
 	tb.wait("the command", `document.getElementById("jv-cmd").textContent.includes(`+js(evil)+`)`, 5*time.Second)
 	if n := tb.text(`String(document.querySelectorAll("img").length) + "/" + String(document.scripts.length)`); n != "0/1" {
 		t.Errorf("img/script elements: %s (want 0/1: only app.js)", n)

@@ -103,10 +103,13 @@ type Request struct {
 	Tail       int  `json:"tail,omitempty"`
 	Timestamps bool `json:"timestamps,omitempty"`
 
-	// ps: All also lists ended jobs; States (any of) and Name filter;
-	// Last > 0 keeps the Last newest of those (0: all of them).
+	// ps: All also lists ended jobs; States (any of), Name and Status
+	// (what an ended job's end means: ok, or error for every job that
+	// did not succeed; see service.JobQuery) filter; Last > 0 keeps the
+	// Last newest of those (0: all of them).
 	All    bool     `json:"all,omitempty"`
 	States []string `json:"states,omitempty"`
+	Status string   `json:"status,omitempty"`
 	Last   int      `json:"last,omitempty"`
 
 	// wake

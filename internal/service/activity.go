@@ -9,12 +9,15 @@ import (
 // the tool, how long it took and its outcome ("ok", "tool error: ...",
 // "error: ...").
 type Call struct {
-	Seq        uint64    `json:"seq"`
-	At         time.Time `json:"at"`
-	Session    string    `json:"session"`
-	Tool       string    `json:"tool"`
-	DurationMs int64     `json:"duration_ms"`
-	Outcome    string    `json:"outcome"`
+	Seq     uint64    `json:"seq"`
+	At      time.Time `json:"at"`
+	Session string    `json:"session"`
+	// Client is the name the session's client gave (its clientInfo),
+	// "" if none.
+	Client     string `json:"client,omitempty"`
+	Tool       string `json:"tool"`
+	DurationMs int64  `json:"duration_ms"`
+	Outcome    string `json:"outcome"`
 }
 
 // DefaultActivitySize is how many calls an Activity keeps when its size

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -249,6 +250,14 @@ func (s *Service) WaitJob(ctx context.Context, ref string, wait time.Duration) (
 type JobQuery struct {
 	// States, if non-empty, keeps the jobs in those states.
 	States []string
+	// Status, if set, keeps the ended jobs of that meaning (view.Job's
+	// semantic_status, job.Info.Meaning): JobStatusOK, the jobs that
+	// succeeded (grep's exit 1 too); JobStatusError, every job that did
+	// not (an error exit, a timeout, a stop or signal, an interruption, a
+	// command that could not start).
+	Status string
+	// Name, if set, keeps the jobs of that name.
+	Name string
 	// Text, if set, keeps the jobs whose id, name or command contains it
 	// (ASCII case-insensitively).
 	Text string
@@ -260,6 +269,15 @@ type JobQuery struct {
 	BeforeCreated time.Time
 	BeforeID      string
 }
+
+// Values of JobQuery.Status.
+const (
+	JobStatusOK    = "ok"
+	JobStatusError = "error"
+)
+
+// ValidJobStatus reports whether s is a JobQuery.Status: ok or error.
+func ValidJobStatus(s string) bool { return s == JobStatusOK || s == JobStatusError }
 
 // checkStates is states as the engine takes them; one that is not a
 // state is errdefs.ErrInvalid.
@@ -283,18 +301,71 @@ func views(infos []job.Info) []view.Job {
 	return out
 }
 
+// statusOf is a job's JobQuery.Status: "" while it has not ended.
+func statusOf(in job.Info) string {
+	switch m := in.Meaning(); m.Status {
+	case "":
+		return ""
+	case shell.StatusOK:
+		return JobStatusOK
+	}
+	return JobStatusError
+}
+
 // JobPage is the page of jobs q selects: those this daemon holds as they
-// stand now, the others as recorded; never nil.
+// stand now, the others as recorded; never nil. A state or status that
+// is none is errdefs.ErrInvalid.
 func (s *Service) JobPage(ctx context.Context, q JobQuery) ([]view.Job, error) {
 	if _, err := checkStates(q.States); err != nil {
 		return nil, err
 	}
-	infos, err := s.Jobs.Page(ctx, store.JobQuery{States: q.States, Text: q.Text, Limit: q.Limit,
-		BeforeCreated: q.BeforeCreated, BeforeID: q.BeforeID})
-	if err != nil {
-		return nil, err
+	sq := store.JobQuery{States: q.States, Name: q.Name, Text: q.Text, Limit: q.Limit,
+		BeforeCreated: q.BeforeCreated, BeforeID: q.BeforeID}
+	switch q.Status {
+	case "":
+		infos, err := s.Jobs.Page(ctx, sq)
+		if err != nil {
+			return nil, err
+		}
+		return views(infos), nil
+	case JobStatusOK:
+		// Only a job that ended done can have succeeded.
+		if len(q.States) > 0 && !slices.Contains(q.States, string(job.Done)) {
+			return []view.Job{}, nil
+		}
+		sq.States = []string{string(job.Done)}
+	case JobStatusError:
+		sq.NotZero = true
+	default:
+		return nil, errdefs.Newf(errdefs.ErrInvalid, "status %q: must be ok or error", q.Status)
 	}
-	return views(infos), nil
+	// The store keeps the jobs that may have that status; their meaning
+	// (judged by their command) decides, batch by batch until the page is
+	// full.
+	if q.Limit > 0 {
+		sq.Limit = max(2*q.Limit, 64)
+	}
+	out := []view.Job{}
+	for {
+		infos, err := s.Jobs.Page(ctx, sq)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range infos {
+			if statusOf(in) != q.Status {
+				continue
+			}
+			out = append(out, in.View())
+			if len(out) == q.Limit {
+				return out, nil
+			}
+		}
+		if sq.Limit <= 0 || len(infos) < sq.Limit {
+			return out, nil
+		}
+		last := infos[len(infos)-1]
+		sq.BeforeCreated, sq.BeforeID = last.Created, last.ID
+	}
 }
 
 // ListJobs lists the newest jobs, at most limit (<= 0: all), of the name
@@ -364,14 +435,23 @@ func (s *Service) RemoveJob(ctx context.Context, ref string) (view.Job, error) {
 	return in.View(), nil
 }
 
-// RerunJob starts a new job with the command, directory and timeout of
-// the job ref names (the daemon's environment), from source, and returns
-// the new job's view once it is recorded.
+// RerunJob starts a new job with the command, directory, timeout and
+// name of the job ref names (the daemon's environment), from source, and
+// returns the new job's view once it is recorded. A name is one job's at
+// a time: while the job (or a newer one of its name) runs, running it
+// again is refused, errdefs.ErrConflict, saying so.
 func (s *Service) RerunJob(ctx context.Context, ref, source string) (view.Job, error) {
 	in, err := s.Jobs.Lookup(ctx, ref)
 	if err != nil {
 		return view.Job{}, err
 	}
-	return s.RunJob(JobSpec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
-		Timeout: in.Timeout, Source: source})
+	if in.Name != "" && !in.State.Terminal() {
+		return view.Job{}, errdefs.Newf(errdefs.ErrConflict, "job %s (%s) is still %s: run again keeps its name, which one job has at a time; stop it first, or wait for its end", in.ID, in.Name, in.State)
+	}
+	v, err := s.RunJob(JobSpec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd,
+		Timeout: in.Timeout, Source: source, Name: in.Name})
+	if errors.Is(err, job.ErrNameBusy) {
+		return view.Job{}, fmt.Errorf("run job %s again as %q: a newer job of that name is running: %w", in.ID, in.Name, err)
+	}
+	return v, err
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -107,7 +108,7 @@ func TestJobLifeThroughTheService(t *testing.T) {
 		t.Errorf("KillJob of an ended job: %+v %v, want its view and ErrEnded", k, err)
 	}
 	re, err := s.RerunJob(ctx, v.ID, "dashboard")
-	if err != nil || re.ID == v.ID || re.Cmd != v.Cmd || re.Source != "dashboard" {
+	if err != nil || re.ID == v.ID || re.Cmd != v.Cmd || re.Source != "dashboard" || re.Name != "svc" {
 		t.Errorf("RerunJob: %+v %v", re, err)
 	}
 
@@ -215,5 +216,115 @@ func TestJobListsThroughTheService(t *testing.T) {
 	}
 	if k, err := s.Recorded(live); err != nil || k.State != "killed" {
 		t.Errorf("Recorded of the killed job: %+v %v", k, err)
+	}
+}
+
+// JobPage's Status keeps the jobs by what their end means: "error" finds
+// every job that did not succeed (an error exit, a stop, a command that
+// could not start), "ok" the ones that did (grep's exit 1 too), a page
+// at a time.
+func TestJobPageStatus(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	run := func(spec JobSpec) string {
+		t.Helper()
+		v, err := s.RunJob(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.ID
+	}
+	end := func(id string) {
+		t.Helper()
+		if v, err := s.WaitJob(ctx, id, time.Minute); err != nil || !JobEnded(v) {
+			t.Fatalf("job %s did not end: %+v %v", id, v, err)
+		}
+	}
+	exit3 := run(JobSpec{Cmd: "exit 3"})
+	end(exit3)
+	noMatch := run(JobSpec{Cmd: "grep -q needle /dev/null"})
+	end(noMatch)
+	cantStart := run(JobSpec{Cmd: "true", Dir: filepath.Join(t.TempDir(), "gone")})
+	end(cantStart)
+	var oks []string
+	for range 5 {
+		id := run(JobSpec{Cmd: "true"})
+		end(id)
+		oks = append([]string{id}, oks...)
+	}
+	stopped := run(JobSpec{Cmd: "sleep 60"})
+	if _, err := s.KillJob(stopped, true); err != nil {
+		t.Fatal(err)
+	}
+	end(stopped)
+	running := run(JobSpec{Cmd: "sleep 60", Quiet: true})
+	t.Cleanup(func() { s.KillJob(running, true); s.WaitJob(ctx, running, time.Minute) })
+
+	ids := func(vs []view.Job) []string {
+		out := []string{}
+		for _, v := range vs {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    JobQuery
+		want []string
+	}{
+		{JobQuery{Status: "error"}, []string{stopped, cantStart, exit3}},
+		{JobQuery{Status: "ok"}, append(oks, noMatch)},
+		{JobQuery{Status: "error", States: []string{"done"}}, []string{exit3}},
+		{JobQuery{Status: "ok", States: []string{"failed", "killed"}}, []string{}},
+		{JobQuery{Status: "error", Text: "sleep"}, []string{stopped}},
+	} {
+		if l, err := s.JobPage(ctx, tc.q); err != nil || !slices.Equal(ids(l), tc.want) {
+			t.Errorf("JobPage %+v: %v %v, want %v", tc.q, ids(l), err, tc.want)
+		}
+	}
+	// Pages of one walk the jobs that did not succeed past the ones that did.
+	var walked []string
+	q := JobQuery{Status: "error", Limit: 1}
+	for range 5 {
+		l, err := s.JobPage(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) == 0 {
+			break
+		}
+		walked = append(walked, l[0].ID)
+		q.BeforeCreated, q.BeforeID = l[0].Created, l[0].ID
+	}
+	if want := []string{stopped, cantStart, exit3}; !slices.Equal(walked, want) {
+		t.Errorf("pages of 1 of status error: %v, want %v", walked, want)
+	}
+	if _, err := s.JobPage(ctx, JobQuery{Status: "failed"}); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("JobPage of a status that is none: %v, want invalid", err)
+	}
+}
+
+// Run again keeps the name: refused, saying so, while the job (or a
+// newer one of its name) runs.
+func TestRerunKeepsName(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	first, err := s.RunJob(JobSpec{Cmd: "sleep 60", Name: "sleeper", Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RerunJob(ctx, "sleeper", "dashboard"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "is still running") {
+		t.Errorf("RerunJob of a running named job: %v, want a conflict saying it is still running", err)
+	}
+	s.KillJob(first.ID, true)
+	if v, err := s.WaitJob(ctx, first.ID, time.Minute); err != nil || !JobEnded(v) {
+		t.Fatalf("the first job did not end: %+v %v", v, err)
+	}
+	again, err := s.RerunJob(ctx, first.ID, "dashboard")
+	if err != nil || again.Name != "sleeper" || again.ID == first.ID {
+		t.Fatalf("RerunJob of the ended job: %+v %v, want a new job named sleeper", again, err)
+	}
+	t.Cleanup(func() { s.KillJob(again.ID, true); s.WaitJob(ctx, again.ID, time.Minute) })
+	if _, err := s.RerunJob(ctx, first.ID, "dashboard"); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "a newer job of that name is running") {
+		t.Errorf("RerunJob while a newer job has the name: %v, want a conflict saying so", err)
 	}
 }

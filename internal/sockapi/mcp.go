@@ -34,7 +34,7 @@ func (r rwc) Close() error { return r.c.Close() }
 // Response line: OK when the client closed its input, else the reason)
 // before it closes it, so the bridge can tell its user.
 func (s *Server) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req proto.Request, fds []int) {
-	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%p", c), Answers: req.Answers}
+	sess := &tools.Session{Cwd: req.Cwd, Env: req.Env, ID: fmt.Sprintf("unix-%d", s.mcpSeq.Add(1)), Answers: req.Answers}
 	srv, stop, err := tools.NewServer(s.svc, sess, req.Groups)
 	if err != nil {
 		closeFDs(fds)

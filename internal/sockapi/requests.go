@@ -16,6 +16,7 @@ import (
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/service"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // handle answers a one-shot request.
@@ -51,7 +52,16 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		if req.Last < 0 {
 			return fail(errdefs.Newf(errdefs.ErrInvalid, "last %d: must be >= 0 (0: all)", req.Last))
 		}
-		jobs, err := s.svc.ListJobs(ctx, 0, req.Name, states...)
+		var jobs []view.Job
+		var err error
+		if req.Status != "" {
+			if !service.ValidJobStatus(req.Status) {
+				return fail(errdefs.Newf(errdefs.ErrInvalid, "status %q: must be ok or error (error: every job that did not succeed)", req.Status))
+			}
+			jobs, err = s.svc.JobPage(ctx, service.JobQuery{Name: req.Name, States: req.States, Status: req.Status})
+		} else {
+			jobs, err = s.svc.ListJobs(ctx, 0, req.Name, states...)
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -121,6 +121,9 @@ type Server struct {
 	waiters atomic.Int64
 	// mcpSessions counts the MCP sessions on the socket (and stdio).
 	mcpSessions atomic.Int64
+	// mcpSeq numbers them: the logs and the activity name a session
+	// unix-1, unix-2, ...
+	mcpSeq atomic.Int64
 }
 
 // New returns a server of o.

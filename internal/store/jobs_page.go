@@ -15,6 +15,13 @@ type JobQuery struct {
 	// Text, if non-empty, keeps the records whose id, name or command
 	// contains it (ASCII case-insensitively).
 	Text string
+	// Name, if non-empty, keeps the records of that name.
+	Name string
+	// NotZero, if set, keeps the records of jobs that may not have
+	// succeeded: ended in a state other than done, or done with an exit
+	// code other than 0 (the caller judges those by their command: grep's
+	// exit 1 is a success).
+	NotZero bool
 	// Limit bounds the page; <= 0 means no limit.
 	Limit int
 	// BeforeCreated and BeforeID, when BeforeCreated is not zero, start
@@ -37,6 +44,13 @@ func (s *Store) ListJobsPage(ctx context.Context, q JobQuery) ([]Job, error) {
 		for _, st := range q.States {
 			args = append(args, st)
 		}
+	}
+	if q.Name != "" {
+		where = append(where, `name = ?`)
+		args = append(args, q.Name)
+	}
+	if q.NotZero {
+		where = append(where, `(state IN ('failed', 'timed_out', 'killed', 'interrupted') OR (state = 'done' AND (exit_code IS NULL OR exit_code != 0)))`)
 	}
 	if q.Text != "" {
 		like := "%" + escapeLike(q.Text) + "%"

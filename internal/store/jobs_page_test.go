@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,4 +106,45 @@ func BenchmarkJobsPage(b *testing.B) {
 		all += run(func() { s.ListJobs(ctx, 0) })
 	}
 	b.ReportMetric(float64(page)/float64(all), "page/all")
+}
+
+// NotZero keeps the jobs that may not have succeeded; Name one name.
+func TestListJobsPageNotZero(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	zero, one := 0, 1
+	for i, j := range []Job{
+		{ID: "ok", Name: "a", State: "done", ExitCode: &zero},
+		{ID: "exit1", Name: "a", State: "done", ExitCode: &one},
+		{ID: "noexit", State: "done"},
+		{ID: "killed", State: "killed", ExitCode: &zero},
+		{ID: "failed", Name: "a", State: "failed"},
+		{ID: "running", State: "running"},
+	} {
+		j.Cmd, j.Created = "true", time.UnixMilli(int64(1e6+i))
+		if err := s.PutJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		q    JobQuery
+		want string
+	}{
+		{JobQuery{NotZero: true}, "failed killed noexit exit1"},
+		{JobQuery{NotZero: true, Name: "a"}, "failed exit1"},
+		{JobQuery{Name: "a"}, "failed exit1 ok"},
+	} {
+		page, err := s.ListJobsPage(ctx, tc.q)
+		var ids []string
+		for _, j := range page {
+			ids = append(ids, j.ID)
+		}
+		if got := strings.Join(ids, " "); err != nil || got != tc.want {
+			t.Errorf("%+v: %q %v, want %q", tc.q, got, err, tc.want)
+		}
+	}
 }

@@ -349,9 +349,12 @@ func envelope(log *slog.Logger, sess *Session, act *service.Activity) mcp.Middle
 			if method != "tools/call" {
 				return next(ctx, method, req)
 			}
-			id := sess.ID
+			id, client := sess.ID, ""
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 				id = LogID(sess.ID, ss.ID())
+				if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+					client = p.ClientInfo.Name
+				}
 			}
 			var tool string
 			var args json.RawMessage
@@ -376,7 +379,7 @@ func envelope(log *slog.Logger, sess *Session, act *service.Activity) mcp.Middle
 				}
 			}
 			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
-			act.Add(service.Call{At: t0, Session: id, Tool: tool, DurationMs: time.Since(t0).Milliseconds(), Outcome: outcome})
+			act.Add(service.Call{At: t0, Session: id, Client: client, Tool: tool, DurationMs: time.Since(t0).Milliseconds(), Outcome: outcome})
 			return res, err
 		}
 	}

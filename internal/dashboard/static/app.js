@@ -84,15 +84,22 @@ $("compact").addEventListener("click", async () => {
 
 // --- jobs table ---
 const jobs = { rows: new Map(), cursor: [], next: "", limit: 50 };
+// The filter: a state, or "status:ok" / "status:error" (what an ended
+// job's end means; error is every job that did not succeed).
 function jobFilter() {
   const p = new URLSearchParams({ limit: jobs.limit });
-  if ($("f-state").value) p.set("state", $("f-state").value);
+  const f = $("f-state").value;
+  if (f.startsWith("status:")) p.set("status", f.slice(7));
+  else if (f) p.set("state", f);
   if ($("f-q").value) p.set("q", $("f-q").value);
   return p;
 }
+const ended = (j) => j.state !== "running" && j.state !== "pending";
+// A job's semantic status as the filter knows it: ok, error, or "" while it runs.
+const outcome = (j) => !ended(j) ? "" : j.semantic_status === "ok" ? "ok" : "error";
 function matches(j) {
-  const st = $("f-state").value, q = $("f-q").value.toLowerCase();
-  if (st && j.state !== st) return false;
+  const f = $("f-state").value, q = $("f-q").value.toLowerCase();
+  if (f.startsWith("status:") ? outcome(j) !== f.slice(7) : f && j.state !== f) return false;
   return !q || (j.id + " " + (j.name || "") + " " + j.cmd).toLowerCase().includes(q);
 }
 async function loadJobs() {
@@ -100,12 +107,13 @@ async function loadJobs() {
   const before = jobs.cursor[jobs.cursor.length - 1];
   if (before) p.set("before", before);
   let v;
-  try { v = await api("GET", "/api/jobs?" + p); } catch (e) { return; }
+  try { v = await api("GET", "/api/jobs?" + p); } catch (e) { $("jobs-msg").textContent = e.message; return; }
+  $("jobs-msg").textContent = "";
   const tb = $("jobs").tBodies[0];
   tb.replaceChildren();
   jobs.rows.clear();
   for (const j of v.jobs) tb.append(jobRow(j));
-  if (!v.jobs.length) tb.append(el("tr", { class: "none" }, el("td", { colspan: "7", class: "dim" }, "no jobs" + ($("f-state").value || $("f-q").value ? " match" : " yet"))));
+  if (!v.jobs.length) tb.append(el("tr", { class: "none" }, el("td", { colspan: "8", class: "dim" }, "no jobs" + ($("f-state").value || $("f-q").value ? " match" : " yet"))));
   jobs.next = v.next_before || "";
   $("p-older").disabled = !jobs.next;
   $("p-newest").disabled = jobs.cursor.length === 0;
@@ -114,37 +122,77 @@ async function loadJobs() {
 // A view's time (RFC 3339) in ms since the epoch; 0 for none.
 function at(s) { return s ? Date.parse(s) : 0; }
 function statusText(j) {
-  if (j.state === "running" || j.state === "pending") return "";
+  if (!ended(j)) return "";
   let s = j.exit_code != null ? "exit " + j.exit_code : "";
-  if (j.semantic_status) s += " · " + j.semantic_status + (j.semantic_message ? ": " + j.semantic_message : "");
-  if (j.error) s += (s ? " · " : "") + j.error;
+  if (j.semantic_status) s += (s ? " · " : "") + j.semantic_status + (j.semantic_message ? ": " + j.semantic_message : "");
+  if (j.error && !(j.semantic_message || "").includes(j.error)) s += (s ? " · " : "") + j.error;
   return s;
 }
+// The badge says what a job's end means: green done, red for every job
+// that did not succeed ("error" for a done job's failing exit).
+function badge(j) {
+  let cls = "b-run", text = j.state.replace("_", " ");
+  if (j.state === "pending") cls = "b-pending";
+  else if (ended(j)) {
+    cls = outcome(j) === "ok" ? "b-ok" : "b-bad";
+    if (j.state === "done" && cls === "b-bad") text = "error";
+  }
+  return el("span", { class: "badge " + cls, title: statusText(j) || j.state }, text);
+}
+const label = (j) => j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id;
+// A job's label in a row: on a phone its name alone (the id is on its page).
+const rowLabel = (j) => j.name && j.name !== j.id ? [j.name, el("span", { class: "hide-phone" }, " (" + j.id + ")")] : [j.id];
+// An absolute time: the clock today, with the date before.
+function absTime(ms) {
+  const d = new Date(ms), now = new Date();
+  return d.toDateString() === now.toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+}
+function whenCell(j) {
+  const t = at(j.started) || at(j.created);
+  if (!t) return el("td", { class: "when hide-narrow" }, "–");
+  return el("td", { class: "when hide-narrow", title: new Date(t).toString() }, el("span", { class: "rel" }, ago(t)), el("span", { class: "abs" }, absTime(t)));
+}
 function jobCells(j) {
+  const st = statusText(j);
   return [
-    el("td", { class: "s-" + j.state }, j.state),
-    el("td", {}, el("a", { href: "#/job/" + encodeURIComponent(j.id) }, j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id)),
+    el("td", { class: "s-" + j.state }, badge(j)),
+    el("td", { class: "job" }, el("a", { href: "#/job/" + encodeURIComponent(j.id), title: label(j) }, ...rowLabel(j))),
     el("td", { class: "cmd", title: j.cmd }, j.cmd),
-    el("td", { class: "hide-narrow" }, at(j.started) ? ago(at(j.started)) : "–"),
-    el("td", {}, dur(j.duration_ms)),
-    el("td", { class: j.semantic_status === "ok" ? "ok" : j.semantic_status ? "bad" : "" }, statusText(j)),
+    whenCell(j),
+    el("td", { class: "dur hide-phone" }, dur(j.duration_ms)),
+    el("td", { class: "st hide-narrow " + (outcome(j) === "ok" ? "ok" : outcome(j) ? "bad" : ""), title: st }, st),
     el("td", { class: "hide-narrow" }, bytes(j.stdout_bytes + j.stderr_bytes)),
+    el("td", { class: "acts" },
+      el("a", { class: "btn logs", href: "#/job/" + encodeURIComponent(j.id), title: "output of " + j.id }, "Logs"),
+      ended(j) ? el("button", { type: "button", class: "rerun", title: "run " + label(j) + " again" + (j.name ? ", with its name" : ""), on: { click: () => rowAct(j, "/rerun") } }, "Run again")
+        : el("button", { type: "button", class: "stop", title: "stop " + j.id + " (SIGINT, then SIGKILL)", on: { click: () => rowAct(j, "/stop", { force: false }) } }, "Stop")),
   ];
+}
+async function rowAct(j, path, body) {
+  const m = $("jobs-msg");
+  m.textContent = "";
+  try {
+    const v = await api("POST", "/api/jobs/" + encodeURIComponent(j.id) + path, body);
+    m.textContent = path === "/rerun" ? "started " + label(v) : "stop signalled to " + j.id;
+  } catch (e) { m.textContent = e.message; }
 }
 function jobRow(j) {
   const tr = el("tr", { class: "row", "data-id": j.id, "data-name": j.name || "", on: { click: (ev) => {
-    if (!ev.target.closest("a")) location.hash = "#/job/" + encodeURIComponent(j.id);
+    if (!ev.target.closest("a, button")) location.hash = "#/job/" + encodeURIComponent(j.id);
   } } });
   tr.job = j;
   tr.append(...jobCells(j));
   jobs.rows.set(j.id, tr);
   return tr;
 }
-// A running job's duration ticks between its events.
+// A running job's duration ticks between its events, and the relative
+// times move on.
 setInterval(() => {
   for (const tr of jobs.rows.values()) {
     const j = tr.job;
-    if (j.state === "running" && at(j.started)) tr.cells[4].textContent = dur(Date.now() - at(j.started));
+    if (j.state === "running" && at(j.started)) tr.querySelector(".dur").textContent = dur(Date.now() - at(j.started));
+    const rel = tr.querySelector(".when .rel"), t = at(j.started) || at(j.created);
+    if (rel && t) rel.textContent = ago(t);
   }
 }, 1000);
 // A job event's command may be cut (cmd_truncated): keep the whole one
@@ -179,18 +227,30 @@ $("f-state").addEventListener("change", () => { jobs.cursor = []; loadJobs(); })
 $("p-older").addEventListener("click", () => { if (jobs.next) { jobs.cursor.push(jobs.next); loadJobs(); } });
 $("p-newest").addEventListener("click", () => { jobs.cursor = []; loadJobs(); });
 
+// The jobs of the last 5 minutes, 15 minutes or hour (the shortest that
+// shows them all), a bar a job in one of 6 lanes, labelled with its name
+// (or id); the axis below says when.
+const SPANS = [5, 15, 60];
 function drawTimeline(list) {
-  const t = $("timeline"), now = Date.now(), span = 3600e3;
+  const t = $("tl-lanes"), now = Date.now();
+  const oldest = Math.min(now, ...list.map((j) => at(j.started) || now));
+  const mins = SPANS.find((m) => now - oldest <= m * 60e3) || 60, span = mins * 60e3;
+  const ticks = { 5: [5, 4, 3, 2, 1], 15: [15, 10, 5], 60: [60, 45, 30, 15] }[mins];
+  $("tl-axis").replaceChildren(...ticks.map((m, k) => el("span", {}, m + (k ? "" : " min ago"))), el("span", {}, "now"));
   t.replaceChildren();
   let lane = 0;
-  for (const j of list) {
+  for (const j of [...list].reverse()) {
     if (!at(j.started)) continue;
     const end = at(j.ended) || now;
     if (end < now - span) continue;
     const x0 = Math.max(0, (at(j.started) - (now - span)) / span), x1 = Math.min(1, (end - (now - span)) / span);
-    const w = Math.max(0.4, (x1 - x0) * 100);
-    t.append(el("span", { class: at(j.ended) ? "ended" : "", title: j.id + ": " + j.cmd,
-      style: { left: Math.min(x0 * 100, 100 - w).toFixed(2) + "%", width: w.toFixed(2) + "%", top: 2 + (lane++ % 6) * 6 + "px" } }));
+    const w = Math.max(0.3, (x1 - x0) * 100), left = Math.min(x0 * 100, 100 - w), top = 2 + (lane++ % 6) * 14 + "px";
+    const title = label(j) + " · " + j.state + (statusText(j) ? " · " + statusText(j) : "") + "\n" + j.cmd;
+    t.append(el("span", { class: "bar " + (!at(j.ended) ? "" : outcome(j) === "ok" ? "ended" : "ended bad"), title,
+      style: { left: left.toFixed(2) + "%", width: w.toFixed(2) + "%", top } }));
+    // The label beside its bar: to the right, or to the left near now.
+    const pos = left + w < 70 ? { left: (left + w).toFixed(2) + "%" } : { right: (100 - left).toFixed(2) + "%", textAlign: "right" };
+    t.append(el("span", { class: "lbl", title, style: Object.assign(pos, { top }) }, j.name || j.id));
   }
 }
 
@@ -272,11 +332,14 @@ function addCall(c) {
   calls.unshift(c);
   if (calls.length > 500) calls.pop();
 }
+// A session reads as its client's name and its short id: "claude-code · unix-3".
+function sessionLabel(c) { return (c.client ? c.client + " · " : "") + c.session; }
 function renderActivity() {
   const f = $("f-act").value.toLowerCase();
-  $("activity").tBodies[0].replaceChildren(...calls.filter((c) => !f || (c.tool + " " + c.session + " " + c.outcome).toLowerCase().includes(f)).slice(0, 200).map((c) =>
-    el("tr", {}, el("td", {}, clock(Date.parse(c.at))), el("td", {}, c.session), el("td", {}, c.tool), el("td", {}, String(c.duration_ms)),
-      el("td", { class: c.outcome === "ok" ? "ok" : "bad" }, c.outcome))));
+  $("activity").tBodies[0].replaceChildren(...calls.filter((c) => !f || (c.tool + " " + sessionLabel(c) + " " + c.outcome).toLowerCase().includes(f)).slice(0, 200).map((c) =>
+    el("tr", {}, el("td", {}, clock(Date.parse(c.at))), el("td", { title: c.session + (c.client ? " (" + c.client + ")" : "") }, sessionLabel(c)), el("td", {}, c.tool),
+      el("td", { class: "hide-phone" }, String(c.duration_ms)),
+      el("td", { class: "outcome " + (c.outcome === "ok" ? "ok" : "bad"), title: c.outcome }, c.outcome))));
 }
 async function loadActivity() {
   let v;
@@ -287,20 +350,185 @@ async function loadActivity() {
 }
 $("f-act").addEventListener("input", renderActivity);
 
-// --- job view: output by ranges ---
+// --- job view ---
 const view = { job: null, pty: null };
-const RANGE = 256 << 10, KEEP = 4 << 20;
-function newStream(name) { return { name, start: 0, next: 0, busy: false, pre: null }; }
+const RANGE = 256 << 10, KEEP = 4 << 20, MAXLINES = 20000;
 async function openJob(id) {
-  view.job = { id, info: null, out: newStream("stdout"), err: newStream("stderr") };
-  view.job.out.pre = $("jv-stdout"); view.job.err.pre = $("jv-stderr");
-  $("jv-stdout").textContent = ""; $("jv-stderr").textContent = ""; $("jv-msg").textContent = "";
+  const v = { id, info: null, out: newStream("stdout"), err: newStream("stderr"), log: newLog() };
+  view.job = v;
+  v.out.pre = $("jv-stdout"); v.err.pre = $("jv-stderr");
+  $("jv-stdout").textContent = ""; $("jv-stderr").textContent = ""; $("jv-msg").textContent = ""; $("jv-found").textContent = "";
+  $("jv-log").replaceChildren(); $("jv-log-note").hidden = true; $("jv-badge").replaceChildren();
   let j;
-  try { j = await api("GET", "/api/jobs/" + encodeURIComponent(id)); } catch (e) { $("jv-title").textContent = e.message; return; }
-  view.job.id = j.id; // a name (#/job/build) stands for its newest job: follow that one
-  await tail(view.job.out, j.stdout_bytes); await tail(view.job.err, j.stderr_bytes);
-  onViewedJob(j);
+  try { j = await api("GET", "/api/jobs/" + encodeURIComponent(id)); } catch (e) { if (view.job === v) $("jv-title").textContent = e.message; return; }
+  if (view.job !== v) return; // another page was opened meanwhile
+  v.id = j.id; // a name (#/job/build) stands for its newest job: follow that one
+  const base = "/api/jobs/" + encodeURIComponent(j.id) + "/raw";
+  $("jv-raw").href = base; $("jv-raw-out").href = base + "?stream=stdout"; $("jv-raw-err").href = base + "?stream=stderr";
+  v.info = j;
+  await loadOutput(j);
+  if (view.job === v) onViewedJob(j);
 }
+// The output as the mode asks: the merged log, or the two panes.
+async function loadOutput(j) {
+  const v = view.job;
+  if (!v) return;
+  const merged = $("jv-mode").value === "merged";
+  $("jv-merged").hidden = !merged; $("jv-panes").hidden = merged;
+  if (merged) await logFrom(v.log, -RANGE);
+  else { await tail(v.out, j.stdout_bytes); await tail(v.err, j.stderr_bytes); }
+}
+
+// The merged log: the job's two streams in arrival order, one element a
+// line: its number, its time, its text. Text is set as text nodes only;
+// SGR escapes become classes (colours of 256 or RGB: CSSOM colours),
+// every other escape is dropped, never interpreted.
+function newLog() { return { next: 0, busy: false, line: 0, known: true, cur: null, cr: false, esc: "", sgr: [{}, {}], lines: 0, total: 0 }; }
+async function logFrom(g, offset) {
+  Object.assign(g, newLog());
+  $("jv-log").replaceChildren();
+  g.next = offset;
+  g.first = true;
+  await moreLog(g);
+}
+async function moreLog(g) {
+  const v = view.job;
+  if (!v || g.busy) return;
+  g.busy = true;
+  try {
+    for (let i = 0; i < 16; i++) {
+      const q = "offset=" + g.next + "&limit=" + RANGE + (g.first ? "&lines=1" : "");
+      const r = await api("GET", "/api/jobs/" + encodeURIComponent(v.id) + "/log?" + q);
+      if (view.job !== v || v.log !== g) return;
+      if (g.first) {
+        g.first = false;
+        g.line = r.line > 0 ? r.line : 0;
+        g.known = r.line !== -1;
+        const note = $("jv-log-note");
+        note.hidden = r.offset === 0;
+        note.textContent = r.offset === 0 ? "" : "The output begins " + bytes(r.offset) + " earlier (Jump to start)." +
+          (g.known ? "" : " Line numbers count from the first line shown.");
+      }
+      const box = $("jv-log"), follow = $("jv-follow").checked;
+      for (const seg of r.segments) feed(g, seg);
+      if (r.skipped) feedNote(g, "[" + bytes(r.skipped) + " not kept]");
+      trimLog(g);
+      if (follow) box.scrollTop = box.scrollHeight;
+      g.next = r.next; g.total = r.total;
+      $("jv-log-n").textContent = g.lines + " lines shown of " + bytes(r.total);
+      if (r.next >= r.total || !r.segments.length) break;
+      if (!$("jv-follow").checked) break;
+    }
+  } catch (e) { $("jv-msg").textContent = e.message; }
+  finally { g.busy = false; }
+}
+function newLine(g, err) {
+  g.line++; g.lines++;
+  const tx = el("span", { class: "tx" });
+  const ln = el("div", { class: "ln" + (err ? " e" : "") }, el("span", { class: "no" }, (g.known ? "" : "+") + g.line),
+    el("span", { class: "ts" }, g.at ? new Date(g.at).toLocaleTimeString() : ""), tx);
+  $("jv-log").append(ln);
+  g.cur = tx;
+  return tx;
+}
+function feedNote(g, text) {
+  const tx = newLine(g, false);
+  tx.append(el("span", { class: "dim" }, text));
+  g.cur = null;
+}
+function trimLog(g) {
+  const box = $("jv-log");
+  while (box.childElementCount > MAXLINES) box.firstElementChild.remove();
+}
+// The class list and CSSOM style of an SGR state.
+function sgrStyle(st, err) {
+  const cls = [];
+  if (err && st.fg == null) cls.push("e"); // stderr text without a colour of its own
+  if (st.b) cls.push("a-b"); if (st.d) cls.push("a-d"); if (st.i) cls.push("a-i"); if (st.u) cls.push("a-u"); if (st.s) cls.push("a-s");
+  const style = {};
+  let fg = st.fg, bg = st.bg;
+  if (st.inv) [fg, bg] = [bg == null ? 7 : bg, fg == null ? 0 : fg];
+  if (typeof fg === "number") cls.push("f" + fg); else if (fg) style.color = fg;
+  if (typeof bg === "number") cls.push("g" + bg); else if (bg) style.backgroundColor = bg;
+  return { cls: cls.join(" "), style };
+}
+// 256-colour index n as a colour: the 16 as classes, the rest as rgb().
+function color256(n) {
+  if (n < 16) return n;
+  if (n >= 232) { const v = 8 + (n - 232) * 10; return "rgb(" + v + "," + v + "," + v + ")"; }
+  n -= 16;
+  const c = (x) => (x ? 55 + x * 40 : 0);
+  return "rgb(" + c(Math.floor(n / 36)) + "," + c(Math.floor(n / 6) % 6) + "," + c(n % 6) + ")";
+}
+function applySGR(st, params) {
+  const p = params === "" ? [0] : params.split(/[;:]/).map((x) => (x === "" ? 0 : Number(x)));
+  for (let i = 0; i < p.length; i++) {
+    const n = p[i];
+    if (!Number.isInteger(n)) return;
+    if (n === 0) { for (const k of Object.keys(st)) delete st[k]; }
+    else if (n === 1) st.b = true; else if (n === 2) st.d = true; else if (n === 3) st.i = true; else if (n === 4) st.u = true;
+    else if (n === 7) st.inv = true; else if (n === 9) st.s = true;
+    else if (n === 22) { st.b = false; st.d = false; } else if (n === 23) st.i = false; else if (n === 24) st.u = false;
+    else if (n === 27) st.inv = false; else if (n === 29) st.s = false;
+    else if (n >= 30 && n <= 37) st.fg = n - 30; else if (n === 39) delete st.fg;
+    else if (n >= 40 && n <= 47) st.bg = n - 40; else if (n === 49) delete st.bg;
+    else if (n >= 90 && n <= 97) st.fg = n - 90 + 8; else if (n >= 100 && n <= 107) st.bg = n - 100 + 8;
+    else if (n === 38 || n === 48) {
+      let c = null;
+      if (p[i + 1] === 5 && Number.isInteger(p[i + 2]) && p[i + 2] >= 0 && p[i + 2] <= 255) { c = color256(p[i + 2]); i += 2; }
+      else if (p[i + 1] === 2 && [p[i + 2], p[i + 3], p[i + 4]].every((x) => Number.isInteger(x) && x >= 0 && x <= 255)) {
+        c = "rgb(" + p[i + 2] + "," + p[i + 3] + "," + p[i + 4] + ")"; i += 4;
+      } else return;
+      if (n === 38) st.fg = c; else st.bg = c;
+    }
+  }
+}
+// Appends text to the current line in the stream's SGR state.
+function put(g, s, text) {
+  if (!text) return;
+  if (g.cr) { g.cr = false; if (g.cur) g.cur.replaceChildren(); } // a lone CR: the line is written again
+  const tx = g.cur || newLine(g, s === 1);
+  const { cls, style } = sgrStyle(g.sgr[s], s === 1);
+  const last = tx.lastChild;
+  if (last && last.dataset && last.dataset.k === cls + JSON.stringify(style)) { last.append(text); return; }
+  const span = el("span", { class: cls, style }, text);
+  span.dataset.k = cls + JSON.stringify(style);
+  tx.append(span);
+}
+// feed writes one segment: lines, escapes, carriage returns. An escape
+// cut at the segment's end waits for the next segment of the stream.
+function feed(g, seg) {
+  g.at = seg.t;
+  const s = seg.s;
+  let d = (g.esc && g.escStream === s ? g.esc : "") + seg.data;
+  g.esc = "";
+  let i = 0, run = "";
+  const flush = () => { put(g, s, run); run = ""; };
+  while (i < d.length) {
+    const c = d[i];
+    if (c === "\n") { flush(); if (!g.cur) newLine(g, s === 1); g.cur = null; g.cr = false; i++; continue; }
+    if (c === "\r") { flush(); if (d[i + 1] !== "\n" && i + 1 < d.length) g.cr = true; i++; continue; }
+    if (c !== "\x1b" && c !== "\x9b") { run += c; i++; continue; }
+    flush();
+    // CSI: ESC [ params intermediates final; OSC: ESC ] ... BEL or ESC \; others: ESC and one more.
+    let m;
+    const rest = d.slice(i);
+    if ((m = /^(?:\x1b\[|\x9b)([0-9;:<=>?]*)([ -\/]*)([@-~])/.exec(rest))) {
+      if (m[3] === "m" && !m[2] && !/[<=>?]/.test(m[1])) applySGR(g.sgr[s], m[1]);
+      i += m[0].length; continue;
+    }
+    if ((m = /^\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/.exec(rest))) { i += m[0].length; continue; }
+    if (/^(?:\x1b\[|\x9b)[0-9;:<=>?]*[ -\/]*$/.test(rest) || /^\x1b\][^\x07\x1b]*\x1b?$/.test(rest) || rest === "\x1b") {
+      if (rest.length < 4096) { g.esc = rest; g.escStream = s; }
+      break; // cut at the segment's end
+    }
+    i += rest.length > 1 && rest[0] === "\x1b" ? 2 : 1; // another escape: dropped
+  }
+  flush();
+}
+
+// The two panes, each stream by ranges.
+function newStream(name) { return { name, start: 0, next: 0, busy: false, pre: null }; }
 async function tail(s, total) {
   s.start = s.next = Math.max(0, total - RANGE);
   s.pre.textContent = "";
@@ -333,16 +561,21 @@ function onViewedJob(j) {
   const v = view.job;
   j = keepCmd(j, v.info);
   v.info = j;
-  $("jv-title").textContent = "Job " + (j.name && j.name !== j.id ? j.name + " (" + j.id + ")" : j.id);
+  $("jv-badge").replaceChildren(badge(j));
+  $("jv-title").textContent = "Job " + label(j);
   $("jv-cmd").textContent = j.cmd;
-  const facts = [["state", j.state], ["status", statusText(j) || "–"], ["started", at(j.started) ? new Date(at(j.started)).toLocaleString() : "–"],
+  const facts = [["state", j.state], ["status", statusText(j) || "–"], ["started", at(j.started) ? new Date(at(j.started)).toLocaleString() + " (" + ago(at(j.started)) + ")" : "–"],
     ["duration", dur(j.duration_ms)], ["cwd", j.cwd || "–"], ["pid", j.pid || "–"], ["source", j.source || "–"]];
-  $("jv-facts").replaceChildren(...facts.map(([k, x]) => el("div", {}, el("dt", {}, k), el("dd", { class: k === "state" ? "s-" + j.state : "" }, String(x)))));
+  $("jv-facts").replaceChildren(...facts.map(([k, x]) => el("div", {}, el("dt", {}, k),
+    el("dd", { class: (k === "state" || k === "status") && outcome(j) ? (outcome(j) === "ok" ? "ok" : "bad") : k === "state" ? "s-" + j.state : "" }, String(x)))));
   $("jv-out-n").textContent = bytes(j.stdout_bytes) + (j.stdout_dropped ? ", " + bytes(j.stdout_dropped) + " dropped" : "");
   $("jv-err-n").textContent = bytes(j.stderr_bytes) + (j.stderr_dropped ? ", " + bytes(j.stderr_dropped) + " dropped" : "");
-  const live = j.state === "running" || j.state === "pending";
+  const live = !ended(j);
   $("jv-stop").disabled = !live; $("jv-force").disabled = !live;
-  if ($("jv-follow").checked) {
+  if ($("jv-mode").value === "merged") {
+    const g = v.log;
+    if (!g.first && j.stdout_bytes + j.stderr_bytes > g.next && ($("jv-follow").checked || g.lines < MAXLINES)) moreLog(g);
+  } else if ($("jv-follow").checked) {
     if (j.stdout_bytes > v.out.next) more(v.out);
     if (j.stderr_bytes > v.err.next) more(v.err);
   }
@@ -358,14 +591,27 @@ async function jobAct(path, body) {
 $("jv-stop").addEventListener("click", () => jobAct("/stop", { force: false }));
 $("jv-force").addEventListener("click", () => jobAct("/stop", { force: true }));
 $("jv-rerun").addEventListener("click", () => jobAct("/rerun"));
-$("jv-start").addEventListener("click", () => {
+$("jv-start").addEventListener("click", async () => {
   $("jv-follow").checked = false;
+  if ($("jv-mode").value === "merged") { await logFrom(view.job.log, 0); $("jv-log").scrollTop = 0; return; }
   for (const s of [view.job.out, view.job.err]) { s.start = s.next = 0; s.pre.textContent = ""; more(s).then(() => { s.pre.scrollTop = 0; }); }
 });
 $("jv-end").addEventListener("click", () => {
   $("jv-follow").checked = true;
   const j = view.job.info;
+  if ($("jv-mode").value === "merged") { logFrom(view.job.log, -RANGE); return; }
   tail(view.job.out, j.stdout_bytes); tail(view.job.err, j.stderr_bytes);
+});
+$("jv-mode").addEventListener("change", () => { if (view.job && view.job.info) { $("jv-follow").checked = true; loadOutput(view.job.info); } });
+$("jv-ts").addEventListener("change", () => $("jv-log").classList.toggle("show-ts", $("jv-ts").checked));
+// Follow is on while the log is scrolled to its bottom.
+$("jv-log").addEventListener("scroll", () => {
+  const b = $("jv-log"), bottom = b.scrollHeight - b.scrollTop - b.clientHeight < 4;
+  if (view.job && !view.job.log.busy) {
+    $("jv-follow").checked = bottom;
+    const g = view.job.log;
+    if (bottom && g.next < g.total) moreLog(g);
+  }
 });
 
 // --- pty view ---
@@ -490,36 +736,62 @@ async function loadUsage() {
 function onUsage(u) { usage.push(u); if (usage.length > 120) usage.shift(); drawUsage(); }
 
 // --- find in the loaded output ---
-let findAt = { pre: null, index: -1, q: "" };
-function findNext() {
-  const q = $("jv-find").value;
-  if (!q) { $("jv-found").textContent = ""; return; }
-  const pres = [$("jv-stdout"), $("jv-stderr")];
-  if (q !== findAt.q) findAt = { pre: null, index: -1, q };
-  let hits = 0;
-  for (const p of pres) { const t = p.textContent; for (let i = t.indexOf(q); i >= 0; i = t.indexOf(q, i + q.length)) hits++; }
-  if (!hits) { $("jv-found").textContent = "not in the loaded output"; return; }
-  // The next hit after the current one, stdout first, wrapping around.
-  let start = findAt.pre ? pres.indexOf(findAt.pre) : 0, from = findAt.index + 1;
-  for (let k = 0; k < 3; k++) {
-    const p = pres[(start + k) % 2];
-    p.normalize();
-    const i = p.textContent.indexOf(q, k === 0 ? from : 0);
-    if (i >= 0 && p.firstChild) {
-      findAt = { pre: p, index: i, q };
-      const r = document.createRange();
-      r.setStart(p.firstChild, i); r.setEnd(p.firstChild, i + q.length);
-      const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r);
-      const box = r.getBoundingClientRect(), pbox = p.getBoundingClientRect();
-      p.scrollTop += box.top - pbox.top - p.clientHeight / 2;
-      p.scrollIntoView({ block: "nearest" });
-      $("jv-follow").checked = false;
-      $("jv-found").textContent = hits + " found (Enter: next)";
-      return;
+// The hits are lines of the merged log (or places in the panes); Enter
+// or ↓ goes to the next, Shift+Enter or ↑ to the one before, and selects
+// the text found.
+let findAt = { q: "", n: -1 };
+function textRange(root, from, to) {
+  const r = document.createRange();
+  const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  let pos = 0, node, started = false;
+  while ((node = w.nextNode())) {
+    const len = node.data.length;
+    if (!started && from <= pos + len) { r.setStart(node, from - pos); started = true; }
+    if (started && to <= pos + len) { r.setEnd(node, to - pos); return r; }
+    pos += len;
+  }
+  return null;
+}
+function hits(q) {
+  const out = [];
+  if ($("jv-mode").value === "merged") {
+    for (const tx of $("jv-log").querySelectorAll(".tx")) {
+      const t = tx.textContent;
+      for (let i = t.indexOf(q); i >= 0; i = t.indexOf(q, i + q.length)) out.push({ root: tx, i });
+    }
+  } else {
+    for (const p of [$("jv-stdout"), $("jv-stderr")]) {
+      const t = p.textContent;
+      for (let i = t.indexOf(q); i >= 0; i = t.indexOf(q, i + q.length)) out.push({ root: p, i });
     }
   }
+  return out;
 }
-$("jv-find").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); findNext(); } });
+function findNext(back) {
+  const q = $("jv-find").value;
+  for (const h of $("jv-log").querySelectorAll(".ln.hit")) h.classList.remove("hit");
+  if (!q) { $("jv-found").textContent = ""; return; }
+  const all = hits(q);
+  if (!all.length) { $("jv-found").textContent = "not in the loaded output"; findAt = { q, n: -1 }; return; }
+  let n = q === findAt.q ? findAt.n + (back ? -1 : 1) : back ? all.length - 1 : 0;
+  n = (n + all.length) % all.length;
+  findAt = { q, n };
+  const h = all[n];
+  const r = textRange(h.root, h.i, h.i + q.length);
+  if (r) { const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r); }
+  $("jv-follow").checked = false;
+  const line = h.root.closest(".ln");
+  if (line) { line.classList.add("hit"); line.scrollIntoView({ block: "center" }); }
+  else if (r) {
+    const box = r.getBoundingClientRect(), pbox = h.root.getBoundingClientRect();
+    h.root.scrollTop += box.top - pbox.top - h.root.clientHeight / 2;
+    h.root.scrollIntoView({ block: "nearest" });
+  }
+  $("jv-found").textContent = (n + 1) + " of " + all.length + " found (Enter: next)";
+}
+$("jv-find").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); findNext(e.shiftKey); } });
+$("jv-next").addEventListener("click", () => findNext(false));
+$("jv-prev").addEventListener("click", () => findNext(true));
 
 // --- routing ---
 function route() {

@@ -193,10 +193,14 @@ func (s *Service) LiveJob(id string) (*LiveJob, error) {
 // spec's rules (job.Manager.Start: cmd, timeout, NUL bytes, the name
 // rule), an id, the queue, the start. Errors are of class
 // errdefs.ErrInvalid for a spec that breaks a rule, ErrConflict for a
-// name in use, ErrUnavailable when the engine is closed. A command that
+// name in use, ErrUnavailable when the engine is closed, ErrPolicy for a
+// command the policy refuses (nothing is spawned). A command that
 // cannot be started is a job in state failed, not an error. The job is
 // not yet durable: see Recorded.
 func (s *Service) StartJob(spec JobSpec) (*LiveJob, error) {
+	if err := s.checkJob(spec); err != nil {
+		return nil, err
+	}
 	j, err := s.Jobs.Start(spec)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
 package tools
 
 import (
-	"github.com/hivetools/hive/internal/shell"
+	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -34,10 +34,11 @@ func (m meaning) text() string {
 	return m.Status + ": " + m.Message
 }
 
-// warningOf is the destructive-command warning of cmd (shell.Warning), nil
-// when there is none.
-func warningOf(cmd string) *string {
-	if w := shell.Warning(cmd); w != "" {
+// warningOf is the warning of cmd run in dir (the built-in destructive
+// warnings and the policy's warn rules: service.Service.Warning), nil when
+// there is none.
+func warningOf(d *service.Service, cmd, dir string) *string {
+	if w := d.Warning(cmd, dir); w != "" {
 		return &w
 	}
 	return nil

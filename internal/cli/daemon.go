@@ -80,7 +80,7 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.policyDeny.Check, o.policyWarn.Check = checkRule, checkRule
 	fs.Var(&o.policyDeny, "policy-deny", "refuse the commands this rule matches (docs/policy.md): 'git push --force', 'rm -r -f /', 'curl | sh'; repeatable ([policy] deny = [...] in hive.toml)")
 	fs.Var(&o.policyWarn, "policy-warn", "warn of the commands this rule matches; repeatable ([policy] warn = [...])")
-	o.refuseUnknown = fs.Bool("policy-refuse-unknown", true, "refuse a command part of which cannot be known before it runs ($(…) as its program, eval \"$x\") when a deny rule could match it")
+	o.refuseUnknown = fs.Bool("policy-refuse-unknown", true, "refuse a command part of which cannot be known before it runs ($(...) as its program, eval \"$x\") when a deny rule could match it")
 	return o
 }
 

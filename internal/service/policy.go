@@ -17,10 +17,12 @@ import (
 // matched; it is logged, and one that does not come from a tool call
 // (whose envelope records it) is added to the activity feed.
 
-// checkJob checks a job's command under the policy.
-func (s *Service) checkJob(spec JobSpec) error {
+// checkJob checks a job's command under the policy and returns its
+// warning (Service.Warning) with checked true, or, with no rules, none
+// and false.
+func (s *Service) checkJob(spec JobSpec) (warning string, checked bool, err error) {
 	if s.Policy.Empty() {
-		return nil
+		return "", false, nil
 	}
 	dir := spec.Dir
 	if dir == "" {
@@ -34,9 +36,9 @@ func (s *Service) checkJob(spec JobSpec) error {
 	}
 	if err := d.Err(); err != nil {
 		s.refused(spec.Source, cmd, d.Rule, d.Part, err)
-		return err
+		return "", true, err
 	}
-	return nil
+	return d.Warning, true, nil
 }
 
 // checkInput checks what is typed into a PTY session: best effort, the

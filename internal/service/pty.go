@@ -92,7 +92,7 @@ func (s *Service) OpenPTY(o PTYOpen) (view.Session, error) {
 		return view.Session{}, pty.ErrUnsupported
 	}
 	if o.Cmd != "" {
-		if err := s.checkJob(JobSpec{Cmd: o.Cmd, Dir: o.Cwd, Source: "terminal"}); err != nil {
+		if _, _, err := s.checkJob(JobSpec{Cmd: o.Cmd, Dir: o.Cwd, Source: "terminal"}); err != nil {
 			return view.Session{}, err
 		}
 	}

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -34,11 +33,9 @@ func (m meaning) text() string {
 	return m.Status + ": " + m.Message
 }
 
-// warningOf is the warning of cmd run in dir (the built-in destructive
-// warnings and the policy's warn rules: service.Service.Warning), nil when
-// there is none.
-func warningOf(d *service.Service, cmd, dir string) *string {
-	if w := d.Warning(cmd, dir); w != "" {
+// nilIfEmpty is a warning as the envelope carries it: nil when empty.
+func nilIfEmpty(w string) *string {
+	if w != "" {
 		return &w
 	}
 	return nil

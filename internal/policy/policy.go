@@ -335,6 +335,10 @@ func opaque(c *shell.Call) bool {
 type token struct {
 	w   shell.Word
 	opt bool
+	// abs is an operand's absolute form (abs), absKnown whether it is
+	// known, set when the stage has globs.
+	abs      string
+	absKnown bool
 }
 
 // match matches one stage against one call.
@@ -350,11 +354,15 @@ func (s *stage) match(c *shell.Call) outcome {
 		}
 	} else {
 		m = possible
-		if !overlap(s.program, lastElem(p.Text)) {
-			return none
-		}
+		prog := p.Text
 		if p.Spread {
-			args = c.Args // the program and its arguments may be in it
+			// The word may split: the program is its start, up to the
+			// first unknown part and some of it (git${IFS}push).
+			prog = prog[:strings.IndexByte(prog, '*')+1]
+			args = c.Args // the program's arguments may be in it too
+		}
+		if !overlap(s.program, lastElem(prog)) {
+			return none
 		}
 	}
 	var toks []token
@@ -377,7 +385,14 @@ func (s *stage) match(c *shell.Call) outcome {
 			return none
 		}
 	}
-	return min(m, s.operands(toks, c.Dir))
+	if len(s.globs) > 0 {
+		for i := range toks {
+			if !toks[i].opt {
+				toks[i].abs, toks[i].absKnown = abs(toks[i].w.Text, c.Dir)
+			}
+		}
+	}
+	return min(m, s.operands(toks))
 }
 
 // lastElem is the last element of a path pattern.
@@ -414,7 +429,8 @@ func (s *stage) hasOne(o string, toks []token) outcome {
 	best := none
 	for _, t := range toks {
 		if !t.w.Known {
-			if overlap("-*", t.w.Text) {
+			// A word that may split may hold any word.
+			if t.w.Spread || overlap("-*", t.w.Text) {
 				best = possible
 			}
 			continue
@@ -460,14 +476,14 @@ func (s *stage) longPrefix(name, want string) bool {
 }
 
 // operands matches the globs in order against the operands among toks.
-func (s *stage) operands(toks []token, dir string) outcome {
+func (s *stage) operands(toks []token) outcome {
 	if len(s.globs) == 0 {
 		return definite
 	}
-	if seq(s.globs, toks, dir, definite) {
+	if seq(s.globs, toks, definite) {
 		return definite
 	}
-	if seq(s.globs, toks, dir, possible) {
+	if seq(s.globs, toks, possible) {
 		return possible
 	}
 	return none
@@ -475,13 +491,13 @@ func (s *stage) operands(toks []token, dir string) outcome {
 
 // seq matches globs in order against toks, each token matching at least
 // as well as want; a spreading token may match several globs.
-func seq(globs []string, toks []token, dir string, want outcome) bool {
+func seq(globs []string, toks []token, want outcome) bool {
 	k := 0
 	for _, t := range toks {
 		if t.opt {
 			continue
 		}
-		for k < len(globs) && arg(globs[k], t.w, dir) >= want {
+		for k < len(globs) && arg(globs[k], t) >= want {
 			k++
 			if !t.w.Spread {
 				break
@@ -494,27 +510,24 @@ func seq(globs []string, toks []token, dir string, want outcome) bool {
 	return k == len(globs)
 }
 
-// arg matches a glob against an argument: as written, and in its absolute
-// form against dir.
-func arg(g string, w shell.Word, dir string) outcome {
+// arg matches a glob against an operand: as written, and in its absolute
+// form.
+func arg(g string, t token) outcome {
+	w := t.w
 	if w.Known {
 		if glob(g, w.Text) {
 			return definite
 		}
-		a, known := abs(w.Text, dir)
-		if known && glob(g, a) {
+		if t.absKnown && glob(g, t.abs) {
 			return definite
 		}
-		if !known && overlap(g, a) {
+		if !t.absKnown && overlap(g, t.abs) {
 			return possible
 		}
 		return none
 	}
-	if overlap(g, w.Text) {
-		return possible
-	}
-	if a, _ := abs(w.Text, dir); overlap(g, a) {
-		return possible
+	if w.Spread || overlap(g, w.Text) || overlap(g, t.abs) {
+		return possible // a word that may split may hold any word
 	}
 	return none
 }

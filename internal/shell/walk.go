@@ -120,6 +120,7 @@ type walker struct {
 	called map[string]bool
 	stack  []string // functions being walked
 	budget int      // function calls walked so far (maxCalls)
+	alias  map[string]Word
 }
 
 // maxCalls bounds the calls of functions defined in the line that are
@@ -436,7 +437,25 @@ func (w *walker) run(args []Word, txt string, sc, env *scope, depth int, p pos, 
 		return
 	}
 	name, rest := base(cmd[0].Text), cmd[1:]
+	if a, ok := w.alias[cmd[0].Text]; ok && len(outer) == 0 {
+		// An alias defined earlier in the line (bash expands them in a
+		// script once shopt -s expand_aliases, and in a PTY's shell).
+		w.nested(joinWords(append([]Word{a}, rest...)), nil, sc, depth, p)
+	}
 	switch name {
+	case "alias":
+		for _, a := range rest {
+			if k, v, ok := strings.Cut(a.Text, "="); ok && k != "" && !strings.Contains(k, "*") {
+				if w.alias == nil {
+					w.alias = map[string]Word{}
+				}
+				w.alias[k] = Word{Text: v, Known: a.Known}
+			}
+		}
+	case "source", ".":
+		if len(rest) > 0 && !rest[0].Known {
+			w.unknownScript(sc, p, txt)
+		}
 	case "cd", "pushd", "popd":
 		w.cd(name, rest, sc, cond)
 	case "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
@@ -589,6 +608,12 @@ func shellFromStdin(args []Word) bool {
 	if name == "busybox" && len(rest) > 0 && (rest[0].Text == "sh" || rest[0].Text == "ash") {
 		name, rest = "sh", rest[1:]
 	}
+	if (name == "source" || name == ".") && len(rest) > 0 {
+		switch rest[0].Text {
+		case "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0":
+			return true
+		}
+	}
 	return shells[name] && readsStdin(texts(rest))
 }
 
@@ -607,49 +632,58 @@ func (w *walker) pipedScript(stages []*syntax.Stmt, src string, sc *scope, depth
 		if !shellFromStdin(dargs) {
 			continue
 		}
-		c, ok := stages[i-1].Cmd.(*syntax.CallExpr)
-		if !ok || len(c.Args) == 0 {
-			continue
-		}
-		var args []Word
-		for _, a := range c.Args {
-			args = append(args, expand(a, sc)...)
-		}
-		args, _ = unwrapWords(args)
-		if len(args) == 0 || !args[0].Known {
-			continue
-		}
-		switch base(args[0].Text) {
-		case "echo", "printf":
-			rest := args[1:]
-			for len(rest) > 0 && rest[0].Known && strings.HasPrefix(rest[0].Text, "-") {
-				rest = rest[1:]
+		// What the shell reads: echo's or printf's words when they are
+		// known, else unknown (generated, downloaded, decoded).
+		script, alt := Word{Text: "*"}, Word{}
+		if c, ok := stages[i-1].Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 && !stages[i-1].Negated {
+			var args []Word
+			for _, a := range c.Args {
+				args = append(args, expand(a, sc)...)
 			}
-			script := joinWords(rest)
-			if script.Known && base(args[0].Text) == "printf" {
-				script.Text = ansiC(script.Text)
+			args, _ = unwrapWords(args)
+			if len(args) > 0 && args[0].Known {
+				rest := args[1:]
+				for len(rest) > 0 && rest[0].Known && strings.HasPrefix(rest[0].Text, "-") && rest[0].Text != "-" {
+					rest = rest[1:]
+				}
+				switch base(args[0].Text) {
+				case "echo":
+					// bash's echo prints backslashes as they are, dash's
+					// (and echo -e) decodes them: both are walked.
+					script = joinWords(rest)
+					if script.Known && ansiC(script.Text) != script.Text {
+						alt = Word{Text: ansiC(script.Text), Known: true}
+					}
+				case "printf":
+					if j := joinWords(rest); j.Known && !strings.Contains(j.Text, "%") {
+						script = Word{Text: ansiC(j.Text), Known: true}
+					}
+				}
 			}
-			w.nested(script, nil, sc, depth, pos{id, i})
+		}
+		w.nested(script, nil, sc, depth, pos{id, i})
+		if alt.Known {
+			w.nested(alt, nil, sc, depth, pos{id, i})
 		}
 	}
 }
 
 // shellScriptWords returns the script of sh-like arguments that use -c
-// and the positional parameters after it ($0 first).
+// and the positional parameters after it ($0 first); a script file that
+// is not known (bash <(curl …), sh "$f") is an unknown script.
 func shellScriptWords(args []Word) (Word, []Word, bool) {
 	c := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.Known {
-			if c {
-				return a, nil, true
-			}
-			return Word{}, nil, false
+			// The script (with -c) or the script file is not known:
+			// either way what runs is not.
+			return Word{Text: a.Text}, nil, true
 		}
 		t := a.Text
 		switch {
 		case t == "--" || t == "-":
-			if c && i+1 < len(args) {
+			if i+1 < len(args) && (c || !args[i+1].Known) {
 				return args[i+1], params(args[i+2:]), true
 			}
 			return Word{}, nil, false
@@ -861,7 +895,7 @@ func expand(w *syntax.Word, sc *scope) []Word {
 						flush()
 					}
 					if unescaped(f, "*?[") {
-						known, spread = false, true
+						known = false
 						f = globPattern(f)
 					}
 					cur.WriteString(f)
@@ -907,8 +941,9 @@ func expand(w *syntax.Word, sc *scope) []Word {
 
 // literal removes the quoting of an unquoted literal and tells whether it
 // is its value: an unescaped glob (* ? […]), a brace expansion or a
-// leading tilde makes it a pattern ("*" in their place), which may also
-// spread into several words.
+// leading tilde makes it a pattern ("*" in their place). A glob or a
+// brace may become several words, each of the pattern's shape: none of
+// them spreads into arbitrary words, so spread is always false.
 func literal(s string, first bool) (text string, known, spread bool) {
 	if !strings.ContainsAny(s, `\*?[{~`) {
 		return s, true, false
@@ -927,16 +962,16 @@ func literal(s string, first bool) (text string, known, spread bool) {
 			}
 		case c == '*' || c == '?':
 			b.WriteByte('*')
-			known, spread = false, true
+			known = false
 		case c == '[' && strings.IndexByte(s[i+1:], ']') >= 0:
 			b.WriteByte('*')
 			i += 1 + strings.IndexByte(s[i+1:], ']')
-			known, spread = false, true
+			known = false
 		case c == '{' && strings.IndexByte(s[i+1:], '}') >= 0 &&
 			(strings.Contains(s[i:], ",") || strings.Contains(s[i:], "..")):
 			b.WriteByte('*')
 			i += 1 + strings.IndexByte(s[i+1:], '}')
-			known, spread = false, true
+			known = false
 		case c == '~' && i == 0 && first:
 			j := strings.IndexByte(s, '/')
 			if j < 0 {

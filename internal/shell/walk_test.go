@@ -60,7 +60,7 @@ func TestWalk(t *testing.T) {
 		{`echo 'git push -f' | sh`, []string{"echo git push -f @/w", "sh @/w", "git push -f @/w"}},
 		{`find /x -exec rm -rf {} +`, []string{"find /x -exec rm -rf {} + @/w", "rm -rf <*> @"}},
 		{`ls | xargs rm -rf`, []string{"ls @/w", "rm -rf <*>… @/w"}},
-		{`rm -rf ~/x *.o {a,b}/c`, []string{"rm -rf <*/x> <*.o>… <*/c>… @/w"}},
+		{`rm -rf ~/x *.o {a,b}/c`, []string{"rm -rf <*/x> <*.o> <*/c> @/w"}},
 		{`echo $(git push -f) <(rm x)`, []string{"git push -f @/w", "rm x @/w", "echo <*>… <*>… @/w"}},
 		{`for i in 1; do cd /a; done; ls`, []string{"cd /a @", "ls @"}},
 	}

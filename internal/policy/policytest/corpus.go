@@ -72,6 +72,12 @@ var Denied = []string{
 	`$(command -v git) push --force`,
 	`eval "$NOT_SET_ANYWHERE"`,
 	`xargs git push <<< --force`,
+	`git${IFS}push${IFS}-f`,
+	"shopt -s expand_aliases\nalias gp='git push -f'\ngp",
+	`echo Z2l0IHB1c2ggLWYK | base64 -d | sh`,
+	`bash <(echo git push -f)`,
+	`source /dev/stdin <<< 'git push -f'`,
+	`printf '%s\n' 'git push -f' | sh`,
 	// rm -r -f */canary
 	`rm -rf ` + T + `/canary`,
 	`rm -fr ` + T + `/canary`,
@@ -132,6 +138,8 @@ var Allowed = []string{
 	`curl --version | cat`,
 	`sh -c 'echo hi'`,
 	`cd ` + T + ` && ls canary`,
+	`rm -rf ` + T + `/scratch1/*.o`,
+	`alias ll='ls -l'; ll`,
 }
 
 // Expand replaces the placeholder T in cmd with dir.

@@ -23,11 +23,12 @@ import (
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/policy"
 	"github.com/hivetools/hive/internal/proto"
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--config F] [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--config F] [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N] [--policy-deny RULE]... [--policy-warn RULE]... [--policy-refuse-unknown=false]", run: runDaemon})
 }
 
 // daemonOpts are the daemon's settings, as its flags (and hive.toml) set them.
@@ -41,6 +42,8 @@ type daemonOpts struct {
 	fileCap, handleCap, logMax             *int64
 	dir, config                            *string
 	holdJobs                               *bool
+	policyDeny, policyWarn                 config.List
+	refuseUnknown                          *bool
 	fs                                     *flagSet
 	sources                                map[string]config.Source
 	configFile                             string   // the file read, "" if none
@@ -76,7 +79,26 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.maxLine = fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
 	o.holdJobs = fs.Bool("hold-jobs", runtime.GOOS == "linux", "run jobs in the holder of the jobs (hive holder), so that they keep running when the daemon ends (a crash, hive restart, a new build): the next daemon adopts them")
 	o.logMax = fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
+	o.policyDeny.Check, o.policyWarn.Check = checkRule, checkRule
+	fs.Var(&o.policyDeny, "policy-deny", "refuse the commands this rule matches (docs/policy.md): 'git push --force', 'rm -r -f /', 'curl | sh'; repeatable ([policy] deny = [...] in hive.toml)")
+	fs.Var(&o.policyWarn, "policy-warn", "warn of the commands this rule matches; repeatable ([policy] warn = [...])")
+	o.refuseUnknown = fs.Bool("policy-refuse-unknown", true, "refuse a command part of which cannot be known before it runs ($(...) as its program, eval \"$x\") when a deny rule could match it")
 	return o
+}
+
+// checkRule checks a --policy-deny or --policy-warn rule.
+func checkRule(s string) error {
+	_, err := policy.ParseRule(s)
+	return err
+}
+
+// policy is the command policy the settings make.
+func (o *daemonOpts) policy() (*policy.Policy, error) {
+	p, err := policy.New(policy.Options{Deny: o.policyDeny.Values, Warn: o.policyWarn.Values, AllowUnknown: !*o.refuseUnknown})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v%s", ErrUsage, err, o.from("policy-deny", "policy-warn"))
+	}
+	return p, nil
 }
 
 // load reads the settings file (--config, else <state>/hive.toml if
@@ -170,6 +192,9 @@ func (o *daemonOpts) check() error {
 	if *o.logMax < 0 {
 		return bad("--log-max %d: must be >= 0", one("log-max"), *o.logMax)
 	}
+	if _, err := o.policy(); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -247,6 +272,10 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	if *o.holdJobs {
 		holder = []string{e.Exe, "holder", "--state-dir", l.Dir}
 	}
+	pol, err := o.policy()
+	if err != nil {
+		return err
+	}
 	supervisor := os.Getenv(envSupervisor)
 	os.Unsetenv(envSupervisor)
 	return daemon.Run(ctx, daemon.Config{
@@ -257,7 +286,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HandleTTL: *o.handleTTL, HandleCap: *o.handleCap, Retain: retainArg(*o.retain), MaxLine: *o.maxLine,
 		Name: *o.name, RemindMax: *o.remindMax, Subreaper: true,
 		Build: b, Args: append([]string{"daemon", "--state-dir", l.Dir}, args...), Settings: o.settings(),
-		Supervisor: supervisor, Holder: holder,
+		Supervisor: supervisor, Holder: holder, Policy: pol,
 	})
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/hivetools/hive/internal/listen"
 	"github.com/hivetools/hive/internal/mcpline"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/policy"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/pty"
@@ -39,6 +40,8 @@ var ErrRunning = errors.New("a hive daemon is already running")
 
 // Config configures a daemon. Zero values mean the defaults.
 type Config struct {
+	// Policy is the command policy (service.Service.Policy); nil: no rules.
+	Policy     *policy.Policy
 	StateDir   string
 	HTTPAddr   string // "" disables HTTP (internal/httpfront)
 	TokenFile  string // bearer token for HTTP; "" means <state>/http-token, generated (unless HTTPNoAuth)
@@ -425,7 +428,7 @@ func (d *daemon) open() error {
 		act = &service.Activity{} // the dashboard's feed of tool calls
 	}
 	d.svc = service.New(service.Service{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log,
-		Version: d.cfg.Version, PTY: ptys, Activity: act,
+		Version: d.cfg.Version, PTY: ptys, Activity: act, Policy: d.cfg.Policy,
 		Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})})
 	return nil
 }

@@ -631,7 +631,7 @@ func (d *Dashboard) input(r *http.Request, body []byte) (any, error) {
 		return nil, &apiError{http.StatusConflict, msg}
 	}
 	noWait := time.Duration(0)
-	if _, err := d.o.Service.SendPTY(r.Context(), service.PTYSend{Session: s.ID, Input: req.Data, Wait: &noWait}); err != nil {
+	if _, err := d.o.Service.SendPTY(r.Context(), service.PTYSend{Session: s.ID, Input: req.Data, Wait: &noWait, Operator: true}); err != nil {
 		return nil, err
 	}
 	d.log.Info("dashboard: operator input to a pty session", "session_id", s.ID, "bytes", len(req.Data))

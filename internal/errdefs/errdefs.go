@@ -35,6 +35,9 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 	// ErrLimit: a limit was reached (too many sessions, todos, bytes).
 	ErrLimit = errors.New("limit reached")
+	// ErrPolicy: the operator's command policy refuses the command
+	// (internal/policy); the text names the rule and the part that matched.
+	ErrPolicy = errors.New("refused by policy")
 )
 
 // The wire codes of the classes (Code, FromWire).
@@ -44,6 +47,7 @@ const (
 	CodeInvalid     = "invalid"
 	CodeUnavailable = "unavailable"
 	CodeLimit       = "limit"
+	CodePolicy      = "policy"
 )
 
 var classes = []struct {
@@ -55,6 +59,7 @@ var classes = []struct {
 	{CodeInvalid, ErrInvalid},
 	{CodeUnavailable, ErrUnavailable},
 	{CodeLimit, ErrLimit},
+	{CodePolicy, ErrPolicy},
 }
 
 // classed is an error of a class: it prints msg (or err's text), and is

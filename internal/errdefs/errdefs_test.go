@@ -21,6 +21,7 @@ func TestClassesCrossTheWire(t *testing.T) {
 		{"marked", Wrap(ErrUnavailable, errors.New("holder does not answer")), CodeUnavailable, ErrUnavailable},
 		{"a class itself", ErrInvalid, CodeInvalid, ErrInvalid},
 		{"outermost wins", Wrap(ErrConflict, fmt.Errorf("x: %w", notFound)), CodeConflict, ErrConflict},
+		{"policy", Newf(ErrPolicy, "refused by policy: deny rule %q matches %q", "git push --force", "git push -f"), CodePolicy, ErrPolicy},
 		{"plain", errors.New("boom"), "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

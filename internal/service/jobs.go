@@ -148,7 +148,23 @@ func JobEnded(v view.Job) bool { return job.State(v.State).Terminal() }
 
 // LiveJob is a job this daemon holds: one it started, or one it keeps
 // through the holder. Its methods are safe for concurrent use.
-type LiveJob struct{ j *job.Job }
+type LiveJob struct {
+	j *job.Job
+	// warning is the command's warning as the policy's check at the start
+	// found it, when checked.
+	warning string
+	checked bool
+}
+
+// Warning is the warning of the job's command (Service.Warning), as
+// found when it started if the policy was checked then.
+func (l *LiveJob) Warning(s *Service) string {
+	if l.checked {
+		return l.warning
+	}
+	in := l.j.Info()
+	return s.Warning(in.Cmd, in.Cwd)
+}
 
 // ID is the job's id.
 func (l *LiveJob) ID() string { return l.j.ID() }
@@ -187,22 +203,27 @@ func (s *Service) LiveJob(id string) (*LiveJob, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LiveJob{j}, nil
+	return &LiveJob{j: j}, nil
 }
 
 // StartJob is the one path that starts a job, for every surface: the
 // spec's rules (job.Manager.Start: cmd, timeout, NUL bytes, the name
 // rule), an id, the queue, the start. Errors are of class
 // errdefs.ErrInvalid for a spec that breaks a rule, ErrConflict for a
-// name in use, ErrUnavailable when the engine is closed. A command that
+// name in use, ErrUnavailable when the engine is closed, ErrPolicy for a
+// command the policy refuses (nothing is spawned). A command that
 // cannot be started is a job in state failed, not an error. The job is
 // not yet durable: see Recorded.
 func (s *Service) StartJob(spec JobSpec) (*LiveJob, error) {
+	warning, checked, err := s.checkJob(spec)
+	if err != nil {
+		return nil, err
+	}
 	j, err := s.Jobs.Start(spec)
 	if err != nil {
 		return nil, err
 	}
-	return &LiveJob{j}, nil
+	return &LiveJob{j: j, warning: warning, checked: checked}, nil
 }
 
 // Recorded waits until l's latest record is committed (so its id may be
@@ -243,7 +264,7 @@ func (s *Service) WaitJob(ctx context.Context, ref string, wait time.Duration) (
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	j.Wait(wctx)
 	cancel()
-	return s.Recorded(&LiveJob{j})
+	return s.Recorded(&LiveJob{j: j})
 }
 
 // JobQuery selects a page of jobs, newest first.

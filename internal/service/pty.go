@@ -91,6 +91,11 @@ func (s *Service) OpenPTY(o PTYOpen) (view.Session, error) {
 	if s.PTY == nil {
 		return view.Session{}, pty.ErrUnsupported
 	}
+	if o.Cmd != "" {
+		if _, _, err := s.checkJob(JobSpec{Cmd: o.Cmd, Dir: o.Cwd, Source: "terminal"}); err != nil {
+			return view.Session{}, err
+		}
+	}
 	sess, err := s.PTY.Open(pty.OpenOptions{Cmd: o.Cmd, Cwd: o.Cwd, Env: o.Env, Cols: o.Cols, Rows: o.Rows, Name: o.Name})
 	if err != nil {
 		return view.Session{}, err
@@ -126,6 +131,9 @@ type PTYSend struct {
 	Input   string
 	// Keys are key names (Enter, Tab, Up, C-c…) typed after Input.
 	Keys []string
+	// Operator says a person types it (the dashboard), not the agent:
+	// the policy does not check it.
+	Operator bool
 	// Wait and WaitFor: with neither, the answer waits until the program
 	// wants input again (at most ReadyLimit); with Wait 0 and no WaitFor
 	// it does not wait (and has no output); otherwise until Wait passed
@@ -137,7 +145,10 @@ type PTYSend struct {
 
 // SendPTY types into a session and returns the output it waited for
 // (PTYSend). Input and keys both empty, or an unknown key, is
-// errdefs.ErrInvalid; ctx ends a wait with ctx's error.
+// errdefs.ErrInvalid; input the policy refuses (checked as a command
+// line, best effort: the program reading it may be anything) is
+// errdefs.ErrPolicy, and nothing is written; ctx ends a wait with ctx's
+// error.
 func (s *Service) SendPTY(ctx context.Context, r PTYSend) (PTYOutput, error) {
 	sess, err := s.session(r.Session)
 	if err != nil {
@@ -153,6 +164,11 @@ func (s *Service) SendPTY(ctx context.Context, r PTYSend) (PTYOutput, error) {
 	}
 	if input == "" {
 		return PTYOutput{}, errdefs.New(errdefs.ErrInvalid, "input: give input or keys")
+	}
+	if !r.Operator {
+		if err := s.checkInput(r.Session, input); err != nil {
+			return PTYOutput{}, err
+		}
 	}
 	if r.Wait == nil && r.WaitFor == nil {
 		wctx, cancel := context.WithTimeout(ctx, ReadyLimit)

@@ -19,6 +19,7 @@ import (
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/policy"
 	"github.com/hivetools/hive/internal/pty"
 )
 
@@ -43,6 +44,9 @@ type Service struct {
 	// Activity, if set, keeps the latest tool calls (the dashboard's
 	// feed); nil records nothing.
 	Activity *Activity
+	// Policy refuses the commands its deny rules match and adds its warn
+	// rules to warnings (policy.go). Nil: no rules.
+	Policy *policy.Policy
 }
 
 // New returns a Service of the engines in s, with the defaults of its

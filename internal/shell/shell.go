@@ -21,6 +21,7 @@ package shell
 
 import (
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -70,10 +71,18 @@ func CleanEnv(env []string) []string {
 }
 
 // parse parses src as a bash program. The returned file may be non-nil and hold
-// the statements parsed before a syntax error.
+// the statements parsed before a syntax error. Safe for concurrent use.
 func parse(src string) (*syntax.File, error) {
-	return syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	return p.Parse(strings.NewReader(src), "")
 }
+
+// parsers keeps parsers for reuse (one is a few KiB to allocate; every
+// command line of every tool call is parsed, by the policy and the
+// warnings). A parser is reset by each Parse and used by one goroutine at
+// a time.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
 // unquote returns the value of w after quote removal and whether w is fully
 // literal (no expansion of any kind: parameters, substitutions, arithmetic,

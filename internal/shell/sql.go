@@ -94,9 +94,8 @@ func sqlArgs(name string, args []string) []string {
 }
 
 // stdin examines the heredoc or here-string given to a database client as SQL
-// (psql <<'EOF' … EOF) and to a shell reading its script from stdin as a script
-// (bash <<'EOF' … EOF).
-func (w *warner) stdin(s *syntax.Stmt, depth int) {
+// (psql <<'EOF' … EOF).
+func (w *warner) stdin(s *syntax.Stmt) {
 	c, ok := s.Cmd.(*syntax.CallExpr)
 	if !ok {
 		return
@@ -105,9 +104,7 @@ func (w *warner) stdin(s *syntax.Stmt, depth int) {
 	if len(args) == 0 {
 		return
 	}
-	name := base(args[0])
-	isShell := shells[name] && readsStdin(args[1:])
-	if !isShell && !sqlClient(name) {
+	if !sqlClient(base(args[0])) {
 		return
 	}
 	for _, r := range s.Redirs {
@@ -120,11 +117,7 @@ func (w *warner) stdin(s *syntax.Stmt, depth int) {
 		default:
 			continue
 		}
-		if isShell {
-			w.script(body, depth+1)
-		} else {
-			w.add(sqlWarning(body))
-		}
+		w.add(sqlWarning(body))
 	}
 }
 

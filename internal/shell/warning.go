@@ -18,10 +18,28 @@ import (
 // are data: echo 'rm -rf /' gives no warning. A command bash cannot parse is
 // examined as far as it parses.
 func Warning(cmd string) string {
-	var w warner
-	w.script(cmd, 0)
-	return strings.Join(w.msgs, "; ")
+	var w Warner
+	Walk(cmd, "", w.Visitor())
+	return w.String()
 }
+
+// Warner collects the warnings of [Warning] from a [Walk] of its own
+// (Visitor) or one shared with another visitor (Call, Node), so that one
+// walk of a command line serves both. The zero value is ready to use; a
+// Warner is not safe for concurrent use.
+type Warner struct{ w warner }
+
+// Visitor returns a Visitor of w alone.
+func (w *Warner) Visitor() Visitor { return Visitor{Call: w.Call, Node: w.Node} }
+
+// Call examines one call a Walk found.
+func (w *Warner) Call(c *Call) { w.w.visit(c) }
+
+// Node examines one node a Walk found.
+func (w *Warner) Node(n syntax.Node) bool { return w.w.node(n) }
+
+// String returns the warnings found, joined by "; ", or "".
+func (w *Warner) String() string { return strings.Join(w.w.msgs, "; ") }
 
 // maxDepth bounds the nesting of scripts inside arguments (bash -c "sh -c '…'").
 const maxDepth = 4
@@ -42,38 +60,33 @@ func (w *warner) add(msg string) {
 
 var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
-// script examines a shell program given as a string.
-func (w *warner) script(src string, depth int) {
-	if depth > maxDepth {
-		return
+// node examines what is seen in the syntax itself: SQL fed to a database
+// client, redirections to devices, fork bombs.
+func (w *warner) node(n syntax.Node) bool {
+	switch n := n.(type) {
+	case *syntax.Stmt:
+		w.stdin(n)
+	case *syntax.BinaryCmd:
+		w.pipedSQL(n)
+	case *syntax.Redirect:
+		w.redirect(n)
+	case *syntax.FuncDecl:
+		w.forkBomb(n)
 	}
-	f, _ := parse(src)
-	if f == nil {
-		return
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		switch n := n.(type) {
-		case *syntax.Stmt:
-			w.stdin(n, depth)
-		case *syntax.BinaryCmd:
-			w.pipedSQL(n)
-		case *syntax.CallExpr:
-			w.call(words(n.Args), depth)
-		case *syntax.Redirect:
-			w.redirect(n)
-		case *syntax.FuncDecl:
-			w.forkBomb(n)
-		}
-		return true
-	})
+	return true
 }
 
-// call examines one simple command given as its words.
-func (w *warner) call(args []string, depth int) {
-	args, outer := unwrap(args)
-	if len(args) == 0 {
-		return
+// visit examines one simple command (Walk has seen through its wrappers
+// and into the scripts it runs).
+func (w *warner) visit(c *Call) {
+	if _, ok := c.Program(); ok {
+		w.call(texts(c.Args), c.Wrappers)
 	}
+}
+
+// call examines one simple command given as its words, without its
+// wrappers (outer).
+func (w *warner) call(args []string, outer []string) {
 	name, rest := base(args[0]), args[1:]
 	switch name {
 	case "rm":
@@ -139,25 +152,9 @@ func (w *warner) call(args []string, depth int) {
 			}
 		}
 	case "find":
-		w.find(rest, depth)
-	case "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "busybox":
-		if name == "busybox" {
-			if len(rest) == 0 || rest[0] != "sh" && rest[0] != "ash" {
-				return
-			}
-			rest = rest[1:]
+		if slices.Contains(rest, "-delete") {
+			w.add("may delete files (find -delete)")
 		}
-		if s, ok := shellScript(rest); ok {
-			w.script(s, depth+1)
-		}
-	case "su":
-		opts, _ := getopt{short: "cgGsw", long: []string{"command", "session-command",
-			"group", "supp-group", "shell", "whitelist-environment"}}.parse(rest)
-		for _, s := range values(opts, "c", "command", "session-command") {
-			w.script(s, depth+1)
-		}
-	case "eval":
-		w.script(strings.Join(rest, " "), depth+1)
 	default:
 		if strings.HasPrefix(name, "mkfs.") {
 			w.add("may format a filesystem (" + name + ")")
@@ -249,56 +246,9 @@ func (w *warner) terraform(name string, args []string) {
 	}
 }
 
-// find examines -delete and the commands run by -exec, -execdir, -ok and -okdir.
-func (w *warner) find(args []string, depth int) {
-	for i := 0; i < len(args); i++ {
-		switch args[i] {
-		case "-delete":
-			w.add("may delete files (find -delete)")
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			for j < len(args) && args[j] != ";" && args[j] != "+" {
-				j++
-			}
-			w.call(args[i+1:j], depth+1)
-			i = j
-		}
-	}
-}
-
 // shells are the interpreters whose -c argument or stdin is a shell script.
 var shells = map[string]bool{"bash": true, "sh": true, "dash": true, "zsh": true,
 	"ksh": true, "mksh": true, "ash": true}
-
-// shellScript returns the script of sh-like arguments that use -c: the first
-// operand once a -c option has been seen.
-func shellScript(args []string) (string, bool) {
-	c := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--" || a == "-":
-			if c && i+1 < len(args) {
-				return args[i+1], true
-			}
-			return "", false
-		case strings.HasPrefix(a, "--"):
-			if a == "--rcfile" || a == "--init-file" {
-				i++
-			}
-		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
-			if strings.Contains(a, "c") {
-				c = true
-			}
-			if strings.ContainsAny(a, "oO") {
-				i++ // -o pipefail, -O extglob
-			}
-		default:
-			return a, c
-		}
-	}
-	return "", false
-}
 
 // redirect flags output redirected to a block device.
 func (w *warner) redirect(r *syntax.Redirect) {

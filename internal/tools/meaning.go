@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -34,10 +33,9 @@ func (m meaning) text() string {
 	return m.Status + ": " + m.Message
 }
 
-// warningOf is the destructive-command warning of cmd (shell.Warning), nil
-// when there is none.
-func warningOf(cmd string) *string {
-	if w := shell.Warning(cmd); w != "" {
+// nilIfEmpty is a warning as the envelope carries it: nil when empty.
+func nilIfEmpty(w string) *string {
+	if w != "" {
 		return &w
 	}
 	return nil

@@ -298,7 +298,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 	if err != nil {
 		return nil, Envelope{}, err
 	}
-	env0 := Envelope{ShellKind: kind, AutoShell: autoShell, Warning: warningOf(in.Cmd)}
+	env0 := Envelope{ShellKind: kind, AutoShell: autoShell, Warning: nilIfEmpty(j.Warning(t.d))}
 	ended := false
 	if autoBg > 0 {
 		wctx, cancel := context.WithTimeout(ctx, autoBg)

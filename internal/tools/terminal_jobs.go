@@ -11,7 +11,6 @@ import (
 
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/service"
-	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -225,7 +224,7 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 	}
 	m := meaningOf(info)
 	out := JobLogs{JobID: info.ID, jobState: stateOf(info),
-		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: shell.Warning(info.Cmd),
+		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: t.d.Warning(info.Cmd, info.Cwd),
 		RuntimeMs: info.DurationMs, WaitedMs: time.Since(t0).Milliseconds()}
 	if stream != "stderr" {
 		out.Stdout = readChunk(j, info, false, outOff, maxKB<<10)

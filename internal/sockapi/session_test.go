@@ -13,7 +13,6 @@ import (
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/proto"
-	"github.com/hivetools/hive/internal/service"
 )
 
 // A socket session's tool calls are told in the activity as unix-N (the
@@ -24,7 +23,6 @@ func TestSessionNamesInActivity(t *testing.T) {
 		cancelServe(t, l, served)
 		srv.Close()
 	}()
-	srv.svc.Activity = &service.Activity{}
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -272,6 +272,9 @@ func TestBrowserScreenshots(t *testing.T) {
 		tb.do("overview", chromedp.Navigate(e.base+"/#/"))
 		tb.wait("the rows", `document.querySelectorAll("#jobs tbody tr[data-id]").length === 5`, 10*time.Second)
 		shot("phone-" + scheme)
+		tb.do("the job", chromedp.Navigate(e.base+"/#/job/build"))
+		tb.wait("its log", logText+`.includes("FAIL internal/dashboard")`, 10*time.Second)
+		shot("phone-job-" + scheme)
 	}
 	client.Call(e.layout, proto.Request{Cmd: proto.CmdKill, ID: "deploy", Force: true})
 	tb.noDialogs()

@@ -93,7 +93,7 @@ func serve(t *testing.T) (paths.Layout, *Server, *testDaemon, <-chan error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := service.New(service.Service{Jobs: jobs, Inbox: ib, Agent: ag, Layout: l, Version: "test"})
+	svc := service.New(service.Service{Jobs: jobs, Inbox: ib, Agent: ag, Layout: l, Version: "test", Activity: &service.Activity{}})
 	d := &testDaemon{}
 	srv := New(Options{Service: svc, Daemon: d, RequestTimeout: 2 * time.Second})
 	d.srv = srv

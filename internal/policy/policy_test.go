@@ -171,3 +171,25 @@ func TestParseRule(t *testing.T) {
 		t.Errorf("ParseRule = %q, %v", r, err)
 	}
 }
+
+// FuzzCheck: for any command line, Check returns (no panic, no hang),
+// and a refusal names a rule and a part.
+func FuzzCheck(f *testing.F) {
+	for _, c := range append(append([]string{}, policytest.Denied...), policytest.Allowed...) {
+		f.Add(policytest.Expand(c, tmp))
+	}
+	p, err := policy.New(policy.Options{Deny: append([]string{"rm -r -f /"}, policytest.Rules...), Warn: []string{"git push"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if len(cmd) > 2048 {
+			return
+		}
+		d := p.Check(cmd, "/r")
+		if d.Refused && (d.Rule == "" || !strings.Contains(d.Err().Error(), "policy")) {
+			t.Fatalf("Check(%q) = %+v: a refusal without its rule", cmd, d)
+		}
+		p.CheckInput(cmd, "")
+	})
+}

@@ -64,6 +64,8 @@ func TestDecisions(t *testing.T) {
 		unknown    bool
 	}{
 		{`bash -c 'sudo git push -f origin'`, "/r", "git push --force", "sudo git push -f origin", false},
+		{`F=-f; git push $F`, "/r", "git push --force", "git push $F (runs: git push -f)", false},
+		{`f() { git push "$@"; }; f --force`, "/r", "git push --force", `git push "$@" (runs: git push --force)`, false},
 		{`cd /x && rm -rf canary`, "/r", "rm -r -f */canary", "rm -rf canary", false},
 		{`rm -rf canary`, "/x", "rm -r -f */canary", "rm -rf canary", false},
 		{`rm -rf canary`, "", "rm -r -f */canary", "rm -rf canary", true}, // the directory is not known

@@ -260,7 +260,7 @@ func (r Rule) match(calls []shell.Call) (outcome, string) {
 	if len(r.stages) == 1 {
 		for i := range calls {
 			if m := r.stages[0].match(&calls[i]); m > best {
-				best, part = m, calls[i].Text
+				best, part = m, partOf(&calls[i])
 				if m == definite {
 					break
 				}
@@ -272,7 +272,7 @@ func (r Rule) match(calls []shell.Call) (outcome, string) {
 	// any command line may hold the whole pipeline.
 	for i := range calls {
 		if opaque(&calls[i]) {
-			best, part = possible, calls[i].Text
+			best, part = possible, partOf(&calls[i])
 			break
 		}
 	}
@@ -317,12 +317,30 @@ func (r Rule) pipeline(calls []shell.Call, idx []int, want outcome) ([]string, b
 			continue
 		}
 		if r.stages[k].match(c) >= want {
-			parts = append(parts, c.Text)
+			parts = append(parts, partOf(c))
 			prev = c.Stage
 			k++
 		}
 	}
 	return parts, k == len(r.stages)
+}
+
+// partOf is the part of a command line a call is: its text, and the words
+// it runs when they read otherwise (a variable resolved, an alias, the
+// wrappers stripped): git push $F (runs: git push --force).
+func partOf(c *shell.Call) string {
+	words := make([]string, len(c.Args))
+	for i, w := range c.Args {
+		if !w.Known {
+			return c.Text
+		}
+		words[i] = w.Text
+	}
+	run := strings.Join(words, " ")
+	if strings.HasSuffix(c.Text, run) {
+		return c.Text
+	}
+	return c.Text + " (runs: " + run + ")"
 }
 
 // opaque reports whether c may be any command line (eval "$x").

@@ -64,6 +64,8 @@ func TestDecisions(t *testing.T) {
 		unknown    bool
 	}{
 		{`bash -c 'sudo git push -f origin'`, "/r", "git push --force", "sudo git push -f origin", false},
+		{`F=-f; git push $F`, "/r", "git push --force", "git push $F (runs: git push -f)", false},
+		{`f() { git push "$@"; }; f --force`, "/r", "git push --force", `git push "$@" (runs: git push --force)`, false},
 		{`cd /x && rm -rf canary`, "/r", "rm -r -f */canary", "rm -rf canary", false},
 		{`rm -rf canary`, "/x", "rm -r -f */canary", "rm -rf canary", false},
 		{`rm -rf canary`, "", "rm -r -f */canary", "rm -rf canary", true}, // the directory is not known
@@ -170,4 +172,26 @@ func TestParseRule(t *testing.T) {
 	if err != nil || r.String() != "git push --force" {
 		t.Errorf("ParseRule = %q, %v", r, err)
 	}
+}
+
+// FuzzCheck: for any command line, Check returns (no panic, no hang),
+// and a refusal names a rule and a part.
+func FuzzCheck(f *testing.F) {
+	for _, c := range append(append([]string{}, policytest.Denied...), policytest.Allowed...) {
+		f.Add(policytest.Expand(c, tmp))
+	}
+	p, err := policy.New(policy.Options{Deny: append([]string{"rm -r -f /"}, policytest.Rules...), Warn: []string{"git push"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cmd string) {
+		if len(cmd) > 2048 {
+			return
+		}
+		d := p.Check(cmd, "/r")
+		if d.Refused && (d.Rule == "" || !strings.Contains(d.Err().Error(), "policy")) {
+			t.Fatalf("Check(%q) = %+v: a refusal without its rule", cmd, d)
+		}
+		p.CheckInput(cmd, "")
+	})
 }

@@ -119,13 +119,14 @@ type walker struct {
 	funcs  map[string]fn
 	called map[string]bool
 	stack  []string // functions being walked
-	budget int      // function calls walked so far (maxCalls)
+	budget int      // function calls and alias uses walked so far (maxCalls)
 	alias  map[string]Word
 }
 
-// maxCalls bounds the calls of functions defined in the line that are
-// walked (each walks its body again, with its arguments); past it, a call
-// is reported as a call of an unknown command line.
+// maxCalls bounds the calls of functions and the uses of aliases defined
+// in the line that are walked (each walks its body again, with its
+// arguments); past it, a call is reported as a call of an unknown command
+// line.
 const maxCalls = 64
 
 // scope is what the walk knows at a point of the line: the directory
@@ -440,6 +441,10 @@ func (w *walker) run(args []Word, txt string, sc, env *scope, depth int, p pos, 
 	if a, ok := w.alias[cmd[0].Text]; ok && len(outer) == 0 {
 		// An alias defined earlier in the line (bash expands them in a
 		// script once shopt -s expand_aliases, and in a PTY's shell).
+		if w.budget++; w.budget > maxCalls {
+			w.unknownScript(sc, p, txt)
+			return
+		}
 		w.nested(joinWords(append([]Word{a}, rest...)), nil, sc, depth, p)
 	}
 	switch name {

@@ -83,3 +83,24 @@ func TestWalkArgv(t *testing.T) {
 		t.Errorf("WalkArgv: got %q, want %q", got, want)
 	}
 }
+
+// TestWalkBounded: functions and aliases that call each other, and
+// substitutions piped into shells, are walked a bounded number of times
+// (past the budget, as an unknown command line).
+func TestWalkBounded(t *testing.T) {
+	for _, cmd := range []string{
+		"alias x='x x x x x x x x'\n" + strings.Repeat("x\n", 500),
+		"alias a='b b b b'; alias b='a a a a'\n" + strings.Repeat("a;", 500),
+		"f(){ g;g;g;g; }; g(){ h;h;h;h; }; h(){ f;f;f;f; }; " + strings.Repeat("f;", 300),
+		strings.Repeat("echo $(echo $(echo $(echo $(echo x)))) | sh; ", 100),
+	} {
+		n, unknown := 0, false
+		Walk(cmd, "/", Visitor{Call: func(c *Call) {
+			n++
+			unknown = unknown || !c.Args[0].Known
+		}})
+		if n > 5000 || !unknown {
+			t.Errorf("Walk of %.40q: %d calls (unknown among them: %v), want at most 5000 and an unknown one", cmd, n, unknown)
+		}
+	}
+}

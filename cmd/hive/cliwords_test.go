@@ -232,3 +232,30 @@ func TestDashboardSaysWhenNoBrowser(t *testing.T) {
 		oneLine(t, "dashboard with a failing opener's stderr", errb.String(), tc.want...)
 	}
 }
+
+// The README begins with the two commands a newcomer runs (hive on its
+// defaults, the tests), then says that the first go run compiles for
+// minutes and gives the build-once path, with ~/.local/bin on PATH.
+func TestReadmeStart(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatchIndex(string(b), 2)
+	if len(blocks) != 2 {
+		t.Fatalf("README: %d sh blocks, want two at least", len(blocks))
+	}
+	first := string(b[blocks[0][2]:blocks[0][3]])
+	if !regexp.MustCompile(`^go run \./cmd/hive mcp +#[^\n]*\ngo test \./\.\.\. +#[^\n]*\n$`).MatchString(first) {
+		t.Errorf("README's first commands: %q, want go run ./cmd/hive mcp and go test ./...", first)
+	}
+	note := string(b[blocks[0][1]:blocks[1][1]])
+	for _, want := range []string{"first `go run`", "minutes", "go build -o ~/.local/bin/hive ./cmd/hive", `export PATH="$HOME/.local/bin:$PATH"`} {
+		if !strings.Contains(note, want) {
+			t.Errorf("README's note after the first commands: %q, want it to say %q", note, want)
+		}
+	}
+	if strings.Count(string(b[:blocks[0][0]]), "```") != 0 {
+		t.Error("README: a code block before the first commands")
+	}
+}

@@ -2,6 +2,8 @@ package httpfront
 
 import (
 	"bytes"
+	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -15,13 +17,36 @@ import (
 // "data: JSON" line, a blank line), so an event is rewritten whole; every
 // other write passes through untouched. Flush, FlushError and Unwrap come
 // with the embedded writer, so SSE flushing works through it.
+//
+// It also gives the SDK's priming event (the first event of a POST's SSE
+// stream: an id and empty data) a retry: field, the time a client waits
+// before it reconnects to a dropped stream (SSERetry).
 type channelWriter struct {
 	*httpDeadlineWriter
 }
 
-var progressMethod = []byte(`"notifications/progress"`)
+// SSERetry is the retry: field of a stream's priming event: how long a
+// client waits before it resumes a dropped stream with Last-Event-ID.
+const SSERetry = time.Second
+
+var (
+	progressMethod = []byte(`"notifications/progress"`)
+	primeEvent     = []byte("event: prime\n")
+	dataField      = []byte("\ndata: ")
+	retryField     = []byte("\nretry: " + strconv.FormatInt(SSERetry.Milliseconds(), 10))
+)
 
 func (w channelWriter) Write(p []byte) (int, error) {
+	if bytes.HasPrefix(p, primeEvent) {
+		if i := bytes.Index(p, dataField); i >= 0 {
+			out := make([]byte, 0, len(p)+len(retryField))
+			out = append(append(append(out, p[:i]...), retryField...), p[i:]...)
+			if _, err := w.httpDeadlineWriter.Write(out); err != nil {
+				return 0, err
+			}
+			return len(p), nil
+		}
+	}
 	if !bytes.Contains(p, progressMethod) {
 		return w.httpDeadlineWriter.Write(p)
 	}

@@ -180,6 +180,13 @@ func Listen(o Options) (*Front, error) {
 		Logger:              log,
 		MaxRequestBodyBytes: maxHTTPBody,
 		SessionTimeout:      orDefault(o.SessionIdle, DefaultSessionIdle),
+		// With an event store every SSE event has an id a client resumes
+		// from (GET with Last-Event-ID after a dropped stream), and a POST
+		// stream opens with the priming event of protocol 2025-11-25 (an
+		// id, empty data), which channelWriter gives a retry: field. The
+		// store keeps a session's events until it closes, 10 MiB at most
+		// for all sessions (the oldest go first).
+		EventStore: mcp.NewMemoryEventStore(nil),
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", f)

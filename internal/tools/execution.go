@@ -49,9 +49,19 @@ type jobState struct {
 
 func stateOf(in view.Job) jobState { return jobState{Status: in.State, ExitCode: in.ExitCode} }
 
-// TaskStatus is the structured answer of run, status and kill.
+// label is how answers name a job: its id, and the name its caller
+// chose if any ("ab12cd34 (build)"), as its loose end does.
+func label(id, name string) string {
+	if name == "" {
+		return id
+	}
+	return id + " (" + name + ")"
+}
+
+// TaskStatus is the structured answer of run and status.
 type TaskStatus struct {
-	ID string `json:"id"`
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 	jobState
 	Signal        *int   `json:"signal,omitempty"`
 	Error         string `json:"error,omitempty"`
@@ -149,9 +159,12 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		st.Note = note
 		return h.replyStatus(st), st, nil
 	}
-	st := TaskStatus{ID: in2.ID, jobState: jobState{Status: in2.State}, StdoutPath: in2.StdoutPath,
+	st := TaskStatus{ID: in2.ID, Name: in2.Name, jobState: jobState{Status: in2.State}, StdoutPath: in2.StdoutPath,
 		StderrPath: in2.StderrPath, Note: note}
 	msg := "task started: id=" + in2.ID
+	if in2.Name != "" {
+		msg += " name=" + in2.Name
+	}
 	if in2.State == "pending" {
 		msg += " (pending: the concurrency limit is reached)"
 	}
@@ -184,7 +197,8 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in status
 
 // KillOut is the answer of kill and terminal_job_kill.
 type KillOut struct {
-	ID string `json:"id"`
+	ID   string `json:"id"`
+	Name string `json:"name,omitempty"`
 	jobState
 	AlreadyEnded bool `json:"already_ended,omitempty"`
 }
@@ -196,8 +210,8 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 	info, err := h.d.KillJob(in.ID, in.Force)
 	switch {
 	case errors.Is(err, service.ErrJobEnded):
-		out := KillOut{ID: info.ID, jobState: stateOf(info), AlreadyEnded: true}
-		return text(fmt.Sprintf("task %s had already ended (%s)", info.ID, describeEnd(info))), out, nil
+		out := KillOut{ID: info.ID, Name: info.Name, jobState: stateOf(info), AlreadyEnded: true}
+		return text(fmt.Sprintf("task %s had already ended (%s)", label(info.ID, info.Name), describeEnd(info))), out, nil
 	case errors.Is(err, service.ErrJobNotFound):
 		return nil, KillOut{}, fmt.Errorf("id %q: no such task", in.ID)
 	case err != nil:
@@ -207,17 +221,17 @@ func (h *handlers) kill(ctx context.Context, _ *mcp.CallToolRequest, in killIn) 
 	if in.Force {
 		sig = "SIGKILL"
 	}
-	out := KillOut{ID: info.ID, jobState: stateOf(info)}
+	out := KillOut{ID: info.ID, Name: info.Name, jobState: stateOf(info)}
 	if service.JobEnded(info) {
-		return text(fmt.Sprintf("task %s cancelled before it started", info.ID)), out, nil
+		return text(fmt.Sprintf("task %s cancelled before it started", label(info.ID, info.Name))), out, nil
 	}
-	return text(fmt.Sprintf("%s sent to task %s; its end arrives as a loose end", sig, info.ID)), out, nil
+	return text(fmt.Sprintf("%s sent to task %s; its end arrives as a loose end", sig, label(info.ID, info.Name))), out, nil
 }
 
 // taskStatus builds the full status of a job, with output tails.
 func (h *handlers) taskStatus(in view.Job) TaskStatus {
 	st := TaskStatus{
-		ID: in.ID, jobState: stateOf(in), SemanticStatus: in.SemanticStatus, SemanticMessage: in.SemanticMessage,
+		ID: in.ID, Name: in.Name, jobState: stateOf(in), SemanticStatus: in.SemanticStatus, SemanticMessage: in.SemanticMessage,
 		Signal: in.Signal, Error: in.Error, DurationMs: in.DurationMs,
 		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
@@ -272,7 +286,7 @@ func (h *handlers) replyStatus(st TaskStatus) *mcp.CallToolResult {
 // renderStatus renders a TaskStatus, with the output tails or not.
 func renderStatus(st TaskStatus, tails bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "task %s: %s", st.ID, st.Status)
+	fmt.Fprintf(&b, "task %s: %s", label(st.ID, st.Name), st.Status)
 	if st.ExitCode != nil {
 		fmt.Fprintf(&b, ", exit %d", *st.ExitCode)
 	}

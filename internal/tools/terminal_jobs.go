@@ -25,6 +25,7 @@ type jobStartIn struct {
 // JobStarted is terminal_job_start's answer.
 type JobStarted struct {
 	JobID     string `json:"job_id"`
+	Name      string `json:"name,omitempty"`
 	Status    string `json:"status"`
 	Pid       int    `json:"pid"`
 	ShellKind string `json:"shell_kind"`
@@ -57,6 +58,7 @@ type StreamChunk struct {
 // to say.
 type JobLogs struct {
 	JobID string `json:"job_id"`
+	Name  string `json:"name,omitempty"`
 	jobState
 	TimedOut        bool         `json:"timed_out"`
 	SemanticStatus  string       `json:"semantic_status,omitempty"`
@@ -161,8 +163,8 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
-	out := JobStarted{JobID: v.ID, Status: v.State, Pid: v.Pid, ShellKind: kind, Error: v.Error}
-	msg := fmt.Sprintf("job %s %s (pid %d)", out.JobID, out.Status, out.Pid)
+	out := JobStarted{JobID: v.ID, Name: v.Name, Status: v.State, Pid: v.Pid, ShellKind: kind, Error: v.Error}
+	msg := fmt.Sprintf("job %s %s (pid %d)", label(out.JobID, out.Name), out.Status, out.Pid)
 	if v.Error != "" {
 		msg += ": " + v.Error
 	}
@@ -223,7 +225,7 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 		}
 	}
 	m := meaningOf(info)
-	out := JobLogs{JobID: info.ID, jobState: stateOf(info),
+	out := JobLogs{JobID: info.ID, Name: info.Name, jobState: stateOf(info),
 		TimedOut: m.TimedOut, SemanticStatus: m.Status, SemanticMessage: m.Message, Warning: t.d.Warning(info.Cmd, info.Cwd),
 		RuntimeMs: info.DurationMs, WaitedMs: time.Since(t0).Milliseconds()}
 	if stream != "stderr" {
@@ -241,7 +243,7 @@ func (t *terminal) jobLogs(ctx context.Context, req *mcp.CallToolRequest, in job
 func replyLogs(sess *Session, out JobLogs) *mcp.CallToolResult {
 	render := func(data bool) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "job %s %s", out.JobID, out.Status)
+		fmt.Fprintf(&b, "job %s %s", label(out.JobID, out.Name), out.Status)
 		if out.ExitCode != nil {
 			fmt.Fprintf(&b, ", exit %d", *out.ExitCode)
 		}

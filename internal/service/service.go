@@ -43,6 +43,11 @@ type Service struct {
 	// Activity, if set, keeps the latest tool calls (the dashboard's
 	// feed); nil records nothing.
 	Activity *Activity
+	// Events, if set, hears of the agent's changes (Watch); nil tells
+	// nobody.
+	Events *Events
+	// Swarm is the swarm the daemon joined; nil when none.
+	Swarm Swarm
 }
 
 // New returns a Service of the engines in s, with the defaults of its

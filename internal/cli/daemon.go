@@ -23,10 +23,11 @@ import (
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/swarm"
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--config F] [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--config F] [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N] [--nats URL --swarm NAME [--hive NAME] [--nats-creds F | --nats-token-file F] [--nats-tls-ca F]]", run: runDaemon})
 }
 
 // daemonOpts are the daemon's settings, as its flags (and hive.toml) set them.
@@ -40,6 +41,8 @@ type daemonOpts struct {
 	fileCap, handleCap, logMax             *int64
 	dir, config                            *string
 	holdJobs                               *bool
+	nats                                   natsFlags
+	hive                                   *string
 	fs                                     *flagSet
 	sources                                map[string]config.Source
 	configFile                             string   // the file read, "" if none
@@ -74,6 +77,8 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.maxLine = fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
 	o.holdJobs = fs.Bool("hold-jobs", runtime.GOOS == "linux", "run jobs in the holder of the jobs (hive holder), so that they keep running when the daemon ends (a crash, hive restart, a new build): the next daemon adopts them")
 	o.logMax = fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
+	o.nats = addNATSFlags(fs.FlagSet)
+	o.hive = fs.String("hive", "", "the name this host goes by in the swarm (default: the host name)")
 	return o
 }
 
@@ -167,6 +172,16 @@ func (o *daemonOpts) check() error {
 	if *o.logMax < 0 {
 		return bad("--log-max %d: must be >= 0", one("log-max"), *o.logMax)
 	}
+	if o.nats.on() {
+		if err := o.nats.conn().Check(); err != nil {
+			return bad("%v", []string{"nats", "swarm", "nats-creds", "nats-token-file"}, err)
+		}
+		if *o.name != "" {
+			if err := swarm.CheckAgent(*o.name); err != nil {
+				return bad("%v", one("name"), err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -231,7 +246,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HandleTTL: *o.handleTTL, HandleCap: *o.handleCap, Retain: retainArg(*o.retain), MaxLine: *o.maxLine,
 		Name: *o.name, RemindMax: *o.remindMax, Subreaper: true,
 		Build: b, Args: append([]string{"daemon", "--state-dir", l.Dir}, args...), Settings: o.settings(),
-		Supervisor: supervisor, Holder: holder,
+		Supervisor: supervisor, Holder: holder, Swarm: o.swarmOptions(),
 	})
 }
 
@@ -283,4 +298,13 @@ func validName(name string) bool {
 		}
 	}
 	return name != ""
+}
+
+// swarmOptions are the daemon's swarm settings; nil without --nats and
+// --swarm.
+func (o *daemonOpts) swarmOptions() *swarm.Options {
+	if !o.nats.on() {
+		return nil
+	}
+	return &swarm.Options{Conn: o.nats.conn(), Hive: *o.hive}
 }

@@ -255,3 +255,70 @@ func TestSwarm(t *testing.T) {
 		return nil
 	})
 }
+
+// A daemon started while NATS is down serves at once, and joins the
+// swarm when NATS comes up.
+func TestSwarmJoinsLate(t *testing.T) {
+	hubState := hivetest.StateDir(t)
+	h := startHub(t, hubState, "127.0.0.1:0") // to find a free port
+	h.stop()
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state, "--nats", h.URL, "--swarm", "late", "--name", "owl")
+	s := hivetest.Connect(t, state, t.TempDir())
+	var r struct {
+		Status string `json:"status"`
+	}
+	s.MustCall("run", map[string]any{"cmd": "true"}, &r)
+	if r.Status != "done" {
+		t.Fatalf("run with NATS down: status %q, want done", r.Status)
+	}
+	if out, err := hivetest.Run(t, state, "swarm", "ls", "--nats", h.URL, "--swarm", "late"); err == nil {
+		t.Fatalf("hive swarm ls with NATS down: no error, out %q", out)
+	}
+	startHub(t, hubState, h.Addr)
+	hivetest.Eventually(t, 20*time.Second, "owl in the swarm", func() error {
+		out, err := hivetest.Run(t, state, "swarm", "ls", "--format", "json", "--nats", h.URL, "--swarm", "late")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if !strings.Contains(out, `"name":"owl"`) {
+			return fmt.Errorf("no owl in %s", out)
+		}
+		return nil
+	})
+	hivetest.Eventually(t, 20*time.Second, "owl's notices of its start and its job", func() error {
+		ns, err := swarmEvents(t, state, "--nats", h.URL, "--swarm", "late", "--agent", "owl")
+		if err != nil {
+			return err
+		}
+		kinds := map[string]bool{}
+		for _, n := range ns {
+			kinds[n.Kind] = true
+		}
+		if !kinds["daemon_started"] || !kinds["job_ended"] {
+			return fmt.Errorf("notices of owl: %v, want daemon_started and job_ended", kinds)
+		}
+		return nil
+	})
+}
+
+// Bad swarm settings are usage errors that name the flag.
+func TestSwarmBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nats", "nats://127.0.0.1:1"}, "--swarm"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--swarm", "a.b"}, "--swarm"},
+		{[]string{"--nats", "nats://127.0.0.1:1", "--swarm", "s", "--name", "a.b"}, "--name"},
+		{[]string{"--swarm", "s"}, "--nats"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			state := hivetest.StateDir(t)
+			out, err := hivetest.Run(t, state, append([]string{"daemon"}, tc.args...)...)
+			if err == nil || !strings.Contains(out, tc.want) {
+				t.Fatalf("hive daemon %v: %v, %q; want a usage error naming %s", tc.args, err, out, tc.want)
+			}
+		})
+	}
+}

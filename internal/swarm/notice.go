@@ -88,9 +88,7 @@ func (s *Swarm) event(ev service.Event) {
 		j := ev.Job
 		n = Notice{Kind: kind, At: ev.At, Job: &NoticeJob{ID: j.ID, Name: j.Name, Cmd: service.Clip(j.Cmd, maxCmd), State: j.State,
 			ExitCode: j.ExitCode, SemanticStatus: j.SemanticStatus, SemanticMessage: j.SemanticMessage, DurationMs: j.DurationMs}}
-		if kind == KindJobEnded {
-			defer s.kickHeartbeat() // its count of running jobs
-		}
+		defer s.kickHeartbeat() // its count of running jobs
 	default:
 		return
 	}

@@ -322,3 +322,73 @@ func TestSwarmBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// inboxMessages runs `hive inbox ls --json` on state.
+func inboxMessages(t *testing.T, state string) ([]struct{ From, Preview string }, error) {
+	t.Helper()
+	out, err := hivetest.Run(t, state, "inbox", "ls", "--json")
+	if err != nil {
+		return nil, fmt.Errorf("hive inbox ls: %v: %s", err, out)
+	}
+	var ls struct {
+		Messages []struct{ From, Preview string } `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(out), &ls); err != nil {
+		return nil, fmt.Errorf("hive inbox ls: %v in %q", err, out)
+	}
+	return ls.Messages, nil
+}
+
+// A wake sent to a stopped agent arrives once, from its sender, when it
+// comes back.
+func TestSwarmWake(t *testing.T) {
+	h := startHub(t, hivetest.StateDir(t), "127.0.0.1:0")
+	ant, bee := hivetest.StateDir(t), hivetest.StateDir(t)
+	args := func(name string) []string { return []string{"--nats", h.URL, "--swarm", "hill", "--name", name} }
+	hivetest.StartDaemon(t, ant, args("ant")...)
+	b := hivetest.StartDaemon(t, bee, args("bee")...)
+	for _, st := range []string{ant, bee} {
+		hivetest.Eventually(t, 20*time.Second, "both joined", func() error {
+			out, err := hivetest.Run(t, st, "swarm", "ls", "--format", "json", "--nats", h.URL, "--swarm", "hill")
+			if err != nil || !strings.Contains(out, `"name":"ant"`) || !strings.Contains(out, `"name":"bee"`) {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
+	}
+	if err := b.Stop(); err != nil {
+		t.Fatalf("stop bee: %v", err)
+	}
+	if out, err := hivetest.Run(t, ant, "wake", "--to", "bee", "the build is green"); err != nil {
+		t.Fatalf("hive wake --to bee: %v: %s", err, out)
+	}
+	if out, err := hivetest.Run(t, ant, "wake", "--to", "bee", "--from", "ci", "x"); err == nil {
+		t.Fatalf("hive wake --to bee --from ci: no error, out %q", out)
+	}
+	hivetest.StartDaemon(t, bee, args("bee")...)
+	hivetest.Eventually(t, 20*time.Second, "the message in bee's inbox", func() error {
+		ms, err := inboxMessages(t, bee)
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 || ms[0].From != "agent:ant" || ms[0].Preview != "the build is green" {
+			return fmt.Errorf("bee's inbox %+v, want one message from agent:ant", ms)
+		}
+		return nil
+	})
+	// A second message comes after the first: by then the first came
+	// once.
+	if out, err := hivetest.Run(t, ant, "wake", "--to", "bee", "second"); err != nil {
+		t.Fatalf("hive wake --to bee: %v: %s", err, out)
+	}
+	hivetest.Eventually(t, 20*time.Second, "the second message in bee's inbox", func() error {
+		ms, err := inboxMessages(t, bee)
+		if err != nil {
+			return err
+		}
+		if len(ms) != 2 || ms[0].Preview != "the build is green" || ms[1].Preview != "second" {
+			return fmt.Errorf("bee's inbox %+v, want the first message once, then the second", ms)
+		}
+		return nil
+	})
+}

@@ -445,6 +445,7 @@ func (d *daemon) open() error {
 		}
 		if d.swarm, err = swarm.New(o); err == nil {
 			svc.Swarm = d.swarm
+			d.extra = append(d.extra, d.swarm.StopWake) // before the inbox closes
 		}
 	}
 	d.svc = service.New(svc)

@@ -36,6 +36,10 @@ type Swarm interface {
 	Agent(ctx context.Context, name string) (SwarmAgent, error)
 	// Agents lists the directory, by name.
 	Agents(ctx context.Context) ([]SwarmAgent, error)
+	// Send sends body to the agent to, from this one; the message waits
+	// for to if it is not running. seq is its number in the swarm's wake
+	// stream.
+	Send(ctx context.Context, to, body string) (seq uint64, err error)
 }
 
 // ErrNoSwarm is the answer of the swarm methods of a daemon that joined
@@ -66,4 +70,14 @@ func (s *Service) SwarmAgents(ctx context.Context) ([]SwarmAgent, error) {
 		return nil, ErrNoSwarm
 	}
 	return s.Swarm.Agents(ctx)
+}
+
+// SendTo sends body to the agent to of the swarm, labelled from this
+// agent ("agent:<name>" in its inbox), and returns the message's number
+// in the swarm's wake stream (ErrNoSwarm outside a swarm).
+func (s *Service) SendTo(ctx context.Context, to, body string) (uint64, error) {
+	if s.Swarm == nil {
+		return 0, ErrNoSwarm
+	}
+	return s.Swarm.Send(ctx, to, body)
 }

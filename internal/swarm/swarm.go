@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/service"
 )
 
@@ -178,6 +179,10 @@ type Swarm struct {
 	ended   []string           // ids of the latest ended jobs (a ring)
 	turn    string
 	closing bool
+	// wake consumes the agent's wake messages; nil until set up, and
+	// after StopWake (then wakeStopped).
+	wake        jetstream.ConsumeContext
+	wakeStopped bool
 }
 
 // New checks o and returns a Swarm that has not connected yet.
@@ -266,6 +271,7 @@ func (s *Swarm) Close() {
 		return
 	}
 	s.stopW()
+	s.StopWake()
 	s.enqueue(Notice{Kind: KindDaemonStopped})
 	s.mu.Lock()
 	s.closing = true
@@ -358,6 +364,10 @@ func (s *Swarm) setup(ctx context.Context) bool {
 		s.o.Logger.Warn("swarm: set up the notices stream", "stream", Stream(s.o.Swarm), "err", err)
 		return false
 	}
+	if err := s.setupWake(ctx); err != nil {
+		s.o.Logger.Warn("swarm: set up the wake messages", "stream", WakeStream(s.o.Swarm), "err", err)
+		return false
+	}
 	s.mu.Lock()
 	s.kv = kv
 	s.mu.Unlock()
@@ -403,7 +413,7 @@ func (s *Swarm) kickHeartbeat() {
 }
 
 // ErrAway is the answer of a directory read while NATS is away.
-var ErrAway = errors.New("swarm: the NATS server is not connected")
+var ErrAway = errdefs.New(errdefs.ErrUnavailable, "swarm: the NATS server is not connected")
 
 // Agent is the directory's entry of name.
 func (s *Swarm) Agent(ctx context.Context, name string) (service.SwarmAgent, error) {

@@ -392,3 +392,47 @@ func TestSwarmWake(t *testing.T) {
 		return nil
 	})
 }
+
+// An agent whose daemon died (no stop, no goodbye) drops out of the
+// directory once silent for its entry's life (30 s): the bucket's TTL,
+// no sweeper.
+func TestSwarmSilentDropsOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the 30 s life of a directory entry")
+	}
+	h := startHub(t, hivetest.StateDir(t), "127.0.0.1:0")
+	gone, stays := hivetest.StateDir(t), hivetest.StateDir(t)
+	d := hivetest.StartDaemon(t, gone, "--nats", h.URL, "--swarm", "moor", "--name", "gone", "--hold-jobs=false")
+	hivetest.StartDaemon(t, stays, "--nats", h.URL, "--swarm", "moor", "--name", "stays")
+	ls := func() (string, error) {
+		out, err := hivetest.Run(t, stays, "swarm", "ls", "--format", "json", "--nats", h.URL, "--swarm", "moor")
+		if err != nil {
+			return "", fmt.Errorf("%v: %s", err, out)
+		}
+		return out, nil
+	}
+	hivetest.Eventually(t, 20*time.Second, "both in the directory", func() error {
+		out, err := ls()
+		if err == nil && (!strings.Contains(out, `"name":"gone"`) || !strings.Contains(out, `"name":"stays"`)) {
+			err = fmt.Errorf("directory %s", out)
+		}
+		return err
+	})
+	d.Kill()
+	killed := time.Now()
+	hivetest.Eventually(t, 60*time.Second, "the killed agent out of the directory", func() error {
+		out, err := ls()
+		if err == nil && strings.Contains(out, `"name":"gone"`) {
+			err = fmt.Errorf("directory still has gone: %s", out)
+		}
+		return err
+	})
+	if since := time.Since(killed); since < 20*time.Second {
+		t.Errorf("gone dropped out %v after its kill: before its entry's life (30 s after its last heartbeat, at most 10 s before the kill)", since)
+	}
+	out, err := ls()
+	if err != nil || !strings.Contains(out, `"name":"stays"`) {
+		t.Errorf("the live agent left the directory too: %v %s", err, out)
+	}
+	t.Logf("the killed agent dropped out after %v", time.Since(killed).Round(time.Second))
+}

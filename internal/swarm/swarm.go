@@ -325,7 +325,7 @@ func (s *Swarm) final(ready bool) {
 	if !ready && s.nc.IsConnected() {
 		ready = s.setup(ctx)
 	}
-	if !ready {
+	if !ready || !s.nc.IsConnected() {
 		s.mu.Lock()
 		n := len(s.queue)
 		s.mu.Unlock()
@@ -375,8 +375,12 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	return true
 }
 
-// heartbeat writes the agent's entry.
+// heartbeat writes the agent's entry; nothing while NATS is away (the
+// reconnection writes it).
 func (s *Swarm) heartbeat(ctx context.Context) {
+	if !s.nc.IsConnected() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, OpTimeout)
 	defer cancel()
 	a := s.entry(ctx)

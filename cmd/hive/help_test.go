@@ -18,7 +18,8 @@ func TestHelpStartsNothing(t *testing.T) {
 	state := filepath.Join(parent, "never-created")
 	cmds := []string{"daemon", "mcp", "ps", "run", "logs", "kill", "wait", "rm", "inspect", "version", "wake", "todo", "inbox", "turn", "loop",
 		"todo upsert", "todo clear", "todo ls", "inbox ls", "inbox next", "inbox ack",
-		"stop", "restart", "config", "service", "service install", "service uninstall", "service status", "completion", "man", "dashboard", "holder"}
+		"stop", "restart", "config", "service", "service install", "service uninstall", "service status", "completion", "man", "dashboard", "holder",
+		"hub", "swarm", "swarm ls", "swarm events"}
 	// Every command the general help lists is in the table above.
 	general, err := hivetest.Command(t, state, "--help").Output()
 	if err != nil {

@@ -25,10 +25,11 @@ import (
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/policy"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/swarm"
 )
 
 func init() {
-	register(command{name: "daemon", usage: "daemon [--config F] [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N] [--policy-deny RULE]... [--policy-warn RULE]... [--policy-refuse-unknown=false]", run: runDaemon})
+	register(command{name: "daemon", usage: "daemon [--config F] [--http 127.0.0.1:PORT] [--http-token-file F | --http-no-auth] [--http-max-conns N] [--http-max-sessions N] [--http-session-idle D] [--http-read-timeout D] [--http-write-timeout D] [--max-running N] [--grace D] [--file-cap BYTES] [--retain D] [--handle-ttl D] [--handle-cap BYTES] [--log-max BYTES] [--max-line-bytes N] [--name NAME] [--remind-max N] [--policy-deny RULE]... [--policy-warn RULE]... [--policy-refuse-unknown=false] [--nats URL --swarm NAME [--hive NAME] [--nats-creds F | --nats-token-file F] [--nats-tls-ca F]]", run: runDaemon})
 }
 
 // daemonOpts are the daemon's settings, as its flags (and hive.toml) set them.
@@ -44,6 +45,8 @@ type daemonOpts struct {
 	holdJobs                               *bool
 	policyDeny, policyWarn                 config.List
 	refuseUnknown                          *bool
+	nats                                   natsFlags
+	hive                                   *string
 	fs                                     *flagSet
 	sources                                map[string]config.Source
 	configFile                             string   // the file read, "" if none
@@ -83,6 +86,8 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	fs.Var(&o.policyDeny, "policy-deny", "refuse the commands this rule matches (docs/policy.md): 'git push --force', 'rm -r -f /', 'curl | sh'; repeatable ([policy] deny = [...] in hive.toml)")
 	fs.Var(&o.policyWarn, "policy-warn", "warn of the commands this rule matches; repeatable ([policy] warn = [...])")
 	o.refuseUnknown = fs.Bool("policy-refuse-unknown", true, "refuse a command part of which cannot be known before it runs ($(...) as its program, eval \"$x\") when a deny rule could match it")
+	o.nats = addNATSFlags(fs.FlagSet)
+	o.hive = fs.String("hive", "", "the name this host goes by in the swarm (default: the host name)")
 	return o
 }
 
@@ -195,6 +200,16 @@ func (o *daemonOpts) check() error {
 	if _, err := o.policy(); err != nil {
 		return err
 	}
+	if o.nats.on() {
+		if err := o.nats.conn().Check(); err != nil {
+			return bad("%v", []string{"nats", "swarm", "nats-creds", "nats-token-file"}, err)
+		}
+		if *o.name != "" {
+			if err := swarm.CheckAgent(*o.name); err != nil {
+				return bad("%v", one("name"), err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -286,7 +301,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HandleTTL: *o.handleTTL, HandleCap: *o.handleCap, Retain: retainArg(*o.retain), MaxLine: *o.maxLine,
 		Name: *o.name, RemindMax: *o.remindMax, Subreaper: true,
 		Build: b, Args: append([]string{"daemon", "--state-dir", l.Dir}, args...), Settings: o.settings(),
-		Supervisor: supervisor, Holder: holder, Policy: pol,
+		Supervisor: supervisor, Holder: holder, Policy: pol, Swarm: o.swarmOptions(),
 	})
 }
 
@@ -343,4 +358,13 @@ func validName(name string) bool {
 		}
 	}
 	return name != ""
+}
+
+// swarmOptions are the daemon's swarm settings; nil without --nats and
+// --swarm.
+func (o *daemonOpts) swarmOptions() *swarm.Options {
+	if !o.nats.on() {
+		return nil
+	}
+	return &swarm.Options{Conn: o.nats.conn(), Hive: *o.hive}
 }

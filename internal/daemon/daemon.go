@@ -33,6 +33,7 @@ import (
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/sockapi"
 	"github.com/hivetools/hive/internal/store"
+	"github.com/hivetools/hive/internal/swarm"
 )
 
 // ErrRunning means another daemon serves the state directory.
@@ -113,6 +114,10 @@ type Config struct {
 	// (see internal/holder); nil runs them as the daemon's children, and
 	// they end with it.
 	Holder []string
+	// Swarm, if set, joins the agent to a swarm over NATS
+	// (internal/swarm); its Name, Version and DashboardURL are filled in
+	// from the daemon's. Nil: no NATS code runs.
+	Swarm *swarm.Options
 }
 
 // jobHolder is the daemon's connection to the holder of its jobs
@@ -140,6 +145,7 @@ type daemon struct {
 	svc     *service.Service
 	sock    *sockapi.Server  // the socket's server
 	http    *httpfront.Front // nil without Config.HTTPAddr
+	swarm   *swarm.Swarm     // nil without Config.Swarm
 	extra   []func()         // closers of extra engines, run at shutdown
 	// extraRan: the shutdown ran the closers; guarded by extraMu.
 	extraRan bool
@@ -267,6 +273,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// Stop jobs first so their last loose ends are recorded and pushed,
 	// then end the socket's sessions: each says why to its bridge.
 	d.close()
+	if d.swarm != nil {
+		d.swarm.Close() // after the jobs' ends, so that their notices go
+	}
 	d.sock.Close()
 	d.wg.Wait()
 	d.st.Close()
@@ -376,6 +385,7 @@ func (d *daemon) open() error {
 	// A holder that died with its daemon left a note (its guard's): the
 	// jobs it held read interrupted by its death.
 	lostReason, forgetLost := lostHolder(l)
+	events := &service.Events{}
 	d.jobs, err = job.New(job.Options{Holder: holder, LostReason: lostReason,
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
@@ -385,6 +395,7 @@ func (d *daemon) open() error {
 		Todo: func(in job.Info) store.Todo {
 			return service.JobTodo(in)
 		},
+		OnRecord: func(in job.Info) { events.Emit(service.JobEvent(in)) },
 		OnCommit: func(changed []store.Todo, of []job.Info) {
 			for i, t := range changed {
 				// A job's start (pending, running) is no news to wake a
@@ -427,9 +438,30 @@ func (d *daemon) open() error {
 	if d.cfg.HTTPAddr != "" {
 		act = &service.Activity{} // the dashboard's feed of tool calls
 	}
-	d.svc = service.New(service.Service{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log,
-		Version: d.cfg.Version, PTY: ptys, Activity: act, Policy: d.cfg.Policy,
-		Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})})
+	svc := service.Service{Jobs: d.jobs, Inbox: d.inbox, Agent: ag, Layout: l, Logger: d.log,
+		Version: d.cfg.Version, PTY: ptys, Activity: act, Policy: d.cfg.Policy, Events: events,
+		Handles: handles.New(&handles.Options{TTL: d.cfg.HandleTTL, Cap: d.cfg.HandleCap})}
+	if d.cfg.Swarm != nil {
+		o := *d.cfg.Swarm
+		o.Name, o.Version, o.Logger = ag.State().Name, d.cfg.Version, d.log
+		if d.cfg.HTTPAddr != "" {
+			o.DashboardURL = "http://" + d.cfg.HTTPAddr + "/"
+		}
+		if d.swarm, err = swarm.New(o); err == nil {
+			svc.Swarm = d.swarm
+			d.extra = append(d.extra, d.swarm.StopWake) // before the inbox closes
+		}
+	}
+	d.svc = service.New(svc)
+	if d.swarm != nil {
+		err = d.swarm.Start(d.svc)
+	}
+	if err != nil {
+		d.swarm = nil
+		d.close()
+		st.Close()
+		return err
+	}
 	return nil
 }
 

@@ -51,6 +51,12 @@ type Options struct {
 	// on. It runs without locks held and must not call into the Manager.
 	// of[i] is the snapshot of the job whose record carried changed[i].
 	OnCommit func(changed []store.Todo, of []Info)
+	// OnRecord, if set, hears of each job record committed (every job's,
+	// detached or not), after the commit, in the order of the commits. A
+	// short job's start and end may share one commit: it then hears of
+	// the end only. It runs without locks held and must not block nor
+	// call into the Manager.
+	OnRecord func(Info)
 	// Logger, if nil, discards.
 	Logger *slog.Logger
 	// Shell is the argv prefix that runs Spec.Cmd. If nil, the policy
@@ -178,7 +184,7 @@ func New(o Options) (*Manager, error) {
 			m.hexIDs[n] = struct{}{}
 		}
 	}
-	m.records = newRecordWriter(o.Store, o.Logger, o.Todo, o.OnCommit)
+	m.records = newRecordWriter(o.Store, o.Logger, o.Todo, o.OnCommit, o.OnRecord)
 	if err := m.recover(known); err != nil {
 		m.records.close()
 		cancel()

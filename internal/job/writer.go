@@ -45,6 +45,7 @@ type recordWriter struct {
 	log      *slog.Logger
 	todo     func(Info) store.Todo
 	onCommit func([]store.Todo, []Info)
+	onRecord func(Info) // hears of each record committed (Options.OnRecord)
 
 	mu         sync.Mutex
 	cond       *sync.Cond // signalled when a commit ends
@@ -76,8 +77,8 @@ type pendingRecord struct {
 	notify bool // the job is detached: its loose end goes with the record
 }
 
-func newRecordWriter(st *store.Store, log *slog.Logger, todo func(Info) store.Todo, onCommit func([]store.Todo, []Info)) *recordWriter {
-	w := &recordWriter{st: st, log: log, todo: todo, onCommit: onCommit, pending: map[string]pendingRecord{},
+func newRecordWriter(st *store.Store, log *slog.Logger, todo func(Info) store.Todo, onCommit func([]store.Todo, []Info), onRecord func(Info)) *recordWriter {
+	w := &recordWriter{st: st, log: log, todo: todo, onCommit: onCommit, onRecord: onRecord, pending: map[string]pendingRecord{},
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	go w.loop()
@@ -205,6 +206,11 @@ func (w *recordWriter) commitLocked() {
 			of[i] = ofTodo[t.Subsystem+"\x00"+t.Key]
 		}
 		w.onCommit(changed, of)
+	}
+	if err == nil && w.onRecord != nil {
+		for _, id := range order {
+			w.onRecord(pending[id].info)
+		}
 	}
 
 	w.mu.Lock()

@@ -112,9 +112,11 @@ type Request struct {
 	Status string   `json:"status,omitempty"`
 	Last   int      `json:"last,omitempty"`
 
-	// wake
+	// wake; To: an agent of the daemon's swarm (the message goes
+	// there, from this agent, and From must be empty).
 	From string `json:"from,omitempty"`
 	Body string `json:"body,omitempty"`
+	To   string `json:"to,omitempty"`
 
 	// stop: how long running jobs have between SIGINT and SIGKILL (0:
 	// the daemon's --grace); IfIdle: refuse (an error naming what runs)
@@ -182,6 +184,7 @@ type Response struct {
 	Stats        *Stats `json:"stats,omitempty"`
 
 	MessageID int64       `json:"message_id,omitempty"` // wake
+	SentSeq   uint64      `json:"sent_seq,omitempty"`   // wake with a to
 	Requeued  *int        `json:"requeued,omitempty"`   // inbox_requeue
 	Cleared   *bool       `json:"cleared,omitempty"`    // clear_todo
 	Todos     []view.Todo `json:"todos,omitzero"`       // todo_ls

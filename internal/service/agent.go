@@ -38,6 +38,9 @@ func (s *Service) AgentState() (st AgentState, ok bool) {
 // errdefs.ErrInvalid.
 func (s *Service) SetStatus(ctx context.Context, text string) (AgentState, error) {
 	st, err := s.Agent.SetStatus(ctx, text)
+	if err == nil {
+		s.Events.Emit(Event{Kind: EventStatus, At: st.StatusSetAt, Status: st.StatusText})
+	}
 	return agentState(st), err
 }
 
@@ -52,7 +55,12 @@ func (s *Service) Compact(ctx context.Context) (AgentState, error) {
 // SetTurn records the harness's turn state (and context usage, if not
 // nil) and reports whether a compaction is pending.
 func (s *Service) SetTurn(ctx context.Context, state string, usage *float64) (compactPending bool, err error) {
-	return s.Agent.SetTurn(ctx, state, usage)
+	pending, err := s.Agent.SetTurn(ctx, state, usage)
+	if err == nil {
+		st := s.Agent.State()
+		s.Events.Emit(Event{Kind: EventTurn, At: st.TurnSince, Turn: st.Turn})
+	}
+	return pending, err
 }
 
 // JobsRunning counts the jobs running now.

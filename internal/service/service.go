@@ -47,6 +47,11 @@ type Service struct {
 	// Policy refuses the commands its deny rules match and adds its warn
 	// rules to warnings (policy.go). Nil: no rules.
 	Policy *policy.Policy
+	// Events, if set, hears of the agent's changes (Watch); nil tells
+	// nobody.
+	Events *Events
+	// Swarm is the swarm the daemon joined; nil when none.
+	Swarm Swarm
 }
 
 // New returns a Service of the engines in s, with the defaults of its

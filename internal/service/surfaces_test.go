@@ -22,7 +22,7 @@ import (
 // Service method and encode its answer. They neither import an engine nor
 // reach an engine through the Service's fields.
 var (
-	surfaces = []string{"tools", "sockapi", "httpfront", "dashboard"}
+	surfaces = []string{"tools", "sockapi", "httpfront", "dashboard", "swarm"}
 	// engines are the packages no surface imports. There is no exception:
 	// what a surface needs of them is a Service method, a type in service
 	// or a view.
@@ -118,7 +118,7 @@ func TestSurfacesImportNoEngine(t *testing.T) {
 // without importing it.
 func TestSurfacesUseNoEngineField(t *testing.T) {
 	if testing.Short() {
-		t.Skip("type-checks four packages")
+		t.Skip("type-checks the surfaces")
 	}
 	export := exportData(t, surfaces...)
 	for _, p := range goList(t, surfaces...) {

@@ -142,6 +142,16 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		return proto.Response{OK: true, Todos: todos}
 	case proto.CmdWake:
+		if req.To != "" {
+			if req.From != "" {
+				return fail(errdefs.Newf(errdefs.ErrInvalid, "from %q: a message to another agent (to) is from this agent; give no from", req.From))
+			}
+			seq, err := s.svc.SendTo(ctx, req.To, req.Body)
+			if err != nil {
+				return fail(err)
+			}
+			return proto.Response{OK: true, SentSeq: seq}
+		}
 		m, err := s.svc.Send(ctx, req.From, req.Body)
 		if err != nil {
 			return fail(err)

@@ -33,10 +33,14 @@ type AgentMeta struct {
 	TurnStateSince int64                   `json:"turn_state_since,omitempty"`
 	JobsRunning    int                     `json:"jobs_running"`
 	LooseEnds      *service.LooseEndCounts `json:"loose_ends,omitempty"`
+	// HiveName and SwarmName: the host the agent runs on and its swarm,
+	// when its daemon joined one.
+	HiveName  string `json:"hive_name,omitempty"`
+	SwarmName string `json:"swarm_name,omitempty"`
 }
 
 func (h *handlers) addMeta(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "Your (or a sibling agent's) name, version, status, turn state, jobs and loose ends."}, h.agentMeta)
+	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "An agent's version, status, turn state, jobs, loose ends (name: default you)."}, h.agentMeta)
 }
 
 // agentNameRE is what a sibling's name may be: a directory's base name.
@@ -51,13 +55,42 @@ func (h *handlers) agentMeta(ctx context.Context, _ *mcp.CallToolRequest, in met
 		if err != nil {
 			return nil, AgentMeta{}, err
 		}
+		m.SwarmName, m.HiveName, _ = h.d.InSwarm()
 		return text(renderMeta(m)), m, nil
+	}
+	// An agent of the swarm, by its directory entry; else a sibling on
+	// this host.
+	var swarmErr error
+	if _, _, ok := h.d.InSwarm(); ok {
+		a, err := h.d.SwarmAgent(ctx, in.Name)
+		if err == nil {
+			m := swarmMeta(a)
+			return text(renderMeta(m)), m, nil
+		}
+		swarmErr = err
 	}
 	m, err := siblingMeta(h.d.Layout, in.Name)
 	if err != nil {
+		if swarmErr != nil {
+			return nil, AgentMeta{}, fmt.Errorf("%w; on this host: %v", swarmErr, err)
+		}
 		return nil, AgentMeta{}, err
 	}
 	return text(renderMeta(m)), m, nil
+}
+
+// swarmMeta is the meta of an agent as the swarm's directory has it: it
+// heartbeats, so its daemon runs.
+func swarmMeta(a service.SwarmAgent) AgentMeta {
+	m := AgentMeta{Name: a.Name, Version: a.Version, Running: true, StatusText: a.StatusText, TurnState: a.Turn,
+		JobsRunning: a.JobsRunning, LooseEnds: a.LooseEnds, HiveName: a.Hive, SwarmName: a.Swarm}
+	if !a.StatusSetAt.IsZero() {
+		m.StatusSetAt = a.StatusSetAt.Unix()
+	}
+	if !a.TurnSince.IsZero() {
+		m.TurnStateSince = a.TurnSince.Unix()
+	}
+	return m
 }
 
 func (h *handlers) selfMeta(ctx context.Context) (AgentMeta, error) {
@@ -118,6 +151,9 @@ func renderMeta(m AgentMeta) string {
 		state = "running"
 	}
 	fmt.Fprintf(&b, "%s: %s", m.Name, state)
+	if m.SwarmName != "" {
+		fmt.Fprintf(&b, " on %s, swarm %s", m.HiveName, m.SwarmName)
+	}
 	if m.Version != "" {
 		fmt.Fprintf(&b, ", hive %s", m.Version)
 	}

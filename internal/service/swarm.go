@@ -1,0 +1,83 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/hivetools/hive/internal/errdefs"
+)
+
+// SwarmAgent is one agent of a swarm as the swarm's directory holds it
+// (docs/swarm.md): what its daemon last told of itself.
+type SwarmAgent struct {
+	Name string `json:"name"`
+	// Hive is the host the agent's daemon runs on, or its --hive name.
+	Hive        string    `json:"hive"`
+	Swarm       string    `json:"swarm"`
+	Version     string    `json:"version,omitempty"`
+	StatusText  string    `json:"status_text"`
+	StatusSetAt time.Time `json:"status_set_at,omitzero"`
+	Turn        string    `json:"turn_state,omitempty"`
+	TurnSince   time.Time `json:"turn_state_since,omitzero"`
+	JobsRunning int       `json:"jobs_running"`
+	// LooseEnds counts its open threads; nil when they could not be read.
+	LooseEnds    *LooseEndCounts `json:"loose_ends,omitempty"`
+	DashboardURL string          `json:"dashboard_url,omitempty"`
+	Heartbeat    time.Time       `json:"heartbeat"`
+}
+
+// Swarm is the swarm the agent's daemon joined (internal/swarm).
+type Swarm interface {
+	// Name is the swarm's name; Hive the name this daemon's host goes by.
+	Name() string
+	Hive() string
+	// Agent is the directory's entry of the agent name, errdefs.ErrNotFound
+	// if it has none (never joined, or silent past the entry's life).
+	Agent(ctx context.Context, name string) (SwarmAgent, error)
+	// Agents lists the directory, by name.
+	Agents(ctx context.Context) ([]SwarmAgent, error)
+	// Send sends body to the agent to, from this one; the message waits
+	// for to if it is not running. seq is its number in the swarm's wake
+	// stream.
+	Send(ctx context.Context, to, body string) (seq uint64, err error)
+}
+
+// ErrNoSwarm is the answer of the swarm methods of a daemon that joined
+// none (it runs without --nats).
+var ErrNoSwarm = errdefs.New(errdefs.ErrNotFound, "this daemon is in no swarm (it runs without --nats and --swarm)")
+
+// InSwarm tells the swarm's and this host's names; ok is false when the
+// daemon joined none.
+func (s *Service) InSwarm() (swarm, hive string, ok bool) {
+	if s.Swarm == nil {
+		return "", "", false
+	}
+	return s.Swarm.Name(), s.Swarm.Hive(), true
+}
+
+// SwarmAgent is the swarm directory's entry of the agent name
+// (errdefs.ErrNotFound without one, ErrNoSwarm outside a swarm).
+func (s *Service) SwarmAgent(ctx context.Context, name string) (SwarmAgent, error) {
+	if s.Swarm == nil {
+		return SwarmAgent{}, ErrNoSwarm
+	}
+	return s.Swarm.Agent(ctx, name)
+}
+
+// SwarmAgents lists the swarm's directory (ErrNoSwarm outside a swarm).
+func (s *Service) SwarmAgents(ctx context.Context) ([]SwarmAgent, error) {
+	if s.Swarm == nil {
+		return nil, ErrNoSwarm
+	}
+	return s.Swarm.Agents(ctx)
+}
+
+// SendTo sends body to the agent to of the swarm, labelled from this
+// agent ("agent:<name>" in its inbox), and returns the message's number
+// in the swarm's wake stream (ErrNoSwarm outside a swarm).
+func (s *Service) SendTo(ctx context.Context, to, body string) (uint64, error) {
+	if s.Swarm == nil {
+		return 0, ErrNoSwarm
+	}
+	return s.Swarm.Send(ctx, to, body)
+}

@@ -3,6 +3,7 @@ package job
 import (
 	"io"
 	"os"
+	"sync"
 
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
@@ -70,6 +71,9 @@ func candidates(p string) []string {
 func procStartTime(pid int) uint64                   { return 0 }
 func cleanupGroup(pgid int, grace time.Duration) int { return 0 }
 func tunePipe(f *os.File)                            {}
+
+// pooledReader is none here: pumps read with r.Read.
+func pooledReader(r *os.File) func(pool *sync.Pool, bp **[]byte) (int, error) { return nil }
 
 // bulkReader has no thread of its own here: pouring streams stay in the
 // poller.

@@ -288,6 +288,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if err := diskFull(m.o.Dir); err != nil {
 		return nil, fmt.Errorf("%w: %v: no new work until space is freed", ErrNotRecorded, err)
 	}
+	noteStart()
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

@@ -207,7 +207,8 @@ type rawSession struct {
 	id  int
 	// sent is the length of the last answer's line as the bridge wrote it
 	// (the JSON-RPC message, without the newline).
-	sent int
+	sent      int
+	closeOnce sync.Once
 }
 
 func connectRaw(b *testing.B, d *daemon, args ...string) *rawSession {
@@ -232,12 +233,7 @@ func connectRawCmd(b *testing.B, cmd *exec.Cmd) *rawSession {
 		b.Fatalf("start %s: %v", cmd.Path, err)
 	}
 	s := &rawSession{cmd: cmd, in: in, r: bufio.NewReaderSize(out, 1<<20)}
-	b.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			b.Errorf("%s (raw client) exit: %v", cmd.Path, err)
-		}
-	})
+	b.Cleanup(func() { s.close(b) })
 	if _, err := s.call("initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"hive-bench-raw","version":"0"}}`); err != nil {
 		b.Fatal(err)
 	}
@@ -245,6 +241,17 @@ func connectRawCmd(b *testing.B, cmd *exec.Cmd) *rawSession {
 		b.Fatal(err)
 	}
 	return s
+}
+
+// close closes the session's stdin and waits for its process to exit;
+// only the first call does.
+func (s *rawSession) close(b *testing.B) {
+	s.closeOnce.Do(func() {
+		s.in.Close()
+		if err := s.cmd.Wait(); err != nil {
+			b.Errorf("%s (raw client) exit: %v", s.cmd.Path, err)
+		}
+	})
 }
 
 // call sends one request and returns its result, skipping notifications.

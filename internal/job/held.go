@@ -94,6 +94,7 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 		spec.LeftoverGrace = 2 * time.Second
 	}
 	h := &HeldProc{Spec: spec}
+	noteStart()
 	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, heldDevNull())
 	if err != nil {
 		return nil, err

@@ -1088,3 +1088,57 @@ func TestBulkPumpsCounted(t *testing.T) {
 	default:
 	}
 }
+
+// TestBurstOfStartsRecorded starts 40 detached jobs at once (2 may run,
+// the rest wait): their first records are committed in shared
+// transactions, and each one is in the store when its Start returns,
+// each waiting one with its loose end (the harness checks that each loose
+// end is committed with its own job's snapshot).
+func TestBurstOfStartsRecorded(t *testing.T) {
+	h := newHarness(t, Options{MaxRunning: 2})
+	ctx := context.Background()
+	const n = 40
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			j, err := h.m.Start(Spec{Cmd: "true"})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			ids[i] = j.ID()
+			if _, err := h.st.GetJob(ctx, j.ID()); err != nil {
+				errs[i] = fmt.Errorf("job %s: not in the store when its start returned: %w", j.ID(), err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("start %d: %v", i, err)
+		}
+	}
+	h.mu.Lock()
+	pending := map[string]bool{}
+	for _, in := range h.seen {
+		if in.State == Pending {
+			pending[in.ID] = true
+		}
+	}
+	h.mu.Unlock()
+	if len(pending) < n-2 {
+		t.Errorf("%d loose ends of waiting jobs committed, want at least %d", len(pending), n-2)
+	}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		j, err := h.m.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.wait(j)
+	}
+}

@@ -114,6 +114,8 @@ type Manager struct {
 	shErr   error       // no policy shell: why (command lines fail with it)
 	paths   *pathCache
 
+	firsts firstCommits // the first records of detached jobs
+
 	mu   sync.Mutex
 	jobs map[string]*Job // jobs started by this daemon, by id
 	// names maps a name to the id of the newest job of this daemon with
@@ -292,6 +294,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if err := diskFull(m.o.Dir); err != nil {
 		return nil, fmt.Errorf("%w: %v: no new work until space is freed", ErrNotRecorded, err)
 	}
+	noteStart()
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -414,20 +417,89 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 }
 
 // commitFirst writes the first record of a detached job (pending), with
-// its loose end if notify, in a transaction of its own.
+// its loose end if notify, in a transaction of first records only (see
+// firstCommits): a failure leaves nothing queued behind.
 func (m *Manager) commitFirst(j *Job, notify bool) error {
 	in := j.Info()
-	rec := toRecord(in)
-	var todos []store.Todo
-	if notify && m.o.Todo != nil {
-		todos = append(todos, m.o.Todo(in))
+	f := &firstRecord{info: in, notify: notify, done: make(chan error, 1)}
+	fc := &m.firsts
+	fc.mu.Lock()
+	fc.queue = append(fc.queue, f)
+	if fc.busy {
+		fc.mu.Unlock()
+		if err := <-f.done; err != errLead {
+			return err
+		}
+		fc.mu.Lock() // it leads now: busy stays set, f is queued
 	}
-	changed, err := m.o.Store.PutJobs(context.Background(), []store.Job{rec}, todos)
+	fc.busy = true
+	batch := fc.queue
+	fc.queue = nil
+	fc.mu.Unlock()
+	err := m.putFirsts(batch)
+	fc.mu.Lock()
+	for _, x := range batch {
+		if x != f {
+			x.done <- err
+		}
+	}
+	if len(fc.queue) > 0 {
+		fc.queue[0].done <- errLead
+	} else {
+		fc.busy = false
+	}
+	fc.mu.Unlock()
+	return err
+}
+
+// firstCommits groups the first records of detached jobs started at the
+// same time into one transaction: a caller that finds no commit under way
+// commits its record and those queued meanwhile; then the first of those
+// queued during that commit leads the next one. A burst of starts is a
+// few commits, not one each, one after the other, and no caller commits
+// for others after its own.
+type firstCommits struct {
+	mu    sync.Mutex
+	busy  bool // a commit is under way, or its leader is told
+	queue []*firstRecord
+}
+
+// firstRecord is a first record waiting for its commit.
+type firstRecord struct {
+	info   Info
+	notify bool       // with its loose end
+	done   chan error // its batch's outcome, or errLead: commit the queue
+}
+
+// errLead tells a queued first record that its caller commits the queue.
+var errLead = errors.New("lead the next commit of first records")
+
+// putFirsts commits batch in one transaction.
+func (m *Manager) putFirsts(batch []*firstRecord) error {
+	recs := make([]store.Job, len(batch))
+	var todos []store.Todo
+	var of map[string]Info // by todo key
+	for i, f := range batch {
+		recs[i] = toRecord(f.info)
+		if f.notify && m.o.Todo != nil {
+			t := m.o.Todo(f.info)
+			todos = append(todos, t)
+			if of == nil {
+				of = map[string]Info{}
+			}
+			of[t.Subsystem+"\x00"+t.Key] = f.info
+		}
+	}
+	changed, err := m.o.Store.PutJobs(context.Background(), recs, todos)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrNotRecorded, err)
 	}
 	if len(changed) > 0 && m.o.OnCommit != nil {
-		m.o.OnCommit(changed, []Info{in})
+		ins := make([]Info, len(changed))
+		for i, t := range changed {
+			ins[i] = of[t.Subsystem+"\x00"+t.Key]
+		}
+		m.o.OnCommit(changed, ins)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ package job
 import (
 	"io"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -193,6 +194,46 @@ func drainNow(r *os.File, s io.Writer, buf []byte) {
 			}
 		}
 	})
+}
+
+// pooledReader reads r as r.Read does, deadlines included, into a buffer
+// of pool (*bp) taken only once r has something to read: while it waits
+// in the runtime's poller, *bp is nil. nil if r has no raw descriptor.
+func pooledReader(r *os.File) func(pool *sync.Pool, bp **[]byte) (int, error) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return func(pool *sync.Pool, bp **[]byte) (int, error) {
+		var n int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			if *bp == nil {
+				*bp = pool.Get().(*[]byte)
+			}
+			for {
+				n, rerr = syscall.Read(int(fd), **bp)
+				if rerr != syscall.EINTR {
+					break
+				}
+			}
+			if rerr == syscall.EAGAIN {
+				pool.Put(*bp) // nothing yet: wait holding nothing
+				*bp = nil
+				return false
+			}
+			return true
+		})
+		switch {
+		case err != nil: // a deadline, or the file closed
+			return 0, err
+		case rerr != nil:
+			return 0, rerr
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }
 
 // bulkReader reads a pipe that pours (past bulkOutput) as r.Read does,

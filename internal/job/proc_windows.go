@@ -167,6 +167,9 @@ func candidates(p string) []string {
 func procStartTime(pid int) uint64 { return 0 }
 func tunePipe(f *os.File)          {}
 
+// pooledReader is none here: pumps read with r.Read.
+func pooledReader(r *os.File) func(pool *sync.Pool, bp **[]byte) (int, error) { return nil }
+
 // bulkReader has no thread of its own here: pouring streams stay in the
 // poller.
 func bulkReader(r *os.File) func([]byte) (int, error) { return nil }

@@ -336,11 +336,20 @@ func bulkChanged(d int32) {
 // pump copies a pipe into a stream until EOF, or until the supervisor
 // sets a deadline: then it takes what the pipe still holds, without
 // waiting, and returns.
+//
+// A pump that waits in the runtime's poller holds no buffer: it takes
+// one of its pool when there is something to read, and gives it back
+// once it is written (pooledReader), so an idle job's pumps cost their
+// goroutines only. A stream that pours keeps its buffer while it does.
 func pump(r *os.File, s io.Writer) {
 	pool := &smallBufPool
-	bp := pool.Get().(*[]byte)
-	defer func() { pool.Put(bp) }()
-	buf := *bp
+	var bp *[]byte // held while it reads, or while it pours
+	defer func() {
+		if bp != nil {
+			pool.Put(bp)
+		}
+	}()
+	pooled := pooledReader(r)
 	var total, quietAt int64 // quietAt: total when it last went quiet
 	tuned := false
 	var b *bulk // while it pours
@@ -348,10 +357,20 @@ func pump(r *os.File, s io.Writer) {
 	for {
 		var n int
 		var err error
-		if b != nil {
-			n, err = b.read(buf)
-		} else {
-			n, err = r.Read(buf)
+		switch {
+		case b != nil:
+			n, err = b.read(*bp)
+		case pooled != nil:
+			n, err = pooled(pool, &bp)
+		default:
+			if bp == nil {
+				bp = pool.Get().(*[]byte)
+			}
+			n, err = r.Read(*bp)
+		}
+		buf := []byte(nil)
+		if bp != nil {
+			buf = *bp
 		}
 		if n > 0 {
 			s.Write(buf[:n])
@@ -370,9 +389,12 @@ func pump(r *os.File, s io.Writer) {
 					pool.Put(bp)
 					pool = &bufPool
 					bp = pool.Get().(*[]byte)
-					buf = *bp
 				}
 			}
+		}
+		if b == nil && pooled != nil && bp != nil {
+			pool.Put(bp) // written: back to the pool until the next read
+			bp = nil
 		}
 		if errors.Is(err, errQuiet) {
 			b.leave()
@@ -381,7 +403,10 @@ func pump(r *os.File, s io.Writer) {
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				drainNow(r, s, buf)
+				if bp == nil {
+					bp = pool.Get().(*[]byte)
+				}
+				drainNow(r, s, *bp)
 			}
 			return
 		}

@@ -77,7 +77,7 @@ func NewInterleave(path string, stdout, stderr *Stream, maxMarks int64) (*Interl
 	if maxMarks < 1 {
 		maxMarks = 1
 	}
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := removeOld(path); err != nil {
 		return nil, fmt.Errorf("remove old index file %q: %w", path, err)
 	}
 	return &Interleave{path: path, streams: [2]*Stream{stdout, stderr}, max: maxMarks, last: -1}, nil

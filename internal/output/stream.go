@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"github.com/hivetools/hive/internal/paths"
 )
@@ -109,11 +110,21 @@ func Create(path string, opts *Options) (*Stream, error) {
 		// The file is created at the first write: a stream that stays
 		// empty costs no file. An old file of the same name goes now, so
 		// a reused name never shows stale bytes.
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := removeOld(path); err != nil {
 			return nil, fmt.Errorf("remove old output file %q: %w", path, err)
 		}
 	}
 	return s, nil
+}
+
+// removeOld removes the file path if there is one: one system call,
+// which finds nothing for a new job's file (os.Remove tries a directory
+// of that name too, a second call). A directory of that name is an error.
+func removeOld(path string) error {
+	if err := syscall.Unlink(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return &os.PathError{Op: "unlink", Path: path, Err: err}
+	}
+	return nil
 }
 
 // Follow makes a stream whose file another process writes (a holder of

@@ -1,0 +1,152 @@
+package bench
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hivetools/hive/internal/hivetest"
+)
+
+// baseEnv names the environment variable with the path of another hive
+// binary (a build of the base of a change) for BenchmarkVsBase.
+const baseEnv = "HIVE_BENCH_BASE"
+
+// BenchmarkVsBase puts a change against its base in one run, on the
+// same machine at the same moments: two daemons side by side, one of
+// the hive under test and one of the binary HIVE_BENCH_BASE names (the
+// benchmark is skipped without it), each with its holder and a raw
+// client through its own `hive mcp` bridge. Per iteration, on both (which
+// goes first alternates): terminal_exec {"cmd":"true"} (checked: exit 0,
+// direct) and run {"cmd":"true","wait_seconds":5} (checked: done, exit
+// 0); then `true` and `bash -c true` spawned from this process.
+//
+// On a machine shared with other work a mean moves with every slow
+// iteration; medians of the iterations do not. Metrics, in µs, medians
+// over the iterations: new-exec-p50-us, base-exec-p50-us, spawn-p50-us,
+// new-run-p50-us, base-run-p50-us, bash-p50-us; and the medians of the
+// iterations' own ratios: exec-new/base, run-new/base (below 1: the
+// change is faster), exec-new/spawn, run-new/bash, exec-base/spawn,
+// run-base/bash (issue 20's targets: exec/spawn <= 1.5, run/bash <= 1.15);
+// new-daemon-cpu-us/op, new-holder-cpu-us/op, base-daemon-cpu-us/op,
+// base-holder-cpu-us/op: the processor time (user+system) of each process
+// per iteration (one terminal_exec and one run on each side).
+func BenchmarkVsBase(b *testing.B) {
+	baseBin := os.Getenv(baseEnv)
+	if baseBin == "" {
+		b.Skip(baseEnv + " is not set: no base binary to compare with")
+	}
+	// The base's commands: the hive under test's environment (HIVE_STATE_DIR
+	// on top), another executable.
+	baseCmd := func(dir string, args ...string) *exec.Cmd {
+		cmd := exec.Command(baseBin, args...)
+		cmd.Env = append(os.Environ(), "HIVE_STATE_DIR="+dir)
+		return cmd
+	}
+	newD := startDaemonArgs(b, nil, nil)
+	baseDir := hivetest.StateDir(b)
+	baseD := hivetest.StartDaemonCmd(b, baseDir, baseCmd(baseDir, "daemon"))
+	pids := [4]int{newD.Pid, newD.holderPID, baseD.Pid, hivetest.HolderPid(baseDir)} // 0: no holder
+	sides := [2]*rawSession{connectRaw(b, newD), connectRawCmd(b, baseCmd(baseDir, "mcp"))}
+	const execParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
+	const runParams = `{"name":"run","arguments":{"cmd":"true","wait_seconds":5}}`
+	call := func(k int, params string, run bool) time.Duration {
+		t0 := time.Now()
+		out, err := sides[k].call("tools/call", params)
+		dt := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var r struct {
+			IsError bool `json:"isError"`
+			S       struct {
+				ExitCode  *int   `json:"exit_code"`
+				ShellKind string `json:"shell_kind"`
+				Status    string `json:"status"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(out, &r); err != nil || r.IsError || r.S.ExitCode == nil || *r.S.ExitCode != 0 ||
+			(run && r.S.Status != "done") || (!run && r.S.ShellKind != "direct") {
+			b.Fatalf("side %d, %s: %s", k, params, out)
+		}
+		return dt
+	}
+	spawn := func(argv ...string) time.Duration {
+		t0 := time.Now()
+		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+			b.Fatalf("%v: %v", argv, err)
+		}
+		return time.Since(t0)
+	}
+	for k := range sides { // warm every path up
+		call(k, execParams, false)
+		call(k, runParams, true)
+	}
+	var ex, rn [2][]float64
+	var spawnD, bashD []float64
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	cpu := func() (t [4]time.Duration) {
+		for k, pid := range pids {
+			if pid > 0 {
+				var err error
+				if t[k], err = procCPU(pid); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		return t
+	}
+	cpu0 := cpu()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range 2 {
+			k := (i + j) % 2
+			ex[k] = append(ex[k], us(call(k, execParams, false)))
+			rn[k] = append(rn[k], us(call(k, runParams, true)))
+		}
+		spawnD = append(spawnD, us(spawn("true")))
+		bashD = append(bashD, us(spawn("bash", "-c", "true")))
+	}
+	b.StopTimer()
+	cpu1 := cpu()
+	for k, name := range []string{"new-daemon", "new-holder", "base-daemon", "base-holder"} {
+		b.ReportMetric(us(cpu1[k]-cpu0[k])/float64(b.N), name+"-cpu-us/op")
+	}
+	ratios := func(a, c []float64) []float64 {
+		r := make([]float64, len(a))
+		for i := range a {
+			r[i] = a[i] / c[i]
+		}
+		return r
+	}
+	b.ReportMetric(medianOf(ex[0]), "new-exec-p50-us")
+	b.ReportMetric(medianOf(ex[1]), "base-exec-p50-us")
+	b.ReportMetric(medianOf(spawnD), "spawn-p50-us")
+	b.ReportMetric(medianOf(rn[0]), "new-run-p50-us")
+	b.ReportMetric(medianOf(rn[1]), "base-run-p50-us")
+	b.ReportMetric(medianOf(bashD), "bash-p50-us")
+	b.ReportMetric(medianOf(ratios(ex[0], ex[1])), "exec-new/base")
+	b.ReportMetric(medianOf(ratios(rn[0], rn[1])), "run-new/base")
+	b.ReportMetric(medianOf(ratios(ex[0], spawnD)), "exec-new/spawn")
+	b.ReportMetric(medianOf(ratios(rn[0], bashD)), "run-new/bash")
+	b.ReportMetric(medianOf(ratios(ex[1], spawnD)), "exec-base/spawn")
+	b.ReportMetric(medianOf(ratios(rn[1], bashD)), "run-base/bash")
+}
+
+// medianOf is the middle value of xs (the mean of the two middle ones for
+// an even count); 0 for none. xs is left as it was.
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -5,6 +5,7 @@ package pty
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/hivetools/hive/internal/hivetest"
 )
 
 func TestMain(m *testing.M) {
@@ -221,9 +224,14 @@ func TestFullScreenPrograms(t *testing.T) {
 			t.Fatal(err)
 		}
 		sendWait(t, s, keys, `(?m)^46$`)
-		if lines := strings.Split(s.Screen().Text, "\n"); lines[0] != "24" {
-			t.Errorf("after PageDown first line = %q, want 24", lines[0])
-		}
+		// "46" may be in the output before the line feed after it, which
+		// scrolls the screen to start at 24: wait for the screen.
+		hivetest.Eventually(t, 5*time.Second, "the screen after PageDown", func() error {
+			if lines := strings.Split(s.Screen().Text, "\n"); lines[0] != "24" {
+				return fmt.Errorf("first line = %q, want 24", lines[0])
+			}
+			return nil
+		})
 		// A program may flush pending input as it exits: wait for the prompt.
 		sendWait(t, s, "q", prompt)
 		sendWait(t, s, "echo done-$((2+3))\n", `done-5`)

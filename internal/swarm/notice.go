@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/hivetools/hive/internal/service"
+	"github.com/hivetools/hive/internal/view"
 )
 
 // Kinds of a notice: the last token of its subject.
@@ -30,28 +31,16 @@ type Notice struct {
 	At    time.Time `json:"at"`
 	// Seq is the notice's sequence number in the swarm's stream (set
 	// when read).
-	Seq     uint64     `json:"seq,omitempty"`
-	Job     *NoticeJob `json:"job,omitempty"`
-	Status  *string    `json:"status,omitempty"`
-	Turn    string     `json:"turn_state,omitempty"`
-	Version string     `json:"version,omitempty"`
+	Seq     uint64    `json:"seq,omitempty"`
+	Job     *view.Job `json:"job,omitempty"` // the fields a notice tells: id, name, command (cut), state, exit, meaning, times
+	Status  *string   `json:"status,omitempty"`
+	Turn    string    `json:"turn_state,omitempty"`
+	Version string    `json:"version,omitempty"`
 	// Dropped counts the notices of this agent dropped just before this
 	// one: NATS was away longer than the buffer lasts.
 	Dropped int `json:"dropped,omitempty"`
 
 	id string // its message id, for the stream's de-duplication
-}
-
-// NoticeJob is a job as its notices tell it.
-type NoticeJob struct {
-	ID              string `json:"id"`
-	Name            string `json:"name,omitempty"`
-	Cmd             string `json:"cmd"`
-	State           string `json:"state"`
-	ExitCode        *int   `json:"exit_code,omitempty"`
-	SemanticStatus  string `json:"semantic_status,omitempty"`
-	SemanticMessage string `json:"semantic_message,omitempty"`
-	DurationMs      int64  `json:"duration_ms,omitempty"`
 }
 
 // maxCmd bounds the command line a job notice carries, in bytes.
@@ -86,8 +75,9 @@ func (s *Swarm) event(ev service.Event) {
 			return
 		}
 		j := ev.Job
-		n = Notice{Kind: kind, At: ev.At, Job: &NoticeJob{ID: j.ID, Name: j.Name, Cmd: service.Clip(j.Cmd, maxCmd), State: j.State,
-			ExitCode: j.ExitCode, SemanticStatus: j.SemanticStatus, SemanticMessage: j.SemanticMessage, DurationMs: j.DurationMs}}
+		n = Notice{Kind: kind, At: ev.At, Job: &view.Job{ID: j.ID, Name: j.Name, Cmd: service.Clip(j.Cmd, maxCmd), State: j.State,
+			ExitCode: j.ExitCode, SemanticStatus: j.SemanticStatus, SemanticMessage: j.SemanticMessage,
+			Created: j.Created, Started: j.Started, Ended: j.Ended, DurationMs: j.DurationMs}}
 		defer s.kickHeartbeat() // its count of running jobs
 	default:
 		return

@@ -1,0 +1,59 @@
+package limits
+
+import (
+	"math"
+	"time"
+)
+
+// Rlimits are the rlimits a job's process gets (soft and hard alike),
+// for the limits no cgroup enforces. A zero field is left as it is.
+type Rlimits struct {
+	AS     uint64 // RLIMIT_AS and RLIMIT_DATA, bytes
+	Nproc  uint64 // RLIMIT_NPROC
+	CPU    uint64 // RLIMIT_CPU, seconds
+	Nofile uint64 // RLIMIT_NOFILE
+}
+
+// IsZero reports whether r sets nothing.
+func (r Rlimits) IsZero() bool { return r == Rlimits{} }
+
+// Split divides l between a cgroup that enforces the fields in cg (by
+// name: Memory, Pids, CPUs) and rlimits, which take the rest; nofile is
+// always an rlimit. timeout is the job's (RLIMIT_CPU is cpus × timeout:
+// with none, cpus without a cgroup is not enforced). It returns the
+// rlimits and how each limit l sets is enforced (nil if l is zero).
+func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforced) {
+	if l.IsZero() {
+		return Rlimits{}, nil
+	}
+	var r Rlimits
+	by := Enforced{}
+	if l.MemoryMB > 0 {
+		if cg[Memory] {
+			by[Memory] = ByCgroup
+		} else {
+			r.AS, by[Memory] = uint64(l.MemoryMB)<<20, ByRlimit
+		}
+	}
+	if l.Pids > 0 {
+		if cg[Pids] {
+			by[Pids] = ByCgroup
+		} else {
+			r.Nproc, by[Pids] = uint64(l.Pids), ByRlimit
+		}
+	}
+	if l.CPUs > 0 {
+		switch {
+		case cg[CPUs]:
+			by[CPUs] = ByCgroup
+		case timeout > 0:
+			r.CPU, by[CPUs] = uint64(math.Ceil(l.CPUs*timeout.Seconds())), ByRlimit
+		default:
+			by[CPUs] = ByNone
+		}
+	}
+	if l.Nofile > 0 {
+		r.Nofile, by[Nofile] = uint64(l.Nofile), ByRlimit
+	}
+	return r, by
+}

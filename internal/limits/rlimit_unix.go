@@ -1,0 +1,125 @@
+//go:build linux || darwin
+
+package limits
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A job's rlimits are set by its own process before it runs the command:
+// Wrap makes the command run the spawner's binary (/proc/self/exe, this
+// very build) with the rlimits and the command's path in its
+// environment; that process's init (below) sets them and execs the
+// command, same pid, same argv. Go's os/exec has no way to set a child's
+// rlimits between fork and exec, prlimit(2) on the child after its start
+// is too late (it may have run already), and the spawner (the holder, or
+// a daemon) cannot set its own and let its children inherit them: it
+// runs many jobs at once, each with its own.
+const (
+	envRlimits = "HIVE_EXEC_RLIMITS" // as=N,nproc=N,cpu=N,nofile=N
+	envPath    = "HIVE_EXEC_PATH"    // the command's path
+)
+
+// selfExe is the running binary, in a child between fork and exec too.
+const selfExe = "/proc/self/exe"
+
+func init() {
+	if spec, ok := os.LookupEnv(envRlimits); ok {
+		execWithRlimits(spec)
+	}
+}
+
+// Wrap sets cmd (not started) to run with rlimits r: see envRlimits. Its
+// Path becomes this binary; Args stay. A zero r changes nothing. Only a
+// program that imports this package can be wrapped's spawner (hive and
+// its tests do).
+func Wrap(cmd *exec.Cmd, r Rlimits) {
+	if r.IsZero() {
+		return
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(env[:len(env):len(env)], envRlimits+"="+r.encode(), envPath+"="+cmd.Path)
+	cmd.Env = env
+	cmd.Path = selfExe
+}
+
+func (r Rlimits) encode() string {
+	var b []string
+	for _, f := range []struct {
+		k string
+		v uint64
+	}{{"as", r.AS}, {"nproc", r.Nproc}, {"cpu", r.CPU}, {"nofile", r.Nofile}} {
+		if f.v > 0 {
+			b = append(b, f.k+"="+strconv.FormatUint(f.v, 10))
+		}
+	}
+	return strings.Join(b, ",")
+}
+
+// execWithRlimits is the wrapped process: it sets the rlimits of spec,
+// drops the two variables from its environment and execs the command.
+// It never returns: a failure is told on stderr, exit status 126 (as a
+// shell's for a command it cannot run).
+func execWithRlimits(spec string) {
+	path := os.Getenv(envPath)
+	fail := func(err error) {
+		fmt.Fprintf(os.Stderr, "hive: cannot run %s with its limits: %v\n", path, err)
+		os.Exit(126)
+	}
+	if path == "" {
+		fail(errors.New(envPath + " is not set"))
+	}
+	type set struct {
+		k   string
+		res int
+		n   uint64
+	}
+	var sets []set
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			fail(fmt.Errorf("%s: %q is not a number", envRlimits, kv))
+		}
+		switch k {
+		case "as":
+			sets = append(sets, set{k, unix.RLIMIT_AS, n}, set{k, unix.RLIMIT_DATA, n})
+		case "nproc":
+			sets = append(sets, set{k, unix.RLIMIT_NPROC, n})
+		case "cpu":
+			sets = append(sets, set{k, unix.RLIMIT_CPU, n})
+		case "nofile":
+			sets = append(sets, set{k, unix.RLIMIT_NOFILE, n})
+		default:
+			fail(fmt.Errorf("%s: unknown limit %q", envRlimits, k))
+		}
+	}
+	env := make([]string, 0, len(os.Environ()))
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, envRlimits+"=") && !strings.HasPrefix(kv, envPath+"=") {
+			env = append(env, kv)
+		}
+	}
+	for _, x := range sets {
+		// syscall's Setrlimit: for RLIMIT_NOFILE it also drops the
+		// soft limit the Go runtime raised at start, which an exec
+		// would otherwise restore.
+		if err := syscall.Setrlimit(x.res, &syscall.Rlimit{Cur: x.n, Max: x.n}); err != nil {
+			fail(fmt.Errorf("%s=%d: %w", x.k, x.n, err))
+		}
+	}
+	// syscall.Exec: it restores the soft RLIMIT_NOFILE that the Go
+	// runtime raised at this process's start, unless set here.
+	fail(syscall.Exec(path, os.Args, env))
+}

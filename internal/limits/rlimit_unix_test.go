@@ -1,0 +1,57 @@
+//go:build linux || darwin
+
+package limits
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// A wrapped command runs with its rlimits: the shell inside sees them.
+// The test binary is the wrapper (this package's init).
+func TestWrap(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", `echo "$0 $1"; ulimit -n; ulimit -v; ulimit -t; env | grep -c HIVE_EXEC_ || true`, "a b", "c")
+	Wrap(cmd, Rlimits{Nofile: 77, AS: 256 << 20, CPU: 9})
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got, want := strings.Fields(string(out)), []string{"a", "b", "c", "77", "262144", "9", "0"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("argv, ulimit -n -v -t, leftover variables: %q, want %q", got, want)
+	}
+}
+
+// Without a nofile limit the command gets the soft limit of open files
+// it would get unwrapped (not the Go runtime's raised one), and a big
+// allocation fails under the memory limit.
+func TestWrapKeepsNofileAndBoundsMemory(t *testing.T) {
+	plain, err := exec.Command("/bin/sh", "-c", "ulimit -Sn").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "ulimit -Sn")
+	Wrap(cmd, Rlimits{CPU: 100})
+	got, err := cmd.Output()
+	if err != nil || string(got) != string(plain) {
+		t.Errorf("ulimit -Sn wrapped: %q, %v; unwrapped %q", got, err, plain)
+	}
+	// A hog bounded at 256 MiB (it doubles a string up to it) against 32 MiB.
+	cmd = exec.Command("awk", `BEGIN { s = "x"; while (length(s) < 256 * 1024 * 1024) s = s s; print "grew to", length(s) }`)
+	Wrap(cmd, Rlimits{AS: 32 << 20})
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Contains(string(out), "grew to") {
+		t.Errorf("awk grew past RLIMIT_AS 32 MiB: %v: %s", err, out)
+	}
+}
+
+// A command that cannot be run says so, exit status 126.
+func TestWrapBadPath(t *testing.T) {
+	cmd := exec.Command("/bin/sh")
+	cmd.Path = "/nonexistent/x"
+	Wrap(cmd, Rlimits{Nofile: 64})
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 126 || !strings.Contains(string(out), "cannot run /nonexistent/x with its limits") {
+		t.Errorf("%v: %s", err, out)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/hivetools/hive/internal/config"
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proto"
 )
@@ -40,6 +41,7 @@ type daemonOpts struct {
 	fileCap, handleCap, logMax             *int64
 	dir, config                            *string
 	holdJobs                               *bool
+	limits                                 limits.Policy
 	fs                                     *flagSet
 	sources                                map[string]config.Source
 	configFile                             string   // the file read, "" if none
@@ -74,6 +76,7 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.maxLine = fs.Int("max-line-bytes", daemon.DefaultMaxLine, "longest JSON-RPC line an MCP session on the socket or stdio may send (longer ones are answered with an error and skipped)")
 	o.holdJobs = fs.Bool("hold-jobs", runtime.GOOS == "linux", "run jobs in the holder of the jobs (hive holder), so that they keep running when the daemon ends (a crash, hive restart, a new build): the next daemon adopts them")
 	o.logMax = fs.Int64("log-max", 16<<20, "size in bytes at which daemon.log (when it is this daemon's stderr) moves to daemon.log.1; 0 never")
+	limitFlags(fs, &o.limits)
 	return o
 }
 
@@ -167,7 +170,7 @@ func (o *daemonOpts) check() error {
 	if *o.logMax < 0 {
 		return bad("--log-max %d: must be >= 0", one("log-max"), *o.logMax)
 	}
-	return nil
+	return o.checkLimits()
 }
 
 // settings lists every setting the file may hold, with its value and
@@ -231,7 +234,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		HandleTTL: *o.handleTTL, HandleCap: *o.handleCap, Retain: retainArg(*o.retain), MaxLine: *o.maxLine,
 		Name: *o.name, RemindMax: *o.remindMax, Subreaper: true,
 		Build: b, Args: append([]string{"daemon", "--state-dir", l.Dir}, args...), Settings: o.settings(),
-		Supervisor: supervisor, Holder: holder,
+		Supervisor: supervisor, Holder: holder, Limits: o.limits,
 	})
 }
 

@@ -21,7 +21,8 @@ func (r Rlimits) IsZero() bool { return r == Rlimits{} }
 // name: Memory, Pids, CPUs) and rlimits, which take the rest; nofile is
 // always an rlimit. timeout is the job's (RLIMIT_CPU is cpus × timeout:
 // with none, cpus without a cgroup is not enforced). It returns the
-// rlimits and how each limit l sets is enforced (nil if l is zero).
+// rlimits and how each limit l sets is enforced (nil if l is zero);
+// where Wrap sets no rlimits (Windows), those are none.
 func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforced) {
 	if l.IsZero() {
 		return Rlimits{}, nil
@@ -54,6 +55,14 @@ func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforc
 	}
 	if l.Nofile > 0 {
 		r.Nofile, by[Nofile] = uint64(l.Nofile), ByRlimit
+	}
+	if !canRlimit {
+		for f, b := range by {
+			if b == ByRlimit {
+				by[f] = ByNone
+			}
+		}
+		r = Rlimits{}
 	}
 	return r, by
 }

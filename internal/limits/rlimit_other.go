@@ -4,5 +4,8 @@ package limits
 
 import "os/exec"
 
+// canRlimit: Wrap sets none here (limits.Split says none).
+const canRlimit = false
+
 // Wrap does nothing here: this system has no rlimits.
 func Wrap(cmd *exec.Cmd, r Rlimits) {}

@@ -31,6 +31,9 @@ const (
 // selfExe is the running binary, in a child between fork and exec too.
 const selfExe = "/proc/self/exe"
 
+// canRlimit: Wrap sets rlimits here.
+const canRlimit = true
+
 func init() {
 	if spec, ok := os.LookupEnv(envRlimits); ok {
 		execWithRlimits(spec)

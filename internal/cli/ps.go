@@ -90,7 +90,7 @@ func runPs(ctx context.Context, e Env, args []string) error {
 
 func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tEXIT\tCREATED\tDURATION\tCMD")
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tEXIT\tCREATED\tDURATION\tMEM\tCPU\tCMD")
 	for _, j := range jobs {
 		exit := "-"
 		if j.ExitCode != nil {
@@ -105,9 +105,41 @@ func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 		if !j.Started.IsZero() {
 			dur = humanDuration(time.Duration(j.DurationMs) * time.Millisecond)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, name, j.State, exit, humanTime(j.Created, now), dur, cmd)
+		mem, cpu := usageColumns(j)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, name, j.State, exit, humanTime(j.Created, now), dur, mem, cpu, cmd)
 	}
 	return tw.Flush()
+}
+
+// usageColumns are ps's MEM and CPU of a job: its memory peak (a running
+// job's memory now) and its processor time, user and system; "-" when
+// not known.
+func usageColumns(j view.Job) (mem, cpu string) {
+	u := j.Usage
+	if u == nil {
+		return "-", "-"
+	}
+	mem = "-"
+	if b := u.MemoryPeakBytes; b > 0 || u.MemoryBytes > 0 {
+		if j.State == "running" && u.MemoryBytes > 0 {
+			b = u.MemoryBytes
+		}
+		mem = humanBytes(b)
+	}
+	return mem, humanDuration(time.Duration(u.CPUUserMS+u.CPUSystemMS) * time.Millisecond)
+}
+
+// humanBytes is n in the largest binary unit it fills: 512B, 4.0KiB, 23MiB, 1.5GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
 }
 
 // humanTime is a time of today as 15:04:05, an older one with its date

@@ -52,6 +52,9 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
+		for i := range jobs {
+			jobs[i] = s.svc.WithLiveUsage(jobs[i]) // a running job's so far
+		}
 		return proto.Response{OK: true, Jobs: jobs}
 	case proto.CmdRun:
 		if len(req.Argv) == 0 {
@@ -67,6 +70,9 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		spec := service.JobSpec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
 			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second)), Quiet: !req.Notify}
+		if req.Limits != nil {
+			spec.Limits = *req.Limits
+		}
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
 		}

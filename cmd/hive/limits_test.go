@@ -66,6 +66,21 @@ func TestLimitsRlimitsWithoutCgroups(t *testing.T) {
 				t.Errorf("hive ps -a: %v: %s; want MEM and CPU columns", err, out)
 			}
 
+			// cpus without a cgroup: RLIMIT_CPU = cpus × the timeout (1 s
+			// here); the busy loop gets SIGXCPU past it (or the 100 s
+			// timeout ends it).
+			id, err = hivetest.Run(t, state, "run", "--cpus", "0.01", "--timeout", "100", "--", "sh", "-c", "while :; do :; done")
+			if err != nil {
+				t.Fatalf("hive run: %v: %s", err, id)
+			}
+			id = strings.TrimSpace(id)
+			hivetest.Run(t, state, "wait", id)
+			j = inspectJob(t, state, id)
+			if j.LimitHit != "cpus" || j.SemanticStatus != "error" || !strings.Contains(j.SemanticMessage, "Killed by the CPU time limit") || j.LimitsEnforcedBy["cpus"] != "rlimit" {
+				t.Errorf("busy loop under cpus 0.01 for 100 s: %s, signal %v, limit_hit %q, %s: %q (cpus by %q); want the CPU time limit's kill",
+					j.State, j.Signal, j.LimitHit, j.SemanticStatus, j.SemanticMessage, j.LimitsEnforcedBy["cpus"])
+			}
+
 			out, err := hivetest.Run(t, state, "run", "--memory", "1GiB", "--", "touch", filepath.Join(state, "ran"))
 			if err == nil || !strings.Contains(out, "limits.memory_mb 1024") || !strings.Contains(out, "limits.max_memory_mb = 512") {
 				t.Errorf("--memory 1GiB over max_memory_mb 512: %v: %s; want a refusal naming the field and the ceiling", err, out)

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// Rlimits are the rlimits a job's process gets (soft and hard alike),
-// for the limits no cgroup enforces. A zero field is left as it is.
+// Rlimits are the rlimits a job's process gets (soft and hard alike, but
+// CPU's hard limit is a second more: SIGXCPU at the soft one, not
+// SIGKILL), for the limits no cgroup enforces. A zero field is left as
+// it is.
 type Rlimits struct {
 	AS     uint64 // RLIMIT_AS and RLIMIT_DATA, bytes
 	Nproc  uint64 // RLIMIT_NPROC

@@ -118,7 +118,15 @@ func execWithRlimits(spec string) {
 		// syscall's Setrlimit: for RLIMIT_NOFILE it also drops the
 		// soft limit the Go runtime raised at start, which an exec
 		// would otherwise restore.
-		if err := syscall.Setrlimit(x.res, &syscall.Rlimit{Cur: x.n, Max: x.n}); err != nil {
+		hard := x.n
+		if x.res == unix.RLIMIT_CPU {
+			// The soft limit sends SIGXCPU, which tells the job's end
+			// (limits.Hit); a hard limit equal to it would send
+			// SIGKILL instead. A job that ignores SIGXCPU gets
+			// SIGKILL a second later.
+			hard++
+		}
+		if err := syscall.Setrlimit(x.res, &syscall.Rlimit{Cur: x.n, Max: hard}); err != nil {
 			fail(fmt.Errorf("%s=%d: %w", x.k, x.n, err))
 		}
 	}

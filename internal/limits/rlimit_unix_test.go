@@ -11,7 +11,7 @@ import (
 // A wrapped command runs with its rlimits: the shell inside sees them.
 // The test binary is the wrapper (this package's init).
 func TestWrap(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", `echo "$0 $1"; ulimit -n; ulimit -v; ulimit -t; env | grep -c HIVE_EXEC_ || true`, "a b", "c")
+	cmd := exec.Command("/bin/sh", "-c", `echo "$0 $1"; ulimit -n; ulimit -v; ulimit -St; env | grep -c HIVE_EXEC_ || true`, "a b", "c")
 	Wrap(cmd, Rlimits{Nofile: 77, AS: 256 << 20, CPU: 9})
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -292,6 +292,10 @@ func (j *Job) adoptLocked(st wire.JobStart) {
 	j.info.Started = st.Started
 	j.cgroup = st.Cgroup
 	j.info.LimitsBy = st.LimitsBy
+	if st.LimitsBy == nil {
+		// A holder of an older build ran it without its limits.
+		j.info.LimitsBy = limits.NoneOf(j.info.Limits)
+	}
 	j.runningLocked()
 	j.runSeq = j.seq.Load()
 	j.markStarted()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/holder"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/store"
@@ -127,5 +128,36 @@ func TestLimitsCeiling(t *testing.T) {
 	in, _ := runToEnd(t, m, job.Spec{Cmd: "true", Limits: limits.Limits{Pids: 50}})
 	if in.Limits != (limits.Limits{MemoryMB: 128, Pids: 50}) {
 		t.Errorf("limits %+v, want the ceiling's memory and the request's pids", in.Limits)
+	}
+}
+
+// oldHolder spawns as a holder of a build before limits: it drops them.
+type oldHolder struct{ *holder.Client }
+
+func (h oldHolder) Spawn(spec wire.JobSpec) (wire.JobStart, error) {
+	spec.Limits = nil
+	st, err := h.Client.Spawn(spec)
+	st.LimitsBy = nil
+	return st, err
+}
+
+// A holder of an older build runs a job without its limits: the job
+// says they were not enforced.
+func TestLimitsOlderHolder(t *testing.T) {
+	dir, sock, st := heldSetup(t, 0)
+	c, err := holder.Open(holder.ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: oldHolder{c}, Owner: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	in, out := runToEnd(t, m, job.Spec{Cmd: "ulimit -n", Limits: limits.Limits{Nofile: 64, MemoryMB: 100}})
+	want := limits.Enforced{limits.Nofile: limits.ByNone, limits.Memory: limits.ByNone}
+	if !equalBy(in.LimitsBy, want) || strings.TrimSpace(out) == "64" {
+		t.Errorf("limits enforced by %v, ulimit -n %q; want %v, and no limit", in.LimitsBy, out, want)
 	}
 }

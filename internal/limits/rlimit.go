@@ -39,10 +39,13 @@ func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforc
 		}
 	}
 	if l.Pids > 0 {
-		if cg[Pids] {
+		switch {
+		case cg[Pids]:
 			by[Pids] = ByCgroup
-		} else {
+		case nprocBinds():
 			r.Nproc, by[Pids] = uint64(l.Pids), ByRlimit
+		default: // root: RLIMIT_NPROC does not bind it
+			by[Pids] = ByNone
 		}
 	}
 	if l.CPUs > 0 {
@@ -67,4 +70,22 @@ func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforc
 		r = Rlimits{}
 	}
 	return r, by
+}
+
+// NoneOf says of each limit l sets that it is not enforced: what a
+// holder of an older build, which knows no limits, does with them.
+func NoneOf(l Limits) Enforced {
+	if l.IsZero() {
+		return nil
+	}
+	by := Enforced{}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{Memory, l.MemoryMB > 0}, {Pids, l.Pids > 0}, {CPUs, l.CPUs > 0}, {Nofile, l.Nofile > 0}} {
+		if f.set {
+			by[f.name] = ByNone
+		}
+	}
+	return by
 }

@@ -9,3 +9,5 @@ const canRlimit = false
 
 // Wrap does nothing here: this system has no rlimits.
 func Wrap(cmd *exec.Cmd, r Rlimits) {}
+
+func nprocBinds() bool { return false }

@@ -34,6 +34,11 @@ const selfExe = "/proc/self/exe"
 // canRlimit: Wrap sets rlimits here.
 const canRlimit = true
 
+// nprocBinds reports whether RLIMIT_NPROC would bind this process's
+// jobs: not root's (the kernel exempts CAP_SYS_ADMIN and
+// CAP_SYS_RESOURCE; root is taken to have them).
+func nprocBinds() bool { return os.Geteuid() != 0 }
+
 func init() {
 	if spec, ok := os.LookupEnv(envRlimits); ok {
 		execWithRlimits(spec)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -57,10 +58,28 @@ func Wrap(cmd *exec.Cmd, r Rlimits) {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = append(env[:len(env):len(env)], envRlimits+"="+r.encode(), envPath+"="+cmd.Path)
+	spec := r.encode()
+	if n := childNofile(); r.Nofile == 0 && n > 0 {
+		spec += ",nofile_soft=" + strconv.FormatUint(n, 10)
+	}
+	env = append(env[:len(env):len(env)], envRlimits+"="+spec, envPath+"="+cmd.Path)
 	cmd.Env = env
 	cmd.Path = selfExe
 }
+
+// childNofile is the soft limit of open files this process's children
+// start with (0 if unknown): the Go runtime raised its own at start, and
+// gives its children the one it had, which it does not tell; a shell
+// started once tells it. The wrapped process restores it, since it
+// execs the command without the Go runtime's help (see execWithRlimits).
+var childNofile = sync.OnceValue(func() uint64 {
+	out, err := exec.Command("/bin/sh", "-c", "ulimit -Sn").Output()
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64) // "unlimited": 0
+	return n
+})
 
 func (r Rlimits) encode() string {
 	var b []string
@@ -93,7 +112,8 @@ func execWithRlimits(spec string) {
 		res int
 		n   uint64
 	}
-	var sets []set
+	var sets, mem []set
+	var nofileSoft uint64
 	for _, kv := range strings.Split(spec, ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		n, err := strconv.ParseUint(v, 10, 64)
@@ -102,13 +122,15 @@ func execWithRlimits(spec string) {
 		}
 		switch k {
 		case "as":
-			sets = append(sets, set{k, unix.RLIMIT_AS, n}, set{k, unix.RLIMIT_DATA, n})
+			mem = append(mem, set{k, unix.RLIMIT_DATA, n}, set{k, unix.RLIMIT_AS, n})
 		case "nproc":
 			sets = append(sets, set{k, unix.RLIMIT_NPROC, n})
 		case "cpu":
 			sets = append(sets, set{k, unix.RLIMIT_CPU, n})
 		case "nofile":
 			sets = append(sets, set{k, unix.RLIMIT_NOFILE, n})
+		case "nofile_soft":
+			nofileSoft = n
 		default:
 			fail(fmt.Errorf("%s: unknown limit %q", envRlimits, k))
 		}
@@ -119,10 +141,17 @@ func execWithRlimits(spec string) {
 			env = append(env, kv)
 		}
 	}
+	if nofileSoft > 0 {
+		// The soft limit of open files the command would get unwrapped
+		// (childNofile), not the one the Go runtime raised here; a
+		// nofile limit, if any, is set next.
+		var cur syscall.Rlimit
+		if syscall.Getrlimit(unix.RLIMIT_NOFILE, &cur) == nil && nofileSoft <= cur.Max {
+			cur.Cur = nofileSoft
+			syscall.Setrlimit(unix.RLIMIT_NOFILE, &cur)
+		}
+	}
 	for _, x := range sets {
-		// syscall's Setrlimit: for RLIMIT_NOFILE it also drops the
-		// soft limit the Go runtime raised at start, which an exec
-		// would otherwise restore.
 		hard := x.n
 		if x.res == unix.RLIMIT_CPU {
 			// The soft limit sends SIGXCPU, which tells the job's end
@@ -135,7 +164,21 @@ func execWithRlimits(spec string) {
 			fail(fmt.Errorf("%s=%d: %w", x.k, x.n, err))
 		}
 	}
-	// syscall.Exec: it restores the soft RLIMIT_NOFILE that the Go
-	// runtime raised at this process's start, unless set here.
-	fail(syscall.Exec(path, os.Args, env))
+	// The memory limits come last, right before the exec, which is made
+	// ready first: past them this process may not grow its heap (the Go
+	// runtime then dies "out of memory"), so nothing between allocates.
+	execve, err := prepareExec(path, os.Args, env)
+	if err != nil {
+		fail(err)
+	}
+	lims := make([]unix.Rlimit, len(mem))
+	for i, x := range mem {
+		lims[i] = unix.Rlimit{Cur: x.n, Max: x.n}
+	}
+	for i, x := range mem {
+		if errno := setrlimitRaw(x.res, &lims[i]); errno != 0 {
+			fail(fmt.Errorf("%s=%d: %w", x.k, x.n, errno))
+		}
+	}
+	fail(execve())
 }

@@ -64,6 +64,9 @@ func (c *child) start() error {
 	}
 	var r limits.Rlimits
 	r, c.by = limits.Split(c.limits, set, c.timeout)
+	if !r.IsZero() && r.Nofile == 0 {
+		r.NofileSoft = childNofile()
+	}
 	limits.Wrap(c.cmd, r)
 	err := proc.Start(c.cmd) // the reaper (if any) leaves its status to the wait
 	if release != nil {

@@ -3,11 +3,17 @@
 package job
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/hivetools/hive/internal/limits"
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // sigXCPU is the signal of the CPU time rlimit.
@@ -29,3 +35,19 @@ func rusageOf(ps *os.ProcessState) limits.Usage {
 	}
 	return u
 }
+
+// childNofile is the soft limit of open files this process's children
+// start with (0 if unknown), for the rlimits' wrapper
+// (limits.Rlimits.NofileSoft): asked of a shell once, started and
+// waited for as jobs are (proc.Start: a subreaper must not take its
+// status).
+var childNofile = sync.OnceValue(func() uint64 {
+	var out bytes.Buffer
+	cmd := exec.Command("/bin/sh", "-c", "ulimit -Sn")
+	cmd.Stdout = &out
+	if proc.Start(cmd) != nil || proc.Wait(cmd) != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(strings.TrimSpace(out.String()), 10, 64) // "unlimited": 0
+	return n
+})

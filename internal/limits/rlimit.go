@@ -14,10 +14,16 @@ type Rlimits struct {
 	Nproc  uint64 // RLIMIT_NPROC
 	CPU    uint64 // RLIMIT_CPU, seconds
 	Nofile uint64 // RLIMIT_NOFILE
+	// NofileSoft, with Nofile 0, is the soft RLIMIT_NOFILE the command
+	// gets: the one the spawner's children start with (a Go program
+	// raises its own at start and gives its children the one it had,
+	// which it does not tell; the wrapper execs without the runtime's
+	// help). 0 leaves the wrapper's, raised to its hard limit.
+	NofileSoft uint64
 }
 
-// IsZero reports whether r sets nothing.
-func (r Rlimits) IsZero() bool { return r == Rlimits{} }
+// IsZero reports whether r sets nothing (NofileSoft is no limit).
+func (r Rlimits) IsZero() bool { r.NofileSoft = 0; return r == Rlimits{} }
 
 // Split divides l between a cgroup that enforces the fields in cg (by
 // name: Memory, Pids, CPUs) and rlimits, which take the rest; nofile is

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -58,35 +57,17 @@ func Wrap(cmd *exec.Cmd, r Rlimits) {
 	if env == nil {
 		env = os.Environ()
 	}
-	spec := r.encode()
-	if n := childNofile(); r.Nofile == 0 && n > 0 {
-		spec += ",nofile_soft=" + strconv.FormatUint(n, 10)
-	}
-	env = append(env[:len(env):len(env)], envRlimits+"="+spec, envPath+"="+cmd.Path)
+	env = append(env[:len(env):len(env)], envRlimits+"="+r.encode(), envPath+"="+cmd.Path)
 	cmd.Env = env
 	cmd.Path = selfExe
 }
-
-// childNofile is the soft limit of open files this process's children
-// start with (0 if unknown): the Go runtime raised its own at start, and
-// gives its children the one it had, which it does not tell; a shell
-// started once tells it. The wrapped process restores it, since it
-// execs the command without the Go runtime's help (see execWithRlimits).
-var childNofile = sync.OnceValue(func() uint64 {
-	out, err := exec.Command("/bin/sh", "-c", "ulimit -Sn").Output()
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64) // "unlimited": 0
-	return n
-})
 
 func (r Rlimits) encode() string {
 	var b []string
 	for _, f := range []struct {
 		k string
 		v uint64
-	}{{"as", r.AS}, {"nproc", r.Nproc}, {"cpu", r.CPU}, {"nofile", r.Nofile}} {
+	}{{"as", r.AS}, {"nproc", r.Nproc}, {"cpu", r.CPU}, {"nofile", r.Nofile}, {"nofile_soft", r.NofileSoft}} {
 		if f.v > 0 {
 			b = append(b, f.k+"="+strconv.FormatUint(f.v, 10))
 		}
@@ -143,8 +124,8 @@ func execWithRlimits(spec string) {
 	}
 	if nofileSoft > 0 {
 		// The soft limit of open files the command would get unwrapped
-		// (childNofile), not the one the Go runtime raised here; a
-		// nofile limit, if any, is set next.
+		// (Rlimits.NofileSoft), not the one the Go runtime raised here;
+		// a nofile limit, if any, is set next.
 		var cur syscall.Rlimit
 		if syscall.Getrlimit(unix.RLIMIT_NOFILE, &cur) == nil && nofileSoft <= cur.Max {
 			cur.Cur = nofileSoft

@@ -4,8 +4,12 @@ package limits
 
 import (
 	"os/exec"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // A wrapped command runs with its rlimits: the shell inside sees them.
@@ -23,21 +27,41 @@ func TestWrap(t *testing.T) {
 }
 
 // Without a nofile limit the command gets the soft limit of open files
-// it would get unwrapped (not the Go runtime's raised one), and a big
-// allocation fails under the memory limit.
+// it would get unwrapped (NofileSoft: the wrapper's Go runtime raised
+// its own to the hard limit), and a big allocation fails under the
+// memory limit. The test lowers its own soft limit below the hard one
+// so that the two differ.
 func TestWrapKeepsNofileAndBoundsMemory(t *testing.T) {
-	plain, err := exec.Command("/bin/sh", "-c", "ulimit -Sn").Output()
-	if err != nil {
+	var was syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &was); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", "ulimit -Sn")
-	Wrap(cmd, Rlimits{CPU: 100})
-	got, err := cmd.Output()
-	if err != nil || string(got) != string(plain) {
-		t.Errorf("ulimit -Sn wrapped: %q, %v; unwrapped %q", got, err, plain)
+	low := syscall.Rlimit{Cur: min(was.Cur, was.Max/2), Max: was.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &was)
+	soft := func(r Rlimits) string {
+		cmd := exec.Command("/bin/sh", "-c", "ulimit -Sn")
+		Wrap(cmd, r)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	want := strconv.FormatUint(low.Cur, 10)
+	if got := soft(Rlimits{}); got != want {
+		t.Fatalf("ulimit -Sn unwrapped: %s, want %s", got, want)
+	}
+	if got := soft(Rlimits{CPU: 100, NofileSoft: low.Cur}); got != want {
+		t.Errorf("ulimit -Sn wrapped with NofileSoft: %s, want %s (as unwrapped)", got, want)
+	}
+	if got := soft(Rlimits{CPU: 100}); got == want && was.Max != unix.RLIM_INFINITY {
+		t.Errorf("ulimit -Sn wrapped without NofileSoft: %s; want what the wrapper's runtime raised it to (near the hard limit %d)", got, was.Max)
 	}
 	// A hog bounded at 256 MiB (it doubles a string up to it) against 32 MiB.
-	cmd = exec.Command("awk", `BEGIN { s = "x"; while (length(s) < 256 * 1024 * 1024) s = s s; print "grew to", length(s) }`)
+	cmd := exec.Command("awk", `BEGIN { s = "x"; while (length(s) < 256 * 1024 * 1024) s = s s; print "grew to", length(s) }`)
 	Wrap(cmd, Rlimits{AS: 32 << 20})
 	out, err := cmd.CombinedOutput()
 	if err == nil || strings.Contains(string(out), "grew to") {

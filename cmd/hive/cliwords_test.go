@@ -153,7 +153,7 @@ func TestPsAllAndLast(t *testing.T) {
 	if code != 0 || len(rows) != n+1 || errs != "" {
 		t.Fatalf("ps -a: exit %d, %d lines, stderr %q; want a header and %d rows", code, len(rows), errs, n)
 	}
-	if !regexp.MustCompile(`^ID +NAME +STATE +EXIT +CREATED +DURATION +CMD$`).MatchString(rows[0]) ||
+	if !regexp.MustCompile(`^ID +NAME +STATE +EXIT +CREATED +DURATION +MEM +CPU +CMD$`).MatchString(rows[0]) ||
 		!regexp.MustCompile(`^`+ids[n-1]+` +- +\w+ +\S+ +(Less than a second|\d+ seconds?) ago +`).MatchString(rows[1]) {
 		t.Errorf("ps -a: header %q, newest row %q; want the newest job first, created seconds ago", rows[0], rows[1])
 	}

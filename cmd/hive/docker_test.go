@@ -351,8 +351,8 @@ func TestPsAndKillSeveral(t *testing.T) {
 		t.Errorf("--filter state=done: %+v", jobs)
 	}
 	out, err = hivetest.Run(t, state, "ps", "-a")
-	if err != nil || !regexp.MustCompile(`(?m)^ID\s+NAME\s+STATE\s+EXIT\s+CREATED\s+DURATION\s+CMD$`).MatchString(out) ||
-		!regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+c\s+done\s+0\s+(Less than a second|\d+ seconds?) ago\s+\d+ms\s+true$`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`(?m)^ID\s+NAME\s+STATE\s+EXIT\s+CREATED\s+DURATION\s+MEM\s+CPU\s+CMD$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+c\s+done\s+0\s+(Less than a second|\d+ seconds?) ago\s+\d+ms\s+(\d+(\.\d)?[KMG]?i?B|-)\s+\d+ms\s+true$`).MatchString(out) {
 		t.Errorf("ps -a table: %q %v", out, err)
 	}
 	for _, bad := range [][]string{{"--filter", "state=sleeping"}, {"--filter", "color=red"}, {"--format", "yaml"}} {

@@ -139,7 +139,8 @@ func lineDiff(want, got string) string {
 //   - times: RFC 3339 (<time>), "2006-01-02 15:04" (<time>), a clock
 //     15:04:05 (<clock>), an age as ps tells it, "3 seconds ago" (<ago>);
 //   - JSON numbers of volatile fields: "pid" (<pid>), "*_ms" (<ms>),
-//     "*_at" (<time>, unix seconds);
+//     "*_at" (<time>, unix seconds), "memory*_bytes" (<bytes>);
+//   - memory sizes in a table: 18MiB, 4.0KiB (<size>);
 //   - "pid N" in text (pid <pid>);
 //   - what the machine allows of escape tracking, in hive version
 //     ("escape tracking <escape-tracking>");
@@ -179,6 +180,8 @@ var (
 	pidFieldRe = regexp.MustCompile(`("pid": ?)\d+`)
 	msFieldRe  = regexp.MustCompile(`("\w+_ms": ?)\d+`)
 	atFieldRe  = regexp.MustCompile(`("\w+_at": ?)\d+`)
+	memFieldRe = regexp.MustCompile(`("memory\w*_bytes": ?)\d+`)
+	sizeRe     = regexp.MustCompile(`\b\d+(\.\d)?(B|KiB|MiB|GiB)\b`)
 	pidTextRe  = regexp.MustCompile(`\bpid \d+`)
 	escapeRe   = regexp.MustCompile(`(?m)^escape tracking \S+$`)
 	durRe      = regexp.MustCompile(`\b((\d+d)?(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|us|ms|s)|(\d+d)?\d+h(\d+m)?|\d+d\d+h)\b`)
@@ -200,6 +203,8 @@ func (n *normalizer) volatile(s string) string {
 	s = pidFieldRe.ReplaceAllString(s, "${1}<pid>")
 	s = msFieldRe.ReplaceAllString(s, "${1}<ms>")
 	s = atFieldRe.ReplaceAllString(s, "${1}<time>")
+	s = memFieldRe.ReplaceAllString(s, "${1}<bytes>")
+	s = replaceCells(s, sizeRe, func(string) string { return "<size>" })
 	s = replaceCells(s, pidTextRe, func(string) string { return "pid <pid>" })
 	s = escapeRe.ReplaceAllString(s, "escape tracking <escape-tracking>")
 	s = replaceCells(s, durRe, func(string) string { return "<dur>" })

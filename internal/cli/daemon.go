@@ -22,6 +22,7 @@ import (
 	"github.com/hivetools/hive/internal/config"
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/inbox"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/policy"
 	"github.com/hivetools/hive/internal/proto"
@@ -47,6 +48,7 @@ type daemonOpts struct {
 	refuseUnknown                          *bool
 	nats                                   natsFlags
 	hive                                   *string
+	limits                                 limits.Policy
 	fs                                     *flagSet
 	sources                                map[string]config.Source
 	configFile                             string   // the file read, "" if none
@@ -88,6 +90,7 @@ func daemonFlags(name string, e Env) *daemonOpts {
 	o.refuseUnknown = fs.Bool("policy-refuse-unknown", true, "refuse a command part of which cannot be known before it runs ($(...) as its program, eval \"$x\") when a deny rule could match it")
 	o.nats = addNATSFlags(fs.FlagSet)
 	o.hive = fs.String("hive", "", "the name this host goes by in the swarm (default: the host name)")
+	limitFlags(fs, &o.limits)
 	return o
 }
 
@@ -210,7 +213,7 @@ func (o *daemonOpts) check() error {
 			}
 		}
 	}
-	return nil
+	return o.checkLimits()
 }
 
 // settings lists every setting the file may hold, with its value and
@@ -302,6 +305,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		Name: *o.name, RemindMax: *o.remindMax, Subreaper: true,
 		Build: b, Args: append([]string{"daemon", "--state-dir", l.Dir}, args...), Settings: o.settings(),
 		Supervisor: supervisor, Holder: holder, Policy: pol, Swarm: o.swarmOptions(),
+		Limits: o.limits,
 	})
 }
 

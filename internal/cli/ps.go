@@ -109,7 +109,7 @@ func runPs(ctx context.Context, e Env, args []string) error {
 
 func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tEXIT\tCREATED\tDURATION\tCMD")
+	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tEXIT\tCREATED\tDURATION\tMEM\tCPU\tCMD")
 	for _, j := range jobs {
 		exit := "-"
 		if j.ExitCode != nil {
@@ -126,7 +126,8 @@ func psTable(w io.Writer, jobs []view.Job, now time.Time) error {
 		}
 		// Padded to the longest: the columns stay put whatever the ages.
 		created := fmt.Sprintf("%-*s", len(lessThanASecond), ago(j.Created, now))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, name, j.State, exit, created, dur, cmd)
+		mem, cpu := usageColumns(j)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", j.ID, name, j.State, exit, created, dur, mem, cpu, cmd)
 	}
 	return tw.Flush()
 }
@@ -172,6 +173,37 @@ func ago(t, now time.Time) string {
 		return n(int(d/(30*day)), "month")
 	}
 	return n(int(d/(365*day)), "year")
+}
+
+// usageColumns are ps's MEM and CPU of a job: its memory peak (a running
+// job's memory now) and its processor time, user and system; "-" when
+// not known.
+func usageColumns(j view.Job) (mem, cpu string) {
+	u := j.Usage
+	if u == nil {
+		return "-", "-"
+	}
+	mem = "-"
+	if b := u.MemoryPeakBytes; b > 0 || u.MemoryBytes > 0 {
+		if j.State == "running" && u.MemoryBytes > 0 {
+			b = u.MemoryBytes
+		}
+		mem = humanBytes(b)
+	}
+	return mem, humanDuration(time.Duration(u.CPUUserMS+u.CPUSystemMS) * time.Millisecond)
+}
+
+// humanBytes is n in the largest binary unit it fills: 512B, 4.0KiB, 23MiB, 1.5GiB.
+func humanBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.0fMiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
 }
 
 // humanTime is a time of today as 15:04:05, an older one with its date

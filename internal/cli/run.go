@@ -9,11 +9,12 @@ import (
 
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/ident"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/proto"
 )
 
 func init() {
-	register(command{name: "run", usage: "run [--name N] [--timeout S] [--notify] [--json] -- CMD...   start a job, print its id (--notify: also a loose end for the agent)", run: runRun})
+	register(command{name: "run", usage: "run [--name N] [--timeout S] [--memory SIZE] [--pids N] [--cpus N] [--nofile N] [--notify] [--json] -- CMD...   start a job, print its id (--notify: also a loose end for the agent)", run: runRun})
 }
 
 func runRun(ctx context.Context, e Env, args []string) error {
@@ -22,8 +23,23 @@ func runRun(ctx context.Context, e Env, args []string) error {
 	timeout := fs.Float64("timeout", 0, "stop the job after this many seconds (timed_out)")
 	notify := fs.Bool("notify", false, "raise a loose end for the agent when the job runs and ends (else it only lists it)")
 	asJSON := fs.Bool("json", false, "JSON output")
+	memory := fs.String("memory", "", "the job's memory limit, e.g. 512MiB or 2GiB (default: the daemon's, hive.toml [limits])")
+	var lim limits.Limits
+	fs.Int64Var(&lim.Pids, "pids", 0, "the job's limit of processes and threads at once")
+	fs.Float64Var(&lim.CPUs, "cpus", 0, "the job's CPU limit in cores (0.5 is half a core)")
+	fs.Int64Var(&lim.Nofile, "nofile", 0, "the job's limit of open files per process")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *memory != "" {
+		mb, err := limits.ParseMemory(*memory)
+		if err != nil {
+			return fmt.Errorf("%w: --memory: %v", ErrUsage, err)
+		}
+		lim.MemoryMB = mb
+	}
+	if err := lim.Check(); err != nil {
+		return fmt.Errorf("%w: %v", ErrUsage, err)
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("%w: hive run [--name N] [--timeout S] -- CMD...", ErrUsage)
@@ -40,7 +56,7 @@ func runRun(ctx context.Context, e Env, args []string) error {
 	}
 	cwd, _ := os.Getwd()
 	resp, err := client.Call(l, proto.Request{Cmd: proto.CmdRun, Argv: fs.Args(), Name: *name,
-		TimeoutSecs: *timeout, Cwd: cwd, Env: os.Environ(), Notify: *notify})
+		TimeoutSecs: *timeout, Cwd: cwd, Env: os.Environ(), Notify: *notify, Limits: limitsArg(lim)})
 	if err != nil {
 		return err
 	}
@@ -49,4 +65,12 @@ func runRun(ctx context.Context, e Env, args []string) error {
 	}
 	fmt.Fprintln(e.Stdout, resp.Job.ID)
 	return nil
+}
+
+// limitsArg is l as a request carries it: nil for none.
+func limitsArg(l limits.Limits) *limits.Limits {
+	if l.IsZero() {
+		return nil
+	}
+	return &l
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hivetools/hive/internal/httpfront"
 	"github.com/hivetools/hive/internal/inbox"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/listen"
 	"github.com/hivetools/hive/internal/mcpline"
 	"github.com/hivetools/hive/internal/paths"
@@ -49,6 +50,9 @@ type Config struct {
 	MaxRunning int
 	Grace      time.Duration
 	FileCap    int64
+	// Limits are the defaults and ceilings of the jobs' resource limits
+	// (job.Options.Limits); the zero value limits nothing.
+	Limits limits.Policy
 	// HTTPNoAuth serves HTTP without a token; only with a loopback HTTPAddr.
 	HTTPNoAuth bool
 	// HTTP bounds (zero: the DefaultHTTP* values): connections and live MCP
@@ -389,7 +393,7 @@ func (d *daemon) open() error {
 	d.jobs, err = job.New(job.Options{Holder: holder, LostReason: lostReason,
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
-		Cgroups: d.cgroups,
+		Cgroups: d.cgroups, Limits: d.cfg.Limits,
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {

@@ -242,7 +242,11 @@ func (d *Dashboard) jobs(r *http.Request) (any, error) {
 func (d *Dashboard) job(r *http.Request) (any, error) {
 	// The one view of a job (package view), as `hive inspect` and the MCP
 	// tools show it too.
-	return d.o.Service.Job(r.Context(), r.PathValue("id"))
+	v, err := d.o.Service.Job(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	return d.o.Service.WithLiveUsage(v), nil // a running job's usage so far
 }
 
 // Limits of GET /api/jobs/{id}/output.

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/daemon"
 	"github.com/hivetools/hive/internal/dashboard"
+	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
@@ -375,5 +378,37 @@ func TestNonLoopback(t *testing.T) {
 	c, _ := e.session()
 	if c.Secure {
 		t.Error("a cookie set over plain HTTP is Secure (the browser would never send it back)")
+	}
+}
+
+// A job's record in /api carries its limits and usage: an ended job's
+// in all, a running one's so far (with its memory now, where hive can
+// read it: a cgroup, or its leader's /proc on Linux).
+func TestJobUsageAPI(t *testing.T) {
+	e := start(t, shortDir(t))
+	ended, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Argv: []string{"true"}, Limits: &limits.Limits{Nofile: 64}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := client.Call(e.layout, proto.Request{Cmd: proto.CmdRun, Argv: []string{"sleep", "30"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Call(e.layout, proto.Request{Cmd: proto.CmdKill, ID: running.Job.ID, Force: true})
+	var j view.Job
+	hivetest.Eventually(t, 10*time.Second, "the job's end with its usage", func() error {
+		e.get("/api/jobs/"+ended.Job.ID, &j)
+		if j.State != "done" || j.Usage == nil {
+			return fmt.Errorf("%s, usage %+v", j.State, j.Usage)
+		}
+		return nil
+	})
+	if j.Limits == nil || j.Limits.Nofile != 64 || j.LimitsEnforcedBy["nofile"] != "rlimit" {
+		t.Errorf("limits %+v by %v; want nofile 64 by rlimit", j.Limits, j.LimitsEnforcedBy)
+	}
+	var r view.Job
+	e.get("/api/jobs/"+running.Job.ID, &r)
+	if runtime.GOOS == "linux" && (r.State != "running" || r.Usage == nil || r.Usage.MemoryBytes <= 0) {
+		t.Errorf("running job: %s, usage %+v; want its memory now", r.State, r.Usage)
 	}
 }

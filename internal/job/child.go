@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -23,6 +24,11 @@ type child struct {
 	cgroups   *proc.JobCgroups // nil: the job gets no cgroup
 	leftover  time.Duration    // the grace of what is left after the leader (LeftoverGrace)
 	logger    *slog.Logger
+	// limits are the job's, and timeout its timeout (a CPU time rlimit
+	// is made of it); by is how start enforced them.
+	limits  limits.Limits
+	timeout time.Duration
+	by      limits.Enforced
 
 	cmd   *exec.Cmd
 	pipes *jobPipes
@@ -41,16 +47,27 @@ type child struct {
 }
 
 // start starts the process, in a cgroup of its own with cgroups (one
-// that cannot be made is logged, and the job runs without). The pipes'
-// child ends are closed either way.
+// that cannot be made is logged, and the job runs without), under its
+// limits: those its cgroup takes are set on it, the others are rlimits
+// (limits.Split, limits.Wrap). The pipes' child ends are closed either
+// way.
 func (c *child) start() error {
 	var release func()
+	var set map[string]bool
 	if c.cgroups != nil {
 		var err error
 		if release, err = c.cgroups.Prepare(c.id, c.cmd); err != nil {
 			c.logger.Warn("a job runs without a cgroup of its own", "job", c.id, "err", err)
+		} else {
+			set = c.cgroups.SetLimits(c.id, c.limits)
 		}
 	}
+	var r limits.Rlimits
+	r, c.by = limits.Split(c.limits, set, c.timeout)
+	if !r.IsZero() && r.Nofile == 0 {
+		r.NofileSoft = childNofile()
+	}
+	limits.Wrap(c.cmd, r)
 	err := proc.Start(c.cmd) // the reaper (if any) leaves its status to the wait
 	if release != nil {
 		release()
@@ -113,6 +130,8 @@ type childEnd struct {
 	err      error  // the wait's error, when the status is not known
 	leftover int    // processes left in its group and outside it, terminated
 	note     string // why it ended, when hive did not end it: CgroupKilled
+	usage    limits.Usage
+	hit      string // the limit that ended or held it back (limits.Hit)
 }
 
 // CgroupKilled is the note (Info.Error) of a job whose cgroup, or one
@@ -145,7 +164,7 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	} else {
 		e.err = waitErr
 	}
-	if e.sig != nil && *e.sig == int(sigKill) && !c.stopped() && c.cgroups.Killed(c.id, cgroupKilledWait) {
+	if e.sig != nil && *e.sig == int(sigKill) && !c.stopped() && !c.oomKilled() && c.cgroups.Killed(c.id, cgroupKilledWait) {
 		e.note = CgroupKilled
 	}
 	// The leader is reaped: from now on its pid may be reused, so stop()
@@ -170,6 +189,8 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	e.leftover = cleanupGroup(c.pid, grace)
 	escaped, orphans := c.sweepEscapes(c.pid, grace, e.leftover > 0)
 	e.leftover += escaped
+	e.usage = c.usage()
+	e.hit, _ = limits.Hit(c.limits, e.usage, e.sig != nil && *e.sig == sigXCPU)
 	// What is still in its cgroup left the group and has no marks (an
 	// `env -i` escape): with the marks' ones gone, usually nothing. The
 	// cgroup is looked at only if something may be left (orphans).
@@ -203,4 +224,29 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	}
 	pipes.closeAll()
 	return e
+}
+
+// oomKilled reports whether the memory limit killed a process of the
+// job's (its cgroup's memory.events): then a SIGKILL of its leader is
+// the kernel's, no write to a cgroup.kill.
+func (c *child) oomKilled() bool {
+	u, ok := c.cgroups.Usage(c.id)
+	return ok && u.OOMKills > 0
+}
+
+// usage is what the job used, once its leader is reaped: its cgroup's
+// counters where it has one (the memory peak of all its processes
+// together where the memory controller is on), else the leader's
+// rusage.
+func (c *child) usage() limits.Usage {
+	ru := rusageOf(c.cmd.ProcessState)
+	u, ok := c.cgroups.Usage(c.id)
+	if !ok {
+		return ru
+	}
+	if u.MemoryPeakBytes == 0 {
+		u.MemoryPeakBytes = ru.MemoryPeakBytes
+	}
+	u.MemoryBytes = 0
+	return u
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
@@ -100,7 +101,10 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 		return nil, err
 	}
 	h.c = &child{id: spec.ID, owner: spec.Owner, reaper: reaper, cgroups: cgroups, leftover: spec.LeftoverGrace, logger: logger,
-		cmd: cmd, pipes: pipes, pidStart: &h.pidStart, reaped: &h.reaped}
+		cmd: cmd, pipes: pipes, pidStart: &h.pidStart, reaped: &h.reaped, timeout: spec.Timeout}
+	if spec.Limits != nil {
+		h.c.limits = *spec.Limits
+	}
 	if err := h.c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
@@ -128,7 +132,8 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 	}
 	st := procStartTime(h.c.pid)
 	h.pidStart.Store(st)
-	h.Start = wire.JobStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID)}
+	h.Start = wire.JobStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID),
+		LimitsBy: h.c.by}
 	h.wrote = wrote
 	return h, nil
 }
@@ -154,7 +159,7 @@ func (h *HeldProc) Wait() wire.JobEnd {
 	e := h.c.run(out, errw)
 	h.closeStreams()
 	end := wire.JobEnd{ID: h.Spec.ID, Exited: e.exited, ExitCode: e.code, Signal: e.sig, Leftover: e.leftover,
-		Stopped: h.c.stopped(), Ended: time.Now()}
+		Stopped: h.c.stopped(), Ended: time.Now(), Usage: &e.usage, LimitHit: e.hit}
 	if e.err != nil {
 		end.Error = e.err.Error()
 	}
@@ -219,7 +224,7 @@ func (j *Job) beginHeld() func() {
 		j.follow.Store(&[2]*output.Stream{stdout, stderr})
 		st, err = m.o.Holder.Spawn(wire.JobSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: dir,
 			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
-			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace})
+			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace, Limits: j.wireLimits(), Timeout: j.spec.Timeout})
 	}
 	j.mu.Lock()
 	j.starting = false
@@ -253,6 +258,15 @@ func (j *Job) beginHeld() func() {
 	return j.watchHeld
 }
 
+// wireLimits are the job's limits as a spawn carries them (nil: none).
+func (j *Job) wireLimits() *limits.Limits {
+	if j.spec.Limits.IsZero() {
+		return nil
+	}
+	l := j.spec.Limits
+	return &l
+}
+
 // stopHeld sends a held job's stop to its holder, with no lock held: an
 // answer can take until the holder's client gives up on it. A holder
 // that does not answer is the error (the stop is sent: it takes it when
@@ -278,6 +292,11 @@ func (j *Job) adoptLocked(st wire.JobStart) {
 	j.pidStart.Store(st.PidStart)
 	j.info.Started = st.Started
 	j.cgroup = st.Cgroup
+	j.info.LimitsBy = st.LimitsBy
+	if st.LimitsBy == nil {
+		// A holder of an older build ran it without its limits.
+		j.info.LimitsBy = limits.NoneOf(j.info.Limits)
+	}
 	j.runningLocked()
 	j.runSeq = j.seq.Load()
 	j.markStarted()
@@ -321,6 +340,7 @@ func (j *Job) endHeld(e wire.JobEnd) {
 		j.info.Error += e.Error
 	}
 	j.info.Leftover = e.Leftover
+	j.info.Usage, j.info.LimitHit = e.Usage, e.LimitHit
 	if !e.Ended.IsZero() {
 		j.info.Ended = e.Ended
 	}
@@ -627,7 +647,7 @@ func (m *Manager) adopt(rec store.Job, x wire.Job, early *wire.JobEnd) {
 	in := fromRecord(rec)
 	j := &Job{m: m, detached: true, done: make(chan struct{}), started: make(chan struct{}), heldEnd: make(chan wire.JobEnd, 1),
 		spec: Spec{Cmd: in.Cmd, Argv: in.Argv, ShellKind: in.ShellKind, Dir: in.Cwd, Timeout: in.Timeout, Name: in.Name,
-			Source: in.Source, Quiet: in.Quiet, KillOnTimeout: in.KillOnTimeout}}
+			Source: in.Source, Quiet: in.Quiet, KillOnTimeout: in.KillOnTimeout, Limits: in.Limits}}
 	j.info = in
 	j.stdout = output.Follow(in.StdoutPath, m.o.FileCap, x.Stdout.Stats(false))
 	j.stderr = output.Follow(in.StderrPath, m.o.FileCap, x.Stderr.Stats(false))

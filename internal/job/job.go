@@ -19,6 +19,7 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 )
 
@@ -129,6 +130,10 @@ type Spec struct {
 	// end is raised until Detach is called. Unattached jobs are detached
 	// from the start.
 	Attached bool
+	// Limits are the limits the request asks; a zero field takes the
+	// operator's default (Options.Limits). A field above the operator's
+	// ceiling makes Start fail.
+	Limits limits.Limits
 }
 
 // Info is a snapshot of a job.
@@ -159,6 +164,18 @@ type Info struct {
 	Leftover      int  // processes still in the group when the leader exited (then terminated)
 	Quiet         bool // raises no loose end (Spec.Quiet)
 	KillOnTimeout bool // the timeout SIGKILLs at once (Spec.KillOnTimeout)
+	// Limits are the job's resource limits (its request's, the
+	// operator's defaults and ceilings applied); LimitsBy how each is
+	// enforced, once it started (nil: none enforced, e.g. by a holder
+	// of an older build).
+	Limits   limits.Limits
+	LimitsBy limits.Enforced
+	// Usage is what the job used (see limits.Usage): set once it ended;
+	// a running job's so far is LiveUsage's. nil: unknown.
+	Usage *limits.Usage
+	// LimitHit is the limit that ended or held back the job (a field
+	// name of limits, see limits.Hit), "" for none.
+	LimitHit string
 }
 
 // IndexPath is the file of the job's interleave index (see

@@ -14,6 +14,7 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/ident"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
@@ -82,6 +83,9 @@ type Options struct {
 	// proc.JobCgroups). A Holder makes its own; what is left in them
 	// ends with their jobs if it dies (wire.JobStart.Cgroup).
 	Cgroups *proc.JobCgroups
+	// Limits are the operator's defaults and ceilings of the jobs'
+	// resource limits (Spec.Limits). The zero value limits nothing.
+	Limits limits.Policy
 	// Holder, if set, runs the jobs in a process that outlives the
 	// daemon (see Holder); its events come through HeldProgress,
 	// HeldEnded and HolderLost. At New the jobs it holds are adopted.
@@ -273,6 +277,11 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	if _, ok := parseHexID(spec.Name); ok {
 		return nil, errdefs.Newf(errdefs.ErrInvalid, "name %q: must not be 8 hex digits, the form of a job id", spec.Name)
 	}
+	lim, err := m.o.Limits.Resolve(spec.Limits)
+	if err != nil {
+		return nil, err
+	}
+	spec.Limits = lim
 	if spec.ShellKind == "" {
 		spec.ShellKind = shell.KindBash
 		if m.sh.Kind != "" {
@@ -329,7 +338,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	j.info = Info{
 		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,
 		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(), Quiet: spec.Quiet, KillOnTimeout: spec.KillOnTimeout,
-		StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
+		Limits: spec.Limits, StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
 	}
 	m.jobs[id] = j
 	if spec.Name != "" {
@@ -996,6 +1005,7 @@ func toRecord(in Info) store.Job {
 		PidStart: in.PidStart, StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
 		StderrDropped: in.StderrDropped, Leftover: in.Leftover, Quiet: in.Quiet, KillOnTimeout: in.KillOnTimeout,
+		Limits: in.Limits, LimitsBy: in.LimitsBy, Usage: in.Usage, LimitHit: in.LimitHit,
 		BootID: proc.BootID(), // every record is written by a daemon of this boot
 	}
 }
@@ -1008,6 +1018,7 @@ func fromRecord(r store.Job) Info {
 		PidStart: r.PidStart, StdoutPath: r.StdoutPath, StderrPath: r.StderrPath,
 		StdoutBytes: r.StdoutBytes, StderrBytes: r.StderrBytes, StdoutDropped: r.StdoutDropped,
 		StderrDropped: r.StderrDropped, Leftover: r.Leftover, Quiet: r.Quiet, KillOnTimeout: r.KillOnTimeout,
+		Limits: r.Limits, LimitsBy: r.LimitsBy, Usage: r.Usage, LimitHit: r.LimitHit,
 	}
 }
 

@@ -70,7 +70,8 @@ func (j *Job) begin() func() {
 	var c *child
 	if err == nil {
 		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, cgroups: m.o.Cgroups, leftover: m.o.LeftoverGrace,
-			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped}
+			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped,
+			limits: j.spec.Limits, timeout: j.spec.Timeout}
 		if err = c.start(); err != nil {
 			err = fmt.Errorf("start: %w", err)
 		}
@@ -87,6 +88,7 @@ func (j *Job) begin() func() {
 	j.child = c
 	pid := c.pid
 	j.info.Pid = pid
+	j.info.LimitsBy = c.by
 	if j.detached {
 		// Its id is handed out once the record is stored: the record
 		// must carry what a restarted daemon needs to find the group.
@@ -143,6 +145,7 @@ func (j *Job) watch(c *child) {
 		j.info.Error = e.err.Error()
 	}
 	j.info.Leftover = e.leftover
+	j.info.Usage, j.info.LimitHit = &e.usage, e.hit
 	if e.note != "" {
 		if j.info.Error != "" {
 			j.info.Error += "; "

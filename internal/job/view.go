@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/view"
 )
@@ -20,6 +21,11 @@ func (i Info) View() view.Job {
 		IndexPath: i.IndexPath(), StdoutBytes: i.StdoutBytes, StderrBytes: i.StderrBytes,
 		StdoutDropped: i.StdoutDropped, StderrDropped: i.StderrDropped, Leftover: i.Leftover, LooseEnd: !i.Quiet,
 	}
+	if !i.Limits.IsZero() {
+		l := i.Limits
+		v.Limits, v.LimitsEnforcedBy = &l, i.LimitsBy
+	}
+	v.Usage, v.LimitHit = i.Usage, i.LimitHit
 	m := i.Meaning()
 	v.SemanticStatus, v.SemanticMessage = m.Status, m.Message
 	return v
@@ -75,8 +81,29 @@ func (i Info) Meaning() Meaning {
 			}
 			m.Message += i.Error
 		}
+		// A limit that ended it or refused it something is what it
+		// means, whatever its status: an OOM kill is no plain exit 137.
+		if _, msg := limits.Hit(i.Limits, i.usage(), i.Signal != nil && *i.Signal == sigXCPU); i.LimitHit != "" && msg != "" {
+			m = Meaning{Status: shell.StatusError, Message: upperFirst(msg)}
+		}
 	}
 	return m
+}
+
+// usage is i.Usage, or none.
+func (i Info) usage() limits.Usage {
+	if i.Usage == nil {
+		return limits.Usage{}
+	}
+	return *i.Usage
+}
+
+// upperFirst is s with its first letter upper case, as meanings start.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // StreamPath is the path to tell of a stream's file: none while the

@@ -101,6 +101,7 @@ type JobCgroups struct {
 	mount, base, gen string
 
 	mu     sync.Mutex
+	ctrl   map[string]bool   // the limits a job's cgroup can take (enableControllers)
 	spares []spare           // made ahead, never used
 	slots  map[string]string // the cgroup of each running job, by id
 	done   []string          // ended jobs' cgroups, to remove
@@ -214,6 +215,7 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 		os.Remove(base)
 		return nil, errors.New("no cgroup.kill (Linux 5.14 or later has it)")
 	}
+	g.ctrl = enableControllers(own, base, g.gen)
 	if fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC); err == nil {
 		g.w = &watcher{fd: fd, of: map[int32]watched{}, buf: make([]byte, 16<<10)}
 		g.mu.Lock()
@@ -450,6 +452,7 @@ func (g *JobCgroups) renewLocked() {
 	}
 	gen := newGenPath(g.base)
 	if err := os.MkdirAll(gen, 0o755); err == nil { // all: the base may have gone
+		g.ctrl = enableControllers(g.base, gen)
 		g.old = append(g.old, g.gen)
 		g.gen = gen
 		g.watchLocked(watched{kind: watchGen, path: gen})

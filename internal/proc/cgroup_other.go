@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os/exec"
 	"time"
+
+	"github.com/hivetools/hive/internal/limits"
 )
 
 // Cgroup2 finds nothing: cgroups are Linux's.
@@ -25,6 +27,14 @@ func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (func(), error) {
 }
 func (g *JobCgroups) End(id string, grace time.Duration, check bool) int { return 0 }
 func (g *JobCgroups) Killed(id string, wait time.Duration) bool          { return false }
+func (g *JobCgroups) Controllers() map[string]bool                       { return nil }
+func (g *JobCgroups) SetLimits(id string, l limits.Limits) map[string]bool {
+	return nil
+}
+func (g *JobCgroups) Usage(id string) (limits.Usage, bool) { return limits.Usage{}, false }
+
+// CgroupUsage finds none.
+func CgroupUsage(dir string) (limits.Usage, bool) { return limits.Usage{}, false }
 
 // KillJobCgroups finds none.
 func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {

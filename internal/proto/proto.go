@@ -19,6 +19,7 @@ import (
 
 	"github.com/hivetools/hive/internal/build"
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/view"
 )
 
@@ -80,6 +81,8 @@ type Request struct {
 	// run: raise a loose end for the job (the agent's jobs do; the CLI's
 	// only when asked).
 	Notify bool `json:"notify,omitempty"`
+	// run: the job's resource limits (nil: the daemon's defaults).
+	Limits *limits.Limits `json:"limits,omitempty"`
 
 	// inbox_next: wait for a message (or a changed todo).
 	Wait bool `json:"wait,omitempty"`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/shell"
 	"github.com/hivetools/hive/internal/store"
@@ -194,6 +195,27 @@ func (l *LiveJob) Detach() error { return l.j.Detach() }
 func (l *LiveJob) Stdout() *output.Stream    { return l.j.Stdout() }
 func (l *LiveJob) Stderr() *output.Stream    { return l.j.Stderr() }
 func (l *LiveJob) Index() *output.Interleave { return l.j.Index() }
+
+// LiveUsage is the usage so far of job id, running in this daemon (see
+// job.Job.LiveUsage); nil if it is not, or has no cgroup to read it from.
+func (s *Service) LiveUsage(id string) *limits.Usage {
+	j, err := s.Jobs.Get(id)
+	if err != nil {
+		return nil
+	}
+	return j.LiveUsage()
+}
+
+// WithLiveUsage is v with its usage so far when it is running here (see
+// LiveUsage).
+func (s *Service) WithLiveUsage(v view.Job) view.Job {
+	if v.State == string(job.Running) {
+		if u := s.LiveUsage(v.ID); u != nil {
+			v.Usage = u
+		}
+	}
+	return v
+}
 
 // LiveJob is the job id if this daemon holds it (a job of an earlier
 // daemon, or one that ended and left memory, is only a record: Job);

@@ -65,6 +65,9 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
+		for i := range jobs {
+			jobs[i] = s.svc.WithLiveUsage(jobs[i]) // a running job's so far
+		}
 		total := len(jobs)
 		if req.Last > 0 && req.Last < total {
 			jobs = jobs[:req.Last] // newest first
@@ -84,6 +87,9 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		}
 		spec := service.JobSpec{Cmd: shellJoin(req.Argv), Dir: req.Cwd, Env: req.Env, Name: req.Name, Source: "cli",
 			Timeout: time.Duration(req.TimeoutSecs * float64(time.Second)), Quiet: !req.Notify}
+		if req.Limits != nil {
+			spec.Limits = *req.Limits
+		}
 		if len(req.Argv) == 1 {
 			spec.Cmd = req.Argv[0] // one argument: a bash command line
 		}

@@ -3,10 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/hivetools/hive/internal/limits"
 )
 
 // Job is one job record. The job engine owns the meaning of its fields;
@@ -39,11 +42,52 @@ type Job struct {
 	Leftover      int  // processes left in the group when the leader exited
 	Quiet         bool // the job raises no loose end
 	KillOnTimeout bool // its timeout SIGKILLs the group at once (terminal_exec)
+	// Limits, LimitsBy, Usage and LimitHit are the job's resource
+	// limits, how each was enforced, what it used (nil: unknown) and
+	// the limit it hit ("" none): see job.Info.
+	Limits   limits.Limits
+	LimitsBy limits.Enforced
+	Usage    *limits.Usage
+	LimitHit string
+}
+
+// resources is the resources column: a job's limits and usage, as JSON.
+type resources struct {
+	Limits   *limits.Limits  `json:"limits,omitempty"`
+	LimitsBy limits.Enforced `json:"limits_by,omitempty"`
+	Usage    *limits.Usage   `json:"usage,omitempty"`
+	LimitHit string          `json:"limit_hit,omitempty"`
+}
+
+// resourcesOf is j's resources column ("" if it has none).
+func resourcesOf(j Job) string {
+	r := resources{LimitsBy: j.LimitsBy, Usage: j.Usage, LimitHit: j.LimitHit}
+	if !j.Limits.IsZero() {
+		r.Limits = &j.Limits
+	}
+	if r.Limits == nil && r.LimitsBy == nil && r.Usage == nil && r.LimitHit == "" {
+		return ""
+	}
+	b, _ := json.Marshal(r) // of plain values: cannot fail
+	return string(b)
+}
+
+// setResources reads a resources column into j; one that does not
+// parse is left out (a record is never lost for it).
+func (j *Job) setResources(col string) {
+	var r resources
+	if col == "" || json.Unmarshal([]byte(col), &r) != nil {
+		return
+	}
+	if r.Limits != nil {
+		j.Limits = *r.Limits
+	}
+	j.LimitsBy, j.Usage, j.LimitHit = r.LimitsBy, r.Usage, r.LimitHit
 }
 
 const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code, signal, error,
 	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
-	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet, kill_on_timeout`
+	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet, kill_on_timeout, resources`
 
 // argvSep joins argv in one column; NUL cannot appear in an argument.
 const argvSep = "\x00"
@@ -58,7 +102,7 @@ func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
 		j.ID, j.Name, j.Cmd, strings.Join(j.Argv, argvSep), j.ShellKind, j.Cwd, j.Source, j.State,
 		nullInt(j.ExitCode), nullInt(j.Signal), j.Error, j.Timeout.Milliseconds(),
 		unixMilli(j.Created), unixMilli(j.Started), unixMilli(j.Ended), j.Pid, int64(j.PidStart),
-		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID, j.Quiet, j.KillOnTimeout)
+		j.StdoutPath, j.StderrPath, j.StdoutBytes, j.StderrBytes, j.StdoutDropped, j.StderrDropped, j.Leftover, j.BootID, j.Quiet, j.KillOnTimeout, resourcesOf(j))
 	if err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
@@ -159,10 +203,11 @@ func scanJobs(rows *sql.Rows) ([]Job, error) {
 		var argv string
 		var exit, sig sql.NullInt64
 		var timeoutMs, created, started, ended, pidStart int64
+		var res string
 		if err := rows.Scan(&j.ID, &j.Name, &j.Cmd, &argv, &j.ShellKind, &j.Cwd, &j.Source, &j.State,
 			&exit, &sig, &j.Error, &timeoutMs, &created, &started, &ended, &j.Pid, &pidStart,
 			&j.StdoutPath, &j.StderrPath, &j.StdoutBytes, &j.StderrBytes, &j.StdoutDropped, &j.StderrDropped,
-			&j.Leftover, &j.BootID, &j.Quiet, &j.KillOnTimeout); err != nil {
+			&j.Leftover, &j.BootID, &j.Quiet, &j.KillOnTimeout, &res); err != nil {
 			return nil, err
 		}
 		if argv != "" {
@@ -179,6 +224,7 @@ func scanJobs(rows *sql.Rows) ([]Job, error) {
 		j.Timeout = time.Duration(timeoutMs) * time.Millisecond
 		j.Created, j.Started, j.Ended = fromMilli(created), fromMilli(started), fromMilli(ended)
 		j.PidStart = uint64(pidStart)
+		j.setResources(res)
 		out = append(out, j)
 	}
 	return out, rows.Err()

@@ -131,6 +131,10 @@ var migrations = []string{
 	// A terminal_exec job's timeout kills at once: a next daemon that
 	// adopts the job (issue 12's holder) must know it.
 	`ALTER TABLE jobs ADD COLUMN kill_on_timeout INTEGER NOT NULL DEFAULT 0;`,
+	// A job's resource limits, how they were enforced, what it used and
+	// the limit it hit (issue 23): one JSON object ('' for none), read
+	// and written whole.
+	`ALTER TABLE jobs ADD COLUMN resources TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -167,7 +171,7 @@ func Open(path string) (*Store, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ? RETURNING id, subsystem, key, summary, created_at, updated_at`},
 	} {

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hivetools/hive/internal/limits"
 )
 
 // Job is a job as every surface shows it. An answer may leave fields
@@ -69,6 +71,18 @@ type Job struct {
 	Leftover int `json:"leftover_processes,omitempty"`
 	// LooseEnd: the job raises a loose end for the agent.
 	LooseEnd bool `json:"loose_end"`
+	// Limits are the job's resource limits (absent: none), and
+	// LimitsEnforcedBy how each is enforced once it started (cgroup,
+	// rlimit, none; by field name). LimitHit names the limit that ended
+	// or held back the job (memory_mb, pids, cpus; its semantic_message
+	// says how).
+	Limits           *limits.Limits    `json:"limits,omitempty"`
+	LimitsEnforcedBy map[string]string `json:"limits_enforced_by,omitempty"`
+	LimitHit         string            `json:"limit_hit,omitempty"`
+	// Usage is what the job used: in all once it ended, so far (with its
+	// memory now) while it runs, where the surface reads it. Absent:
+	// unknown.
+	Usage *limits.Usage `json:"usage,omitempty"`
 	// CmdTruncated: Cmd is cut and Argv left out (a dashboard event only:
 	// GET /api/jobs/{id} has the whole of them).
 	CmdTruncated bool `json:"cmd_truncated,omitempty"`

@@ -565,7 +565,7 @@ function onViewedJob(j) {
   $("jv-title").textContent = "Job " + label(j);
   $("jv-cmd").textContent = j.cmd;
   const facts = [["state", j.state], ["status", statusText(j) || "–"], ["started", at(j.started) ? new Date(at(j.started)).toLocaleString() + " (" + ago(at(j.started)) + ")" : "–"],
-    ["duration", dur(j.duration_ms)], ["cwd", j.cwd || "–"], ["pid", j.pid || "–"], ["source", j.source || "–"]];
+    ["duration", dur(j.duration_ms)], ["cwd", j.cwd || "–"], ["pid", j.pid || "–"], ["source", j.source || "–"], ...usageFacts(j)];
   $("jv-facts").replaceChildren(...facts.map(([k, x]) => el("div", {}, el("dt", {}, k),
     el("dd", { class: (k === "state" || k === "status") && outcome(j) ? (outcome(j) === "ok" ? "ok" : "bad") : k === "state" ? "s-" + j.state : "" }, String(x)))));
   $("jv-out-n").textContent = bytes(j.stdout_bytes) + (j.stdout_dropped ? ", " + bytes(j.stdout_dropped) + " dropped" : "");
@@ -579,6 +579,18 @@ function onViewedJob(j) {
     if (j.stdout_bytes > v.out.next) more(v.out);
     if (j.stderr_bytes > v.err.next) more(v.err);
   }
+}
+// usageFacts are a job's memory and CPU (so far while it runs: its memory now), the limit it hit
+// and its limits with how each is enforced, where it has them.
+function usageFacts(j) {
+  const f = [], u = j.usage;
+  if (u) {
+    f.push(["memory", bytes(j.state === "running" && u.memory_bytes ? u.memory_bytes : u.memory_peak_bytes) + (j.state === "running" ? " now" : " peak")]);
+    f.push(["cpu", dur(u.cpu_user_ms + u.cpu_system_ms)]);
+  }
+  if (j.limit_hit) f.push(["limit hit", j.limit_hit]);
+  if (j.limits) f.push(["limits", Object.entries(j.limits).map(([k, x]) => k + " " + x + " (" + ((j.limits_enforced_by || {})[k] || "–") + ")").join(", ")]);
+  return f;
 }
 async function jobAct(path, body) {
   const v = view.job;

@@ -3,6 +3,7 @@ package wire
 import (
 	"time"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 )
 
@@ -23,6 +24,12 @@ type JobSpec struct {
 	// process to be the job's.
 	Owner         string        `json:"owner,omitempty"`
 	LeftoverGrace time.Duration `json:"leftover_grace,omitempty"`
+	// Limits are the job's resource limits (nil: none); Timeout its
+	// timeout, of which a CPU time rlimit is made (limits.Split). A
+	// holder of an older build ignores them: its JobStart then has no
+	// LimitsBy.
+	Limits  *limits.Limits `json:"limits,omitempty"`
+	Timeout time.Duration  `json:"timeout,omitempty"`
 }
 
 // JobStart is a started job's process.
@@ -33,6 +40,8 @@ type JobStart struct {
 	// Cgroup is the job's cgroup in its holder (proc.JobCgroups), if it
 	// has one: what is left in it ends with the job if the holder dies.
 	Cgroup string `json:"cgroup,omitempty"`
+	// LimitsBy is how each of the job's limits is enforced (nil: none).
+	LimitsBy limits.Enforced `json:"limits_by,omitempty"`
 }
 
 // JobEnd is how a held job ended.
@@ -47,6 +56,10 @@ type JobEnd struct {
 	Ended    time.Time `json:"ended"`
 	Stdout   Counts    `json:"stdout"`
 	Stderr   Counts    `json:"stderr"`
+	// Usage is what the job used (nil: not told, an older holder), and
+	// LimitHit the limit that ended or held it back ("" none).
+	Usage    *limits.Usage `json:"usage,omitempty"`
+	LimitHit string        `json:"limit_hit,omitempty"`
 }
 
 // Job is a job a holder holds.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 )
 
@@ -20,10 +21,11 @@ var (
 	counts = Counts{Total: 10, InFile: 8, Dropped: 2}
 	jspec  = JobSpec{ID: "j1", Path: "/bin/sh", Argv: []string{"sh", "-c", "echo hi"}, Env: []string{"PATH=/bin"}, Dir: "/tmp",
 		Stdin: []byte("in\n"), Stdout: "/s/j1.out", Stderr: "/s/j1.err", Index: "/s/j1.idx", FileCap: 1 << 20, Owner: "own",
-		LeftoverGrace: 2 * time.Second}
-	jstart = JobStart{Pid: 100, PidStart: 12345, Started: at, Cgroup: "job-j1"}
+		LeftoverGrace: 2 * time.Second, Limits: &limits.Limits{MemoryMB: 64, Pids: 32, CPUs: 0.5, Nofile: 100}, Timeout: time.Minute}
+	jstart = JobStart{Pid: 100, PidStart: 12345, Started: at, Cgroup: "job-j1", LimitsBy: limits.Enforced{"memory_mb": "cgroup", "nofile": "rlimit"}}
 	jend   = JobEnd{ID: "j1", Exited: true, ExitCode: 137, Signal: &sig, Error: "boom", Leftover: 1, Stopped: true, Ended: at,
-		Stdout: counts, Stderr: Counts{Total: 3, InFile: 3}}
+		Stdout: counts, Stderr: Counts{Total: 3, InFile: 3},
+		Usage: &limits.Usage{MemoryPeakBytes: 1 << 20, CPUUserMS: 5, CPUSystemMS: 6, OOMKills: 1, PidsRefused: 2, Throttled: 3}, LimitHit: "memory_mb"}
 	job   = Job{ID: "j1", JobStart: jstart, Stdout: counts, Stderr: Counts{Total: 1, InFile: 1}, End: &jend}
 	pspec = PTYSpec{ID: "pty_1", Path: "/bin/bash", Argv: []string{"bash"}, Env: []string{"TERM=xterm"}, Dir: "/home",
 		Cols: 80, Rows: 24, Output: "/s/pty_1.out", FileCap: 4096}
@@ -37,13 +39,13 @@ var (
 
 const (
 	helloJSON  = `{"proto":2,"min":1,"build":"v1.2.3","pid":4242,"escape_tracking":"cgroup","cgroups":"/sys/fs/cgroup/hive"}`
-	jspecJSON  = `{"id":"j1","path":"/bin/sh","argv":["sh","-c","echo hi"],"env":["PATH=/bin"],"dir":"/tmp","stdin":"aW4K","stdout":"/s/j1.out","stderr":"/s/j1.err","index":"/s/j1.idx","file_cap":1048576,"owner":"own","leftover_grace":2000000000}`
-	jstartJSON = `{"pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1"}`
+	jspecJSON  = `{"id":"j1","path":"/bin/sh","argv":["sh","-c","echo hi"],"env":["PATH=/bin"],"dir":"/tmp","stdin":"aW4K","stdout":"/s/j1.out","stderr":"/s/j1.err","index":"/s/j1.idx","file_cap":1048576,"owner":"own","leftover_grace":2000000000,"limits":{"memory_mb":64,"pids":32,"cpus":0.5,"nofile":100},"timeout":60000000000}`
+	jstartJSON = `{"pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"}}`
 	countsJSON = `{"total":10,"in_file":8,"dropped":2}`
-	jendJSON   = `{"id":"j1","exited":true,"exit_code":137,"signal":9,"error":"boom","leftover":1,"stopped":true,"ended":"2024-05-06T07:08:09.123456789Z","stdout":` + countsJSON + `,"stderr":{"total":3,"in_file":3}}`
+	jendJSON   = `{"id":"j1","exited":true,"exit_code":137,"signal":9,"error":"boom","leftover":1,"stopped":true,"ended":"2024-05-06T07:08:09.123456789Z","stdout":` + countsJSON + `,"stderr":{"total":3,"in_file":3},"usage":{"memory_peak_bytes":1048576,"cpu_user_ms":5,"cpu_system_ms":6,"oom_kills":1,"pids_refused":2,"cpu_throttled":3},"limit_hit":"memory_mb"}`
 	pspecJSON  = `{"id":"pty_1","path":"/bin/bash","argv":["bash"],"env":["TERM=xterm"],"dir":"/home","cols":80,"rows":24,"output":"/s/pty_1.out","file_cap":4096}`
 	psessJSON  = `{"id":"pty_1","pid":200,"pid_start":777,"tty":"/dev/pts/3","output":{"Total":5,"InFile":4,"Dropped":1,"Closed":true},"exited":true,"exit_code":1}`
-	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
+	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"},"stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
 	reqJSON    = `{"seq":7,"op":"spawn","hello":` + helloJSON + `,"spawn":` + jspecJSON + `,"pty":` + pspecJSON + `,"id":"j1","force":true,"grace":1500000000,"no_reply":true,"deadline":"2024-05-06T07:08:09.123456789Z"}`
 	msgJSON    = `{"hello":` + helloJSON + `,"re":7,"error":"bad","code":"not_found","start":` + jstartJSON + `,"held":[` + jobJSON + `],"sessions":[` + psessJSON + `],"ev":"end","id":"j1","stdout":` + countsJSON + `,"stderr":` + countsJSON + `,"end":` + jendJSON + `}`
 )

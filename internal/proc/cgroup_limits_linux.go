@@ -1,0 +1,149 @@
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hivetools/hive/internal/limits"
+)
+
+// limitControllers are the cgroup v2 controllers of the limits, with
+// the field (limits.Memory...) each enforces.
+var limitControllers = []struct{ ctrl, field string }{
+	{"memory", limits.Memory}, {"pids", limits.Pids}, {"cpu", limits.CPUs},
+}
+
+// enableControllers enables the limits' controllers for the cgroups
+// below each of dirs, from the top (the own cgroup, the base, a
+// generation): a controller reaches a job's cgroup only when every
+// cgroup above it has it in cgroup.subtree_control. It returns the
+// fields whose controller reached the last of dirs. One that cannot be
+// enabled is not: the hierarchy does not have it (a hybrid one, where
+// cgroup v1 has it), or the own cgroup has processes of its own and is
+// not the root (cgroup v2's "no internal processes" rule): those limits
+// are rlimits then (limits.Split).
+func enableControllers(dirs ...string) map[string]bool {
+	if len(dirs) == 0 {
+		return nil
+	}
+	avail, _ := readFile(filepath.Join(dirs[0], "cgroup.controllers"))
+	have := strings.Fields(string(avail))
+	on := map[string]bool{}
+	for _, c := range limitControllers {
+		if !slices.Contains(have, c.ctrl) {
+			continue
+		}
+		ok := true
+		for _, dir := range dirs {
+			sub, _ := readFile(filepath.Join(dir, "cgroup.subtree_control"))
+			if slices.Contains(strings.Fields(string(sub)), c.ctrl) {
+				continue
+			}
+			if os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c.ctrl), 0) != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			on[c.field] = true
+		}
+	}
+	return on
+}
+
+// Controllers are the limits a job's cgroup can enforce, by field
+// (limits.Memory, limits.Pids, limits.CPUs); nil for a nil g.
+func (g *JobCgroups) Controllers() map[string]bool {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ctrl
+}
+
+// SetLimits sets l on job id's cgroup (after Prepare, before the start):
+// memory.max with memory.swap.max 0, pids.max, cpu.max. It returns the
+// fields it set; those it did not are left to rlimits (limits.Split).
+// nofile is never a cgroup's.
+func (g *JobCgroups) SetLimits(id string, l limits.Limits) map[string]bool {
+	if g == nil || l.IsZero() {
+		return nil
+	}
+	g.mu.Lock()
+	slot, ctrl := g.slots[id], g.ctrl
+	g.mu.Unlock()
+	if slot == "" {
+		return nil
+	}
+	set := map[string]bool{}
+	write := func(field, file, v string) bool {
+		return ctrl[field] && os.WriteFile(filepath.Join(slot, file), []byte(v), 0) == nil
+	}
+	if l.MemoryMB > 0 && write(limits.Memory, "memory.max", strconv.FormatInt(l.MemoryMB<<20, 10)) {
+		write(limits.Memory, "memory.swap.max", "0") // absent without swap accounting: no swap to limit
+		set[limits.Memory] = true
+	}
+	if l.Pids > 0 && write(limits.Pids, "pids.max", strconv.FormatInt(l.Pids, 10)) {
+		set[limits.Pids] = true
+	}
+	const period = 100000 // us, the kernel's default
+	if l.CPUs > 0 && write(limits.CPUs, "cpu.max", fmt.Sprintf("%d %d", int64(math.Round(l.CPUs*period)), period)) {
+		set[limits.CPUs] = true
+	}
+	return set
+}
+
+// Usage is what job id's cgroup used so far (see CgroupUsage); ok false
+// if it has none. Call it before End, which removes the cgroup.
+func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
+	slot := g.SlotOf(id)
+	if slot == "" {
+		return limits.Usage{}, false
+	}
+	return CgroupUsage(slot)
+}
+
+// CgroupUsage reads what cgroup dir used: cpu.stat (user and system
+// time, throttled periods), memory.peak and memory.current, the kills
+// of memory.events and the refusals of pids.events, those the cgroup has
+// (a file of a controller not enabled is absent: its fields stay 0). ok
+// is false if dir is no cgroup (gone).
+func CgroupUsage(dir string) (u limits.Usage, ok bool) {
+	stat, err := readFile(filepath.Join(dir, "cpu.stat"))
+	if err != nil {
+		return u, false
+	}
+	kv := func(b []byte, key string) int64 {
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if k, v, ok := bytes.Cut(line, []byte(" ")); ok && string(k) == key {
+				n, _ := strconv.ParseInt(string(v), 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	one := func(file string) int64 {
+		b, _ := readFile(filepath.Join(dir, file))
+		n, _ := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+		return n
+	}
+	u.CPUUserMS = kv(stat, "user_usec") / 1000
+	u.CPUSystemMS = kv(stat, "system_usec") / 1000
+	u.Throttled = kv(stat, "nr_throttled")
+	u.MemoryPeakBytes = one("memory.peak")
+	u.MemoryBytes = one("memory.current")
+	if b, err := readFile(filepath.Join(dir, "memory.events")); err == nil {
+		u.OOMKills = kv(b, "oom_kill")
+	}
+	if b, err := readFile(filepath.Join(dir, "pids.events")); err == nil {
+		u.PidsRefused = kv(b, "max")
+	}
+	return u, true
+}

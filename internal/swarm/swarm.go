@@ -178,6 +178,7 @@ type Swarm struct {
 	jobs    map[string]string  // state of jobs not yet ended
 	ended   []string           // ids of the latest ended jobs (a ring)
 	turn    string
+	last    *service.SwarmNotice // the latest notice queued, told in short
 	closing bool
 	// wake consumes the agent's wake messages; nil until set up, and
 	// after StopWake (then wakeStopped).
@@ -406,6 +407,9 @@ func (s *Swarm) entry(ctx context.Context) service.SwarmAgent {
 	if n, err := s.svc.LooseEndCounts(ctx); err == nil {
 		a.LooseEnds = &n
 	}
+	s.mu.Lock()
+	a.LastNotice = s.last
+	s.mu.Unlock()
 	return a
 }
 

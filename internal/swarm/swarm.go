@@ -353,7 +353,7 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	defer cancel()
 	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket(s.o.Swarm),
 		Description: "hive swarm " + s.o.Swarm + ": its agents, by name", History: 1,
-		TTL: EntryLife, LimitMarkerTTL: EntryLife})
+		TTL: EntryLife, LimitMarkerTTL: EntryLife, Replicas: s.replicas(ctx, "KV_"+Bucket(s.o.Swarm))})
 	if err != nil {
 		s.o.Logger.Warn("swarm: set up the directory", "bucket", Bucket(s.o.Swarm), "err", err)
 		return false
@@ -361,7 +361,8 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	if _, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: Stream(s.o.Swarm),
 		Description: "hive swarm " + s.o.Swarm + ": its agents' notices",
 		Subjects:    []string{NoticeSubject(s.o.Swarm, "*", "*")},
-		MaxAge:      NoticesMaxAge, MaxBytes: NoticesMaxBytes, Discard: jetstream.DiscardOld}); err != nil {
+		MaxAge:      NoticesMaxAge, MaxBytes: NoticesMaxBytes, Discard: jetstream.DiscardOld,
+		Replicas: s.replicas(ctx, Stream(s.o.Swarm))}); err != nil {
 		s.o.Logger.Warn("swarm: set up the notices stream", "stream", Stream(s.o.Swarm), "err", err)
 		return false
 	}
@@ -374,6 +375,28 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	s.mu.Unlock()
 	s.heartbeat(ctx)
 	return true
+}
+
+// MaxReplicas is how many servers of a cluster keep a copy of a swarm's
+// bucket and streams: a cluster of three or more outlives the loss of
+// one server (or of its meta leader) without losing the directory, the
+// notices or the messages waiting.
+const MaxReplicas = 3
+
+// replicas is the number of copies the stream name is set up with: one
+// on a lone server; in a cluster, one a server up to MaxReplicas. It is
+// never fewer than the stream has now (made by an operator, or by a
+// daemon that saw more servers): a daemon that connects before it heard
+// of the cluster's other servers does not scale the stream down.
+func (s *Swarm) replicas(ctx context.Context, name string) int {
+	n := 1
+	if s.nc.ConnectedClusterName() != "" {
+		n = min(len(s.nc.Servers()), MaxReplicas)
+	}
+	if st, err := s.js.Stream(ctx, name); err == nil {
+		n = max(n, st.CachedInfo().Config.Replicas)
+	}
+	return max(n, 1)
 }
 
 // heartbeat writes the agent's entry; nothing while NATS is away (the

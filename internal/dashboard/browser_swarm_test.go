@@ -54,8 +54,8 @@ func TestBrowserSwarm(t *testing.T) {
 			}
 		}
 		href := tb.text(`document.querySelector('#swarm tr[data-agent="` + n + `"] td.acts a')?.getAttribute("href") || ""`)
-		if !strings.HasPrefix(href, "http://127.0.0.1:") {
-			t.Errorf("the dashboard link of %s is %q, want http://127.0.0.1:PORT/", n, href)
+		if href != envs[n].base+"/" {
+			t.Errorf("the dashboard link of %s is %q, want %s/", n, href, envs[n].base)
 		}
 	}
 	tool(t, envs["bee"].mcp(), "set_status", map[string]any{"text": "building the docs"}, nil)

@@ -426,14 +426,25 @@ func (s *Swarm) entry(ctx context.Context) service.SwarmAgent {
 	st, _ := s.svc.AgentState()
 	a := service.SwarmAgent{Name: s.o.Name, Hive: s.o.Hive, Swarm: s.o.Swarm, Version: s.o.Version,
 		StatusText: st.StatusText, StatusSetAt: st.StatusSetAt, Turn: st.Turn, TurnSince: st.TurnSince,
-		JobsRunning: s.svc.JobsRunning(), DashboardURL: s.o.DashboardURL, Heartbeat: time.Now().UTC()}
+		JobsRunning: s.svc.JobsRunning(), Heartbeat: time.Now().UTC()}
 	if n, err := s.svc.LooseEndCounts(ctx); err == nil {
 		a.LooseEnds = &n
 	}
 	s.mu.Lock()
-	a.LastNotice = s.last
+	a.LastNotice, a.DashboardURL = s.last, s.o.DashboardURL
 	s.mu.Unlock()
 	return a
+}
+
+// SetDashboardURL sets the dashboard's URL the directory entry tells,
+// once the daemon knows the address its HTTP front end listens on (a
+// port 0 is known only then); the entry is written again at once. Safe
+// for concurrent use.
+func (s *Swarm) SetDashboardURL(url string) {
+	s.mu.Lock()
+	s.o.DashboardURL = url
+	s.mu.Unlock()
+	s.kickHeartbeat()
 }
 
 func (s *Swarm) kickHeartbeat() {

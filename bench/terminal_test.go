@@ -98,7 +98,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 // form of answers (--answers text: no output schemas).
 func BenchmarkToolsListSize(b *testing.B) {
 	d := startDaemon(b)
-	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta", "answers=text"} {
+	for _, g := range []string{"", "execution", "terminal", "search", "inbox", "meta", "swarm", "answers=text"} {
 		name, args := fmt.Sprintf("groups=%s", g), groupsArgs(g)
 		if g == "answers=text" { // all groups, the text form: no output schemas
 			name, args = g, []string{"--answers", "text"}

@@ -353,7 +353,8 @@ func TestToolsListSize(t *testing.T) {
 	for _, n := range []string{"run", "status", "kill", "terminal_exec", "terminal_job_start", "terminal_job_logs", "terminal_job_list",
 		"terminal_job_kill", "terminal_output_get", "terminal_pty_open", "terminal_pty_send", "terminal_pty_read",
 		"terminal_pty_resize", "terminal_pty_close", "terminal_pty_list", "get_loose_ends", "cancel_loose_end",
-		"set_status", "mark_todos_done", "terminal_rg", "terminal_glob", "remind", "read_inbox", "compact", "get_agent_meta"} {
+		"set_status", "mark_todos_done", "terminal_rg", "terminal_glob", "remind", "read_inbox", "compact", "get_agent_meta",
+		"send_message", "list_agents"} {
 		if !names[n] {
 			t.Errorf("tool %s missing", n)
 		}

@@ -245,6 +245,9 @@ func Run(ctx context.Context, cfg Config) error {
 			d.st.Close()
 			return err
 		}
+		if d.swarm != nil { // the port the front end got, when it was asked for port 0
+			d.swarm.SetDashboardURL("http://" + d.http.Addr() + "/")
+		}
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()

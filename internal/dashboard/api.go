@@ -43,6 +43,7 @@ func (d *Dashboard) routes() {
 	m.HandleFunc("POST /api/ptys/{id}/release", d.post(d.release))
 	m.HandleFunc("POST /api/ptys/{id}/input", d.post(d.input))
 	m.HandleFunc("GET /api/activity", d.get(d.activity))
+	m.HandleFunc("GET /api/swarm", d.get(d.swarm))
 	m.HandleFunc("GET /api/events", d.events)
 	m.HandleFunc("POST /api/logout", d.logout)
 	m.HandleFunc("GET /api/usage", d.get(func(*http.Request) (any, error) {
@@ -656,4 +657,33 @@ func (d *Dashboard) activity(r *http.Request) (any, error) {
 		return map[string]any{"calls": []any{}}, nil
 	}
 	return map[string]any{"calls": calls}, nil
+}
+
+// Swarm is the answer of GET /api/swarm: the swarm this daemon joined and
+// its directory.
+type Swarm struct {
+	// Swarm is the swarm's name, "" when the daemon joined none (then
+	// Note says so and Agents is empty).
+	Swarm string `json:"swarm"`
+	Note  string `json:"note,omitempty"`
+	// Hive is this daemon's host; Self this agent's name.
+	Hive   string               `json:"hive"`
+	Self   string               `json:"self"`
+	Agents []service.SwarmAgent `json:"agents"`
+}
+
+// swarm lists the swarm's directory (503 while NATS is away). Outside a
+// swarm it answers an empty one, not an error: the page asks on every
+// load, to know whether to show its swarm link.
+func (d *Dashboard) swarm(r *http.Request) (any, error) {
+	name, hive, ok := d.o.Service.InSwarm()
+	if !ok {
+		return Swarm{Note: service.ErrNoSwarm.Error(), Agents: []service.SwarmAgent{}}, nil
+	}
+	agents, err := d.o.Service.SwarmAgents(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	st, _ := d.o.Service.AgentState()
+	return Swarm{Swarm: name, Hive: hive, Self: st.Name, Agents: agents}, nil
 }

@@ -24,6 +24,18 @@ type SwarmAgent struct {
 	LooseEnds    *LooseEndCounts `json:"loose_ends,omitempty"`
 	DashboardURL string          `json:"dashboard_url,omitempty"`
 	Heartbeat    time.Time       `json:"heartbeat"`
+	// LastNotice is the latest notice the agent published (or queued
+	// while NATS was away); nil before its first.
+	LastNotice *SwarmNotice `json:"last_notice,omitempty"`
+}
+
+// SwarmNotice is a notice of an agent told in short.
+type SwarmNotice struct {
+	// Kind is the notice's kind (docs/swarm.md: job_ended, status, ...).
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
+	// Text tells it in one line ("job j3 ended: exit 0").
+	Text string `json:"text"`
 }
 
 // Swarm is the swarm the agent's daemon joined (internal/swarm).

@@ -135,11 +135,46 @@ func (s *Swarm) enqueue(n Notice) {
 		}
 	}
 	s.queue = append(s.queue, n)
+	s.last = &service.SwarmNotice{Kind: n.Kind, At: n.At, Text: n.text()}
 	s.mu.Unlock()
 	select {
 	case s.pub <- struct{}{}:
 	default:
 	}
+}
+
+// text tells n in one line, for the directory's last_notice.
+func (n Notice) text() string {
+	switch n.Kind {
+	case KindJobStarted, KindJobEnded:
+		if n.Job == nil {
+			return n.Kind
+		}
+		who := n.Job.ID
+		if n.Job.Name != "" && n.Job.Name != n.Job.ID {
+			who = n.Job.Name + " (" + n.Job.ID + ")"
+		}
+		if n.Kind == KindJobStarted {
+			return "job " + who + " started: " + service.Clip(n.Job.Cmd, 60)
+		}
+		s := "job " + who + " " + n.Job.State
+		if n.Job.ExitCode != nil {
+			s += fmt.Sprintf(": exit %d", *n.Job.ExitCode)
+		}
+		return s
+	case KindStatus:
+		if n.Status == nil || *n.Status == "" {
+			return "status cleared"
+		}
+		return "status: " + service.Clip(*n.Status, 80)
+	case KindTurn:
+		return "turn: " + n.Turn
+	case KindDaemonStarted:
+		return "daemon started (v" + n.Version + ")"
+	case KindDaemonStopped:
+		return "daemon stopped"
+	}
+	return n.Kind
 }
 
 // Dropped counts the notices dropped in all (the buffer was full).

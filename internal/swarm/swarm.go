@@ -178,6 +178,7 @@ type Swarm struct {
 	jobs    map[string]string  // state of jobs not yet ended
 	ended   []string           // ids of the latest ended jobs (a ring)
 	turn    string
+	last    *service.SwarmNotice // the latest notice queued, told in short
 	closing bool
 	// wake consumes the agent's wake messages; nil until set up, and
 	// after StopWake (then wakeStopped).
@@ -352,7 +353,7 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	defer cancel()
 	kv, err := s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: Bucket(s.o.Swarm),
 		Description: "hive swarm " + s.o.Swarm + ": its agents, by name", History: 1,
-		TTL: EntryLife, LimitMarkerTTL: EntryLife})
+		TTL: EntryLife, LimitMarkerTTL: EntryLife, Replicas: s.replicas(ctx, "KV_"+Bucket(s.o.Swarm))})
 	if err != nil {
 		s.o.Logger.Warn("swarm: set up the directory", "bucket", Bucket(s.o.Swarm), "err", err)
 		return false
@@ -360,7 +361,8 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	if _, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: Stream(s.o.Swarm),
 		Description: "hive swarm " + s.o.Swarm + ": its agents' notices",
 		Subjects:    []string{NoticeSubject(s.o.Swarm, "*", "*")},
-		MaxAge:      NoticesMaxAge, MaxBytes: NoticesMaxBytes, Discard: jetstream.DiscardOld}); err != nil {
+		MaxAge:      NoticesMaxAge, MaxBytes: NoticesMaxBytes, Discard: jetstream.DiscardOld,
+		Replicas: s.replicas(ctx, Stream(s.o.Swarm))}); err != nil {
 		s.o.Logger.Warn("swarm: set up the notices stream", "stream", Stream(s.o.Swarm), "err", err)
 		return false
 	}
@@ -373,6 +375,28 @@ func (s *Swarm) setup(ctx context.Context) bool {
 	s.mu.Unlock()
 	s.heartbeat(ctx)
 	return true
+}
+
+// MaxReplicas is how many servers of a cluster keep a copy of a swarm's
+// bucket and streams: a cluster of three or more outlives the loss of
+// one server (or of its meta leader) without losing the directory, the
+// notices or the messages waiting.
+const MaxReplicas = 3
+
+// replicas is the number of copies the stream name is set up with: one
+// on a lone server; in a cluster, one a server up to MaxReplicas. It is
+// never fewer than the stream has now (made by an operator, or by a
+// daemon that saw more servers): a daemon that connects before it heard
+// of the cluster's other servers does not scale the stream down.
+func (s *Swarm) replicas(ctx context.Context, name string) int {
+	n := 1
+	if s.nc.ConnectedClusterName() != "" {
+		n = min(len(s.nc.Servers()), MaxReplicas)
+	}
+	if st, err := s.js.Stream(ctx, name); err == nil {
+		n = max(n, st.CachedInfo().Config.Replicas)
+	}
+	return max(n, 1)
 }
 
 // heartbeat writes the agent's entry; nothing while NATS is away (the
@@ -402,11 +426,25 @@ func (s *Swarm) entry(ctx context.Context) service.SwarmAgent {
 	st, _ := s.svc.AgentState()
 	a := service.SwarmAgent{Name: s.o.Name, Hive: s.o.Hive, Swarm: s.o.Swarm, Version: s.o.Version,
 		StatusText: st.StatusText, StatusSetAt: st.StatusSetAt, Turn: st.Turn, TurnSince: st.TurnSince,
-		JobsRunning: s.svc.JobsRunning(), DashboardURL: s.o.DashboardURL, Heartbeat: time.Now().UTC()}
+		JobsRunning: s.svc.JobsRunning(), Heartbeat: time.Now().UTC()}
 	if n, err := s.svc.LooseEndCounts(ctx); err == nil {
 		a.LooseEnds = &n
 	}
+	s.mu.Lock()
+	a.LastNotice, a.DashboardURL = s.last, s.o.DashboardURL
+	s.mu.Unlock()
 	return a
+}
+
+// SetDashboardURL sets the dashboard's URL the directory entry tells,
+// once the daemon knows the address its HTTP front end listens on (a
+// port 0 is known only then); the entry is written again at once. Safe
+// for concurrent use.
+func (s *Swarm) SetDashboardURL(url string) {
+	s.mu.Lock()
+	s.o.DashboardURL = url
+	s.mu.Unlock()
+	s.kickHeartbeat()
 }
 
 func (s *Swarm) kickHeartbeat() {

@@ -40,7 +40,8 @@ func (s *Swarm) setupWake(ctx context.Context) error {
 	if _, err := s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: WakeStream(s.o.Swarm),
 		Description: "hive swarm " + s.o.Swarm + ": messages to its agents",
 		Subjects:    []string{WakeSubject(s.o.Swarm, "*")}, Retention: jetstream.WorkQueuePolicy,
-		MaxAge: WakeMaxAge, MaxBytes: WakeMaxBytes, Discard: jetstream.DiscardNew}); err != nil {
+		MaxAge: WakeMaxAge, MaxBytes: WakeMaxBytes, Discard: jetstream.DiscardNew,
+		Replicas: s.replicas(ctx, WakeStream(s.o.Swarm))}); err != nil {
 		return err
 	}
 	cons, err := s.js.CreateOrUpdateConsumer(ctx, WakeStream(s.o.Swarm), jetstream.ConsumerConfig{

@@ -26,12 +26,12 @@ type runIn struct {
 	Cmd         string   `json:"cmd"`
 	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
-	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, usable as the id"`
+	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
 }
 
 type statusIn struct {
 	ID          string   `json:"id" jsonschema:"task id or name"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"wait for the end (max 30)"`
+	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"max 30"`
 }
 
 type killIn struct {

@@ -65,8 +65,8 @@ type LooseEnds struct {
 // may raise thousands) never makes an answer of megabytes.
 type looseEndsIn struct {
 	Limit           *int `json:"limit,omitempty" jsonschema:"per list; default 50, max 500"`
-	TodosOffset     int  `json:"todos_offset,omitempty" jsonschema:"todos to skip (paging)"`
-	RemindersOffset int  `json:"reminders_offset,omitempty" jsonschema:"reminders to skip (paging)"`
+	TodosOffset     int  `json:"todos_offset,omitempty"`
+	RemindersOffset int  `json:"reminders_offset,omitempty"`
 }
 
 // Loose ends listed by default, and at most, per kind.
@@ -77,11 +77,11 @@ const (
 
 type cancelIn struct {
 	Kind string `json:"kind" jsonschema:"reminder|todo|message"`
-	ID   int64  `json:"id" jsonschema:"id from get_loose_ends"`
+	ID   int64  `json:"id"`
 }
 
 type markIn struct {
-	IDs []int64 `json:"ids" jsonschema:"todo ids from get_loose_ends"`
+	IDs []int64 `json:"ids" jsonschema:"from get_loose_ends"`
 }
 
 // Cleared is the answer of cancel_loose_end and mark_todos_done.
@@ -121,16 +121,16 @@ type InboxRead struct {
 }
 
 func (h *handlers) addInbox(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your pending reminders, todos (jobs, local programs) and unread inbox messages."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your reminders, todos (jobs, local programs) and unread inbox messages."}, h.getLooseEnds)
 	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Cancel a reminder, clear a todo or drop a message unread."}, h.cancelLooseEnd)
-	addTool(s, &mcp.Tool{Name: "remind", Description: "Message yourself later: after delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
+	addTool(s, &mcp.Tool{Name: "remind", Description: "Message yourself after delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
 	addTool(s, &mcp.Tool{Name: "read_inbox", Description: "Read (and remove) your oldest inbox messages."}, h.readInbox)
 }
 
 func (h *handlers) addAlways(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "mark_todos_done", Description: "Clear several todos by id; unknown ids are skipped."}, h.markTodosDone)
+	addTool(s, &mcp.Tool{Name: "mark_todos_done", Description: "Clear todos by id; unknown ids are skipped."}, h.markTodosDone)
 	addTool(s, &mcp.Tool{Name: "set_status", Description: "Set your one-line status (max 200 chars); \"\" clears it."}, h.setStatus)
-	addTool(s, &mcp.Tool{Name: "compact", Description: "Compact your context after this turn; granted above 66% context use."}, h.compact)
+	addTool(s, &mcp.Tool{Name: "compact", Description: "Compact your context after this turn (granted above 66% use)."}, h.compact)
 }
 
 // looseEnds is the service's LooseEnds in get_loose_ends' words (unix

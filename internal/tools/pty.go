@@ -37,7 +37,7 @@ type PTYInfo struct {
 type ptySendIn struct {
 	SessionID string   `json:"session_id"`
 	Input     string   `json:"input,omitempty" jsonschema:"text; \u0003 is Ctrl-C"`
-	Keys      []string `json:"keys,omitempty" jsonschema:"keys after input: Enter, Tab, Up, C-c…"`
+	Keys      []string `json:"keys,omitempty" jsonschema:"after input: Enter, Tab, Up, C-c…"`
 	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"or return after this quiet time"`
 	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex to wait for (30 s max)"`
 }
@@ -188,7 +188,7 @@ func (h *handlers) addPTY(s *mcp.Server) {
 			info := ptyInfo(v)
 			return text(fmt.Sprintf("resized to %dx%d", info.Cols, info.Rows)), info, nil
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_pty_close", Description: "Close a PTY session: SIGHUP, then SIGKILL to all it started."},
+	addTool(s, &mcp.Tool{Name: "terminal_pty_close", Description: "Close a PTY: SIGHUP, then SIGKILL to all it started."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyIDIn) (*mcp.CallToolResult, PTYInfo, error) {
 			v, err := h.d.ClosePTY(in.SessionID)
 			if err != nil {

@@ -194,13 +194,16 @@ func compact(s *jsonschema.Schema, root bool) {
 
 // listedInput is the input schema as tools/list shows it, which is paid
 // for in every agent turn; arguments are still checked against the whole
-// schema. Two things are left out:
+// schema. Three things are left out:
 //   - "additionalProperties": false, 29 bytes a tool: unknown arguments
 //     are refused with an error naming them, and the instructions say so
 //     once for all tools;
 //   - "null" in an optional pointer field's type ["null", T]: the field is
 //     optional by not being required (an explicit null is still taken, as
-//     absent); 9 bytes a field.
+//     absent); 9 bytes a field;
+//   - the type of a map's values (env's "additionalProperties":
+//     {"type":"string"}, 38 bytes a map): a value of another type is
+//     refused with an error naming it (env/A: want string).
 func listedInput(in *jsonschema.Schema) (json.RawMessage, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -214,6 +217,11 @@ func listedInput(in *jsonschema.Schema) (json.RawMessage, error) {
 		c.AdditionalProperties = nil
 	}
 	dropNull(&c)
+	for _, p := range c.Properties {
+		if p.Type == "object" {
+			p.AdditionalProperties = nil
+		}
+	}
 	return json.Marshal(&c)
 }
 

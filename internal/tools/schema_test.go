@@ -165,11 +165,12 @@ func TestListedSchemas(t *testing.T) {
 	}
 	inRaw, _ := json.Marshal(exec.InputSchema)
 	outRaw, _ := json.Marshal(exec.OutputSchema)
-	// Listed without "additionalProperties": false and without "null" in
-	// optional fields' types (TestDecodeArgs: both are still enforced).
+	// Listed without "additionalProperties": false, without "null" in
+	// optional fields' types, without env's value type (TestDecodeArgs:
+	// all three are still enforced).
 	if err := json.Unmarshal(inRaw, &in); err != nil || in.Type != "object" || !slices.Contains(in.Required, "cmd") ||
 		!strings.Contains(string(in.Properties["timeout_sec"]), `"type":"number"`) ||
-		in.AdditionalProperties != nil || strings.Contains(string(inRaw), "null") {
+		in.AdditionalProperties != nil || strings.Contains(string(inRaw), "null") || string(in.Properties["env"]) != `{"type":"object"}` {
 		t.Errorf("input schema %s", inRaw)
 	}
 	if err := json.Unmarshal(outRaw, &out); err != nil || out.Properties["exit_code"] == nil || out.Required != nil {

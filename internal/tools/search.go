@@ -14,7 +14,7 @@ import (
 
 type rgIn struct {
 	Pattern      string   `json:"pattern" jsonschema:"regex (or literal with fixed_strings)"`
-	Path         string   `json:"path,omitempty" jsonschema:"file or dir, default: session dir"`
+	Path         string   `json:"path,omitempty" jsonschema:"default: session dir"`
 	Glob         []string `json:"glob,omitempty" jsonschema:"rg --glob filters; !x excludes"`
 	Type         string   `json:"type,omitempty" jsonschema:"rg file type: go, py, js…"`
 	IgnoreCase   bool     `json:"ignore_case,omitempty"`
@@ -23,7 +23,7 @@ type rgIn struct {
 	MaxResults   int      `json:"max_results,omitempty" jsonschema:"default 200"`
 	MaxCount     int      `json:"max_count,omitempty" jsonschema:"cap per file"`
 	Hidden       bool     `json:"hidden,omitempty"`
-	NoIgnore     bool     `json:"no_ignore,omitempty" jsonschema:"ignore .gitignore/.ignore"`
+	NoIgnore     bool     `json:"no_ignore,omitempty"`
 }
 
 // RGMatch is one matching line. Before and After are the context lines
@@ -54,7 +54,7 @@ type RGResult struct {
 
 type globIn struct {
 	Pattern    string `json:"pattern" jsonschema:"doublestar glob, e.g. **/*.go"`
-	Path       string `json:"path,omitempty" jsonschema:"dir, default: session dir"`
+	Path       string `json:"path,omitempty" jsonschema:"default: session dir"`
 	MaxResults int    `json:"max_results,omitempty" jsonschema:"default 500"`
 	Hidden     bool   `json:"hidden,omitempty"`
 	NoIgnore   bool   `json:"no_ignore,omitempty"`
@@ -77,7 +77,7 @@ type GlobOut struct {
 }
 
 func (h *handlers) addSearch(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "terminal_rg", Description: "Search file contents (rg rules: .gitignore respected, hidden and binary skipped)."},
+	addTool(s, &mcp.Tool{Name: "terminal_rg", Description: "Search file contents (as rg: .gitignore, hidden, binary skipped)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in rgIn) (*mcp.CallToolResult, RGResult, error) {
 			dir, err := resolveDir(h.sess, "")
 			if err != nil {
@@ -102,7 +102,7 @@ func (h *handlers) addSearch(s *mcp.Server) {
 			}
 			return h.sess.reply(brief, func() string { return renderRG(out, brief) }), out, nil
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_glob", Description: "Find files by glob (** allowed), newest first; .gitignore respected."},
+	addTool(s, &mcp.Tool{Name: "terminal_glob", Description: "Find files by glob, newest first; .gitignore respected."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in globIn) (*mcp.CallToolResult, GlobOut, error) {
 			dir, err := resolveDir(h.sess, "")
 			if err != nil {

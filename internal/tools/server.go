@@ -27,10 +27,11 @@ const (
 	GroupSearch    = "search"
 	GroupInbox     = "inbox"
 	GroupMeta      = "meta"
+	GroupSwarm     = "swarm"
 )
 
 // AllGroups is the default selection. The "always" tools come with any.
-var AllGroups = []string{GroupExecution, GroupTerminal, GroupSearch, GroupInbox, GroupMeta}
+var AllGroups = []string{GroupExecution, GroupTerminal, GroupSearch, GroupInbox, GroupMeta, GroupSwarm}
 
 // Session is what hive knows of one client session.
 type Session struct {
@@ -196,6 +197,9 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 	}
 	if slices.Contains(groups, GroupMeta) {
 		h.addMeta(srv)
+	}
+	if slices.Contains(groups, GroupSwarm) {
+		h.addSwarm(srv)
 	}
 	h.addAlways(srv)
 	h.addResources(srv)

@@ -18,7 +18,7 @@ type jobStartIn struct {
 	Cmd        string            `json:"cmd"`
 	Cwd        string            `json:"cwd,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
-	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}, usable as the id"`
+	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
 	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
 }
 
@@ -71,7 +71,7 @@ type JobLogs struct {
 }
 
 type jobListIn struct {
-	State string `json:"state,omitempty" jsonschema:"filter by state"`
+	State string `json:"state,omitempty"`
 }
 
 // JobEntry is one job of terminal_job_list: a part of the job's view
@@ -113,7 +113,7 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
 			return t.jobStart(h.sess, in)
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit code; can wait for exit or output."},
+	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit; can wait for exit or output."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
 			res, out, err := t.jobLogs(ctx, req, in)
 			if err == nil && res == nil {

@@ -805,13 +805,58 @@ $("jv-find").addEventListener("keydown", (e) => { if (e.key === "Enter") { e.pre
 $("jv-next").addEventListener("click", () => findNext(false));
 $("jv-prev").addEventListener("click", () => findNext(true));
 
+// --- the swarm page ---
+// The directory changes on other hosts, with no event here: the page
+// reads it every 2 s while it is shown (and once at load, for the link).
+let swarmTimer = 0;
+const SWARM_EVERY = 2000, QUIET_MS = 15000;
+function agentRow(a, self) {
+  const beat = at(a.heartbeat), quiet = Date.now() - beat > QUIET_MS;
+  const le = a.loose_ends;
+  const n = a.last_notice;
+  const link = a.dashboard_url ? el("a", { href: a.dashboard_url, target: "_blank", rel: "noopener noreferrer" }, "dashboard") : "";
+  return el("tr", { class: a.name === self ? "self" : "", "data-agent": a.name },
+    el("td", null, el("span", { class: "badge " + (quiet ? "b-pending" : "b-ok"), title: "last heartbeat " + ago(beat) }, quiet ? "quiet" : "up"), " ", a.name),
+    el("td", { class: "st" }, el("span", { class: "pill chip", title: a.status_text ? "set " + ago(at(a.status_set_at)) : "" }, a.status_text || "no status")),
+    el("td", null, a.turn_state ? a.turn_state + " " + ago(at(a.turn_state_since)).replace(" ago", "") : "–"),
+    el("td", { class: "jobs-n" }, String(a.jobs_running)),
+    el("td", { class: "hide-phone" }, le ? "todos " + le.todos + " · reminders " + le.reminders + " · inbox " + le.inbox : "–"),
+    el("td", { class: "note hide-narrow", title: n ? n.text : "" }, n ? n.text + " (" + ago(at(n.at)) + ")" : "–"),
+    el("td", { class: "hide-narrow" }, a.hive),
+    el("td", { class: "acts" }, link));
+}
+let swarmBusy = false;
+async function loadSwarm() {
+  if (swarmBusy) return;
+  clearTimeout(swarmTimer);
+  swarmBusy = true;
+  let sw = null, err = null;
+  try { sw = await api("GET", "/api/swarm"); } catch (e) { err = e; }
+  swarmBusy = false;
+  const shown = !$("swarmview").hidden;
+  if (sw && !sw.swarm) { // the daemon joined none
+    $("swarm-link").hidden = true;
+    $("sw-msg").textContent = sw.note;
+    return;
+  }
+  if (shown) swarmTimer = setTimeout(loadSwarm, SWARM_EVERY);
+  if (err) { $("sw-msg").textContent = err.message; return; }
+  $("swarm-link").hidden = false;
+  $("swarm-link").textContent = "swarm " + sw.swarm;
+  $("sw-msg").textContent = "";
+  $("sw-name").textContent = sw.swarm + " · " + sw.agents.length + (sw.agents.length === 1 ? " agent" : " agents");
+  $("swarm").tBodies[0].replaceChildren(...sw.agents.map((a) => agentRow(a, sw.self)));
+}
+
 // --- routing ---
 function route() {
   const h = location.hash;
-  const mj = h.match(/^#\/job\/(.+)$/), mp = h.match(/^#\/pty\/(.+)$/);
-  $("overview").hidden = !!(mj || mp);
+  const mj = h.match(/^#\/job\/(.+)$/), mp = h.match(/^#\/pty\/(.+)$/), ms = h === "#/swarm";
+  $("overview").hidden = !!(mj || mp || ms);
   $("jobview").hidden = !mj;
   $("ptyview").hidden = !mp;
+  $("swarmview").hidden = !ms;
+  if (ms) loadSwarm(); else clearTimeout(swarmTimer);
   if (view.pty && view.pty.live) api("POST", "/api/ptys/" + encodeURIComponent(view.pty.id) + "/release").catch(() => {});
   view.job = null; view.pty = null;
   if (mj) openJob(decodeURIComponent(mj[1]));
@@ -830,6 +875,7 @@ function loadAll() {
   stateAt = Date.now();
   loadState(); loadJobs(); loadLooseEnds(); loadPtys(); loadActivity(); loadUsage();
   route();
+  if ($("swarmview").hidden) loadSwarm(); // the header's link
 }
 // One event stream while the tab is visible: a hidden tab closes its
 // own (browsers allow 6 connections a host), and resumes from the last

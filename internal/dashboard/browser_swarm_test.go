@@ -1,0 +1,80 @@
+package dashboard_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hivetools/hive/internal/daemon"
+	"github.com/hivetools/hive/internal/hub"
+	"github.com/hivetools/hive/internal/swarm"
+)
+
+// startSwarm starts an embedded NATS server and one daemon per name on
+// it, in the swarm "farm"; the hub stops after the daemons.
+func startSwarm(t *testing.T, names ...string) map[string]*env {
+	t.Helper()
+	h, err := hub.Start(hub.Options{Dir: t.TempDir(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close) // cleanups run last first: after the daemons' stops
+	envs := map[string]*env{}
+	for _, n := range names {
+		envs[n] = startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) {
+			c.Name = n
+			c.Swarm = &swarm.Options{Conn: swarm.Conn{URL: h.URL(), Swarm: "farm"}, Hive: "host-" + n}
+		})
+	}
+	return envs
+}
+
+// swarmRow is the text of the swarm page's row of agent.
+func swarmRow(agent string) string {
+	return `(document.querySelector('#swarm tr[data-agent="` + agent + `"]')?.innerText || "")`
+}
+
+// TestBrowserSwarm: the swarm page of one agent lists the three agents
+// of its swarm, each with a link to its own dashboard, and shows a
+// status set on another agent without a reload.
+func TestBrowserSwarm(t *testing.T) {
+	envs := startSwarm(t, "ant", "bee", "cow")
+	tb := newTab(t)
+	tb.login(envs["ant"])
+	tb.wait("the swarm link", `!document.getElementById("swarm-link").hidden`, 10*time.Second)
+	tb.click("#swarm-link")
+	tb.wait("the three agents", `[...document.querySelectorAll("#swarm tbody tr")].map((r) => r.dataset.agent).join() === "ant,bee,cow"`, 20*time.Second)
+	for _, n := range []string{"ant", "bee", "cow"} {
+		row := tb.text(swarmRow(n))
+		for _, want := range []string{"up", "no status", "host-" + n, "daemon started", "todos 0"} {
+			if !strings.Contains(row, want) {
+				t.Errorf("the row of %s is %q: no %q", n, row, want)
+			}
+		}
+		href := tb.text(`document.querySelector('#swarm tr[data-agent="` + n + `"] td.acts a')?.getAttribute("href") || ""`)
+		if href != envs[n].base+"/" {
+			t.Errorf("the dashboard link of %s is %q, want %s/", n, href, envs[n].base)
+		}
+	}
+	tool(t, envs["bee"].mcp(), "set_status", map[string]any{"text": "building the docs"}, nil)
+	tb.wait("bee's status, live", swarmRow("bee")+`.includes("building the docs")`, 10*time.Second)
+	tb.wait("bee's last notice", `document.querySelector('#swarm tr[data-agent="bee"] td.note').textContent.startsWith("status: building the docs")`, 10*time.Second)
+	tb.screenshot("swarm")
+	tb.do("back", chromedp.Navigate(envs["ant"].base+"/#/"))
+	tb.wait("the overview", `!document.getElementById("overview").hidden && document.getElementById("swarmview").hidden`, 5*time.Second)
+}
+
+// TestBrowserNoSwarm: a daemon in no swarm shows no swarm link, and its
+// swarm page says why.
+func TestBrowserNoSwarm(t *testing.T) {
+	e := start(t, shortDir(t))
+	tb := newTab(t)
+	tb.login(e)
+	tb.do("the swarm page", chromedp.Navigate(e.base+"/#/swarm"))
+	tb.wait("why there is no list", `document.getElementById("sw-msg").textContent.includes("in no swarm")`, 5*time.Second)
+	if hidden := tb.text(`String(document.getElementById("swarm-link").hidden)`); hidden != "true" {
+		t.Errorf("the swarm link of a daemon in no swarm: hidden %s, want true", hidden)
+	}
+}

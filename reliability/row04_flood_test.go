@@ -25,7 +25,7 @@ func statusProbe() time.Duration { return time.Duration(count(10, 50)) * time.Mi
 // rest past the cap), and status stays quick during the flood.
 func TestRow04OutputFlood(t *testing.T) {
 	const jobs = 8
-	total := int64(count(48, 1024)) << 20
+	total := int64(count(256, 1024)) << 20 // long enough that status calls come during it
 	fileCap := int64(count(8, 256)) << 20
 	dir := newStateDir(t)
 	d := startDaemon(t, dir, "--file-cap", fmt.Sprint(fileCap))

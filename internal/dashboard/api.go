@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -685,5 +686,18 @@ func (d *Dashboard) swarm(r *http.Request) (any, error) {
 		return nil, err
 	}
 	st, _ := d.o.Service.AgentState()
+	for i := range agents {
+		// Another agent's entry is another host's word: only an http(s)
+		// address becomes a link (never javascript: or data:).
+		if !webURL(agents[i].DashboardURL) {
+			agents[i].DashboardURL = ""
+		}
+	}
 	return Swarm{Swarm: name, Hive: hive, Self: st.Name, Agents: agents}, nil
+}
+
+// webURL reports whether s is an absolute http or https address.
+func webURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

@@ -814,7 +814,7 @@ function agentRow(a, self) {
   const beat = at(a.heartbeat), quiet = Date.now() - beat > QUIET_MS;
   const le = a.loose_ends;
   const n = a.last_notice;
-  const link = a.dashboard_url ? el("a", { href: a.dashboard_url, target: "_blank", rel: "noopener noreferrer" }, "dashboard") : "";
+  const link = /^https?:\/\//i.test(a.dashboard_url || "") ? el("a", { href: a.dashboard_url, target: "_blank", rel: "noopener noreferrer" }, "dashboard") : "";
   return el("tr", { class: a.name === self ? "self" : "", "data-agent": a.name },
     el("td", null, el("span", { class: "badge " + (quiet ? "b-pending" : "b-ok"), title: "last heartbeat " + ago(beat) }, quiet ? "quiet" : "up"), " ", a.name),
     el("td", { class: "st" }, el("span", { class: "pill chip", title: a.status_text ? "set " + ago(at(a.status_set_at)) : "" }, a.status_text || "no status")),

@@ -24,6 +24,7 @@ targets=(
 	"FuzzLineConn ./internal/mcpline"
 	"FuzzDecodeMessageAgrees ./internal/mcpline"
 	"FuzzEscaped ./internal/termsafe"
+	"FuzzCheck ./internal/policy"
 )
 
 listed=$(printf '%s\n' "${targets[@]}" | cut -d' ' -f1 | sort)

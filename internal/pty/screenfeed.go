@@ -85,12 +85,7 @@ func (f *screenFeed) resize(emu *vt.Emulator, cols, rows int) {
 			}
 		}
 	}()
-	emu.Resize(cols, rows)
-	if f.regions {
-		// A region set for the old size may reach past the new last row:
-		// the whole screen again (the cursor kept), as terminals do.
-		f.feed(emu, []byte("\x1b7\x1b[r\x1b8"))
-	}
+	emu.Resize(cols, rows) // it resets the scroll region to the new screen
 }
 
 type scanState uint8
@@ -124,7 +119,7 @@ func (f *screenFeed) write(emu *vt.Emulator, p []byte) {
 				continue
 			}
 			if run >= 0 {
-				fed = f.skip(emu, p, fed, run, i, f.rows)
+				fed = f.skip(emu, p, fed, run, i)
 				run = -1
 			}
 			f.scan(p[i : i+n])
@@ -140,7 +135,7 @@ func (f *screenFeed) write(emu *vt.Emulator, p []byte) {
 		}
 	}
 	if run >= 0 {
-		fed = f.skip(emu, p, fed, run, len(p), f.rows)
+		fed = f.skip(emu, p, fed, run, len(p))
 	}
 	f.feed(emu, p[fed:])
 }
@@ -149,16 +144,16 @@ func (f *screenFeed) write(emu *vt.Emulator, p []byte) {
 // it may be: it feeds p[fed:start], a carriage return and rows line feeds
 // for the skipped part, and returns how far p is now fed (the rest of the
 // run is fed later); else it feeds nothing and returns fed.
-func (f *screenFeed) skip(emu *vt.Emulator, p []byte, fed, start, end, rows int) int {
+func (f *screenFeed) skip(emu *vt.Emulator, p []byte, fed, start, end int) int {
 	if f.regions {
 		return fed
 	}
-	cut := skipTo(p[start:end], rows)
+	cut := skipTo(p[start:end], f.rows)
 	if cut == 0 {
 		return fed
 	}
 	f.feed(emu, p[fed:start])
-	f.feed(emu, scrollOff(rows))
+	f.feed(emu, scrollOff(f.rows))
 	f.skipped += int64(cut)
 	return start + cut
 }

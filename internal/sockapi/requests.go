@@ -65,12 +65,12 @@ func (s *Server) handle(ctx context.Context, req proto.Request) proto.Response {
 		if err != nil {
 			return fail(err)
 		}
-		for i := range jobs {
-			jobs[i] = s.svc.WithLiveUsage(jobs[i]) // a running job's so far
-		}
 		total := len(jobs)
 		if req.Last > 0 && req.Last < total {
 			jobs = jobs[:req.Last] // newest first
+		}
+		for i := range jobs { // only those listed: it reads a running job's cgroup or /proc
+			jobs[i] = s.svc.WithLiveUsage(jobs[i]) // a running job's so far
 		}
 		return proto.Response{OK: true, Jobs: jobs, Total: total}
 	case proto.CmdRun:

@@ -1093,17 +1093,21 @@ func TestBulkPumpsCounted(t *testing.T) {
 // the rest wait): their first records are committed in shared
 // transactions, and each one is in the store when its Start returns,
 // each waiting one with its loose end (the harness checks that each loose
-// end is committed with its own job's snapshot).
+// end is committed with its own job's snapshot). The jobs wait for a gate
+// file, so the two that run cannot end (and let a third run at once) before
+// every start is in.
 func TestBurstOfStartsRecorded(t *testing.T) {
 	h := newHarness(t, Options{MaxRunning: 2})
 	ctx := context.Background()
+	gate := filepath.Join(t.TempDir(), "gate")
+	cmd := "while [ ! -e '" + gate + "' ]; do sleep 0.02; done"
 	const n = 40
 	ids := make([]string, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			j, err := h.m.Start(Spec{Cmd: "true"})
+			j, err := h.m.Start(Spec{Cmd: cmd})
 			if err != nil {
 				errs[i] = err
 				return
@@ -1130,6 +1134,9 @@ func TestBurstOfStartsRecorded(t *testing.T) {
 	h.mu.Unlock()
 	if len(pending) < n-2 {
 		t.Errorf("%d loose ends of waiting jobs committed, want at least %d", len(pending), n-2)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	for _, id := range ids {
 		if id == "" {

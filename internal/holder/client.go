@@ -657,7 +657,8 @@ func holderCPU(pid int) uint64 {
 // within a call's bound, is to be waited for another: it runs (is not
 // stopped, traced, a zombie or gone) and has had processor time since it
 // had since (the holder's CPU at the last sample: halfway to the first
-// bound, then at each bound). A holder whose jobs keep two cores
+// bound, then at each bound), or has a thread at work now (proc.Busy).
+// A holder whose jobs keep two cores
 // busy may take seconds to be scheduled for a request, and a spawn it
 // would make is worth the wait; a stopped or stuck one is charged
 // nothing and fails the call at its bound. Where the process table
@@ -667,7 +668,12 @@ func working(pid int, since uint64) (now uint64, ok bool) {
 	if !read || !st.Alive() || st.State == 'T' || st.State == 't' {
 		return 0, false
 	}
-	return st.CPU, st.CPU > since
+	// Charged nothing since may still be at work: a holder whose thread
+	// waits in vfork for a child that the loaded processors have not let
+	// exec yet (the child is charged, not the holder), or one that waits
+	// in the run queue, is busy (CI, -race, 100 busy jobs on 2 cores: a
+	// spawn failed at 3 s with the holder charged no tick since 1.5 s).
+	return st.CPU, st.CPU > since || proc.Busy(pid)
 }
 
 // reply is what a call in flight gets: the holder's answer, or a

@@ -149,3 +149,34 @@ var bootID = sync.OnceValue(func() string {
 // (Stat.Start) count from the boot: a pid and start time recorded in
 // another boot prove nothing.
 func BootID() string { return bootID() }
+
+// Busy reports whether a thread of pid is running or waiting for a
+// processor (state R), or in an uninterruptible wait (D: among others a
+// parent in vfork until its child has exec'd, and disk I/O). A process
+// with such a thread is at work even when the clock charged it nothing
+// (utime and stime move in ticks of 10 ms, and a forking process waits
+// on a child that is charged instead); one whose threads all sleep (S)
+// waits for something else.
+func Busy(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	d, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	names, _ := d.Readdirnames(-1)
+	d.Close()
+	for _, n := range names {
+		b, err := readFile(dir + "/" + n + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		if s := b[i+2]; s == 'R' || s == 'D' {
+			return true
+		}
+	}
+	return false
+}

@@ -31,3 +31,6 @@ func (e errorString) Error() string { return string(e) }
 
 // BootID is unknown here.
 func BootID() string { return "" }
+
+// Busy knows nothing without /proc.
+func Busy(pid int) bool { return false }

@@ -183,40 +183,43 @@ func Sweep(owner, instance, gen string, grace time.Duration) int {
 	}()
 	defer func() { <-done }()
 	kv := EnvHolder + "=" + instance
-	seen := map[int]bool{}
-	ps := marked(kv, seen)
-	for _, p := range ps {
-		p.Signal(syscall.SIGTERM)
+	// Only a process started since the holder can be its job's: the
+	// environment (a read each) of older ones is not looked at. On a
+	// loaded machine the scan is most of the sweep.
+	var since uint64
+	if _, start, ok := strings.Cut(instance, "-"); ok {
+		since, _ = strconv.ParseUint(start, 10, 64)
 	}
+	seen := map[int]bool{}
+	ps := marked(kv, since, seen, syscall.SIGTERM)
 	proc.WaitExit(ps, time.Now().Add(grace))
 	closeAll(ps)
 	// Until two looks in a row find none: a process in the middle of an
 	// exec shows no environment for a moment.
 	for deadline, none := time.Now().Add(2*time.Second), 0; none < 2 && time.Now().Before(deadline); {
-		ps = marked(kv, seen)
+		ps = marked(kv, since, seen, syscall.SIGKILL)
 		if len(ps) == 0 {
 			none++
 			continue
 		}
 		none = 0
-		for _, p := range ps {
-			p.Signal(syscall.SIGKILL)
-		}
 		proc.WaitExit(ps, time.Now().Add(100*time.Millisecond))
 		closeAll(ps)
 	}
 	return len(seen)
 }
 
-// marked pins the live processes whose environment holds kv, adding
-// their pids to seen.
-func marked(kv string, seen map[int]bool) []proc.Pinned {
+// marked pins the live processes started at or after since (clock
+// ticks after boot) whose environment holds kv, sends each sig as it is
+// found (not after the whole scan), and adds their pids to seen.
+func marked(kv string, since uint64, seen map[int]bool, sig syscall.Signal) []proc.Pinned {
 	self := os.Getpid()
 	var ps []proc.Pinned
-	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self }) {
+	for _, st := range proc.Live(func(s proc.Stat) bool { return s.Pid != self && s.Start >= since }) {
 		// Pinned, then read again: the pid is still the marked process.
 		pid := st.Pid
 		if p, ok := proc.Pin(pid, func(proc.Stat) bool { return proc.HasEnv(pid, kv) }); ok {
+			p.Signal(sig)
 			ps = append(ps, p)
 			seen[pid] = true
 		}

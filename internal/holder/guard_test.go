@@ -89,7 +89,11 @@ func TestGuardEndsItsHoldersProcesses(t *testing.T) {
 	}{{"died", false}, {"ended", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			inst := "4242-" + strconv.FormatInt(time.Now().UnixNano(), 10) // no real holder's
+			// No real holder's: a made-up pid, and this test's start time
+			// (a holder's jobs start after it; the guard looks at no older
+			// process).
+			self, _ := proc.Read(os.Getpid())
+			inst := "4242-" + strconv.FormatUint(self.Start, 10)
 			mark := EnvHolder + "=" + inst
 			sleeper := startMarked(t, []string{mark}, "sleep", "3600")
 			sh := startMarked(t, []string{mark}, "sh", "-c", `trap "" TERM; sleep 3600 & wait; wait`) // ignores SIGTERM

@@ -111,7 +111,7 @@ func (n *natsServerProc) start(port string) {
 	go func() {
 		defer close(n.done)
 		var all strings.Builder
-		addr := ""
+		addr, told := "", false
 		sc := bufio.NewScanner(errs)
 		for sc.Scan() {
 			line := sc.Text()
@@ -121,9 +121,9 @@ func (n *natsServerProc) start(port string) {
 			if m := listenRE.FindStringSubmatch(line); m != nil {
 				addr = m[1]
 			}
-			if strings.Contains(line, "Server is ready") && ready != nil {
+			if strings.Contains(line, "Server is ready") && !told {
 				ready <- addr
-				ready = nil
+				told = true
 			}
 		}
 		cmd.Wait()

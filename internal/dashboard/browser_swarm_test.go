@@ -17,12 +17,44 @@ import (
 // startSwarm starts an embedded NATS server and one daemon per name on
 // it, in the swarm "farm"; the hub stops after the daemons.
 func startSwarm(t *testing.T, names ...string) map[string]*env {
+	envs, _ := startSwarmHub(t, names...)
+	return envs
+}
+
+// swarmHub is the embedded server of startSwarmHub, which a test may
+// stop and start again (same address, same store).
+type swarmHub struct {
+	t        *testing.T
+	dir, url string
+	h        *hub.Hub
+}
+
+func (s *swarmHub) stop() {
+	if s.h != nil {
+		s.h.Close()
+		s.h = nil
+	}
+}
+
+func (s *swarmHub) start() {
+	s.t.Helper()
+	h, err := hub.Start(hub.Options{Dir: s.dir, Addr: strings.TrimPrefix(s.url, "nats://")})
+	if err != nil {
+		s.t.Fatalf("start the hub again: %v", err)
+	}
+	s.h = h
+}
+
+// startSwarmHub is startSwarm, with the hub.
+func startSwarmHub(t *testing.T, names ...string) (map[string]*env, *swarmHub) {
 	t.Helper()
-	h, err := hub.Start(hub.Options{Dir: t.TempDir(), Addr: "127.0.0.1:0"})
+	dir := t.TempDir()
+	h, err := hub.Start(hub.Options{Dir: dir, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(h.Close) // cleanups run last first: after the daemons' stops
+	sh := &swarmHub{t: t, dir: dir, url: h.URL(), h: h}
+	t.Cleanup(sh.stop) // cleanups run last first: after the daemons' stops
 	envs := map[string]*env{}
 	for _, n := range names {
 		envs[n] = startWith(t, shortDir(t), "127.0.0.1:0", func(c *daemon.Config) {
@@ -30,7 +62,7 @@ func startSwarm(t *testing.T, names ...string) map[string]*env {
 			c.Swarm = &swarm.Options{Conn: swarm.Conn{URL: h.URL(), Swarm: "farm"}, Hive: "host-" + n}
 		})
 	}
-	return envs
+	return envs, sh
 }
 
 // swarmRow is the text of the swarm page's row of agent.
@@ -111,4 +143,24 @@ func TestBrowserNoSwarm(t *testing.T) {
 	if hidden := tb.text(`String(document.getElementById("swarm-link").hidden)`); hidden != "true" {
 		t.Errorf("the swarm link of a daemon in no swarm: hidden %s, want true", hidden)
 	}
+}
+
+// TestBrowserSwarmAfterNATSAway: the swarm page stays live across a
+// stop and a start of the NATS server: a status set once it is back
+// shows without a reload.
+func TestBrowserSwarmAfterNATSAway(t *testing.T) {
+	envs, h := startSwarmHub(t, "ant", "bee")
+	tb := newTab(t)
+	tb.login(envs["ant"])
+	tb.do("the swarm page", chromedp.Navigate(envs["ant"].base+"/#/swarm"))
+	tb.wait("the two agents", `[...document.querySelectorAll("#swarm tbody tr")].map((r) => r.dataset.agent).join() === "ant,bee"`, 20*time.Second)
+	h.stop()
+	h.start()
+	bee := envs["bee"].mcp()
+	set := time.Now()
+	tool(t, bee, "set_status", map[string]any{"text": "back online"}, nil)
+	// The daemons reconnect within 0.5 s; ant's watch starts again then
+	// (left to its consumer noticing the gap, it took about 9 s).
+	tb.wait("bee's status after NATS came back", swarmRow("bee")+`.includes("back online")`, 5*time.Second)
+	t.Logf("bee's status on ant's page %v after it was set, NATS back", time.Since(set).Round(time.Millisecond))
 }

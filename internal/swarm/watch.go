@@ -26,8 +26,8 @@ const watchRetry = time.Second
 // subscription of the notices' subjects: what is published from now on,
 // at most once), until ctx ends; then it returns nil. fn is called from
 // Watch's goroutine, one change at a time. While NATS is away nothing
-// comes; when the directory's watch had to start again, fn gets a change
-// with Reset first. It fails only if it cannot subscribe at all.
+// comes; when the directory's watch had to start again (at each
+// reconnection), fn gets a change with Reset first. It fails only if it cannot subscribe at all.
 //
 // What it costs grows with the swarm: every directory write (a heartbeat
 // an agent every 10 s) and every notice of every agent comes to this
@@ -52,10 +52,21 @@ func (s *Swarm) Watch(ctx context.Context, fn func(service.SwarmChange)) error {
 	}()
 	retry := time.NewTimer(0)
 	defer retry.Stop()
+	conn := s.connChan()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-conn:
+			// (Re)connected: what the directory's watch had may be lost
+			// with the connection (or the server); start it again now,
+			// rather than when its consumer notices the gap.
+			conn = s.connChan()
+			if w != nil {
+				w.Stop()
+				w, updates = nil, nil
+			}
+			retry.Reset(0)
 		case m := <-notes:
 			var n Notice
 			if json.Unmarshal(m.Data, &n) != nil || n.Agent == "" {

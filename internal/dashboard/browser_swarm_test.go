@@ -93,28 +93,36 @@ func TestBrowserSwarm(t *testing.T) {
 		}
 	}
 	// A status set on bee shows within 1 s, pushed: the page counts its
-	// reads of the directory, and one landing in the second (its slow
-	// fallback) makes the try not count.
+	// reads of the directory, and a try in which one landed (its slow
+	// fallback) does not count. One try of three must make it: a single
+	// late one is the machine's load (CI runs packages side by side);
+	// without the push none makes it.
 	tb.text(`(() => { window.swarmReads = 0; const f = window.fetch;
 		window.fetch = function (u, o) { if (String(u).includes("/api/swarm")) window.swarmReads++; return f.call(this, u, o); };
 		return "" })()`)
 	bee := envs["bee"].mcp()
+	var why []string
 	for try := 1; ; try++ {
+		if try > 3 {
+			t.Fatalf("bee's status never on ant's swarm page within 1 s without a read of /api/swarm: %s", strings.Join(why, "; "))
+		}
 		text := fmt.Sprintf("building the docs, take %d", try)
+		shown := swarmRow("bee") + `.includes(` + strconv.Quote(text) + `)`
 		reads := tb.text(`String(window.swarmReads)`)
-		set := time.Now()
 		tool(t, bee, "set_status", map[string]any{"text": text}, nil)
-		err := tb.poll(swarmRow("bee")+`.includes(`+strconv.Quote(text)+`)`, time.Second)
+		set := time.Now()
+		err := tb.poll(shown, time.Second)
+		took := time.Since(set).Round(time.Millisecond)
 		if again := tb.text(`String(window.swarmReads)`); again != reads {
-			if try < 3 {
-				continue // the fallback read it: no proof of a push
-			}
-			t.Fatalf("the page read /api/swarm (%s reads, then %s) in each of 3 tries: its fallback reads too often", reads, again)
+			why = append(why, fmt.Sprintf("try %d: the page read /api/swarm meanwhile", try))
+			continue
 		}
 		if err != nil {
-			t.Fatalf("bee's status %q not on ant's swarm page within 1 s without a read of /api/swarm (%v); row: %s", text, err, tb.text(swarmRow("bee")))
+			why = append(why, fmt.Sprintf("try %d: not within 1 s (%v; row %q)", try, err, tb.text(swarmRow("bee"))))
+			tb.wait("bee's late status", shown, 10*time.Second)
+			continue
 		}
-		t.Logf("bee's status on ant's swarm page after %v", time.Since(set).Round(time.Millisecond))
+		t.Logf("bee's status on ant's swarm page %v after set_status returned (try %d)", took, try)
 		tb.wait("bee's last notice", `document.querySelector('#swarm tr[data-agent="bee"] td.note').textContent.startsWith(`+strconv.Quote("status: "+text)+`)`, 10*time.Second)
 		tb.wait("bee's notice in the latest notices", `[...document.querySelectorAll("#sw-notes li")].some((li) => li.textContent.includes(`+strconv.Quote("bee: status: "+text)+`))`, 10*time.Second)
 		break

@@ -63,8 +63,9 @@ const (
 // hub-cpu-%-beats (the server's CPU, share of one core, in phase 1) and
 // hub-cpu-%-beats-real (the same divided by the speed-up: 1,000 agents
 // beating every 10 s); daemon-cpu-%-beats (the real daemon's, phase 1);
-// notice-p50-ms and notice-p99-ms (a notice from its publish to its
-// delivery to the reader); published/s (acknowledged by the stream) and
+// ack-p50-ms and ack-p99-ms (a notice from its publish to the stream's
+// acknowledgement: the hub's part); notice-p50-ms and notice-p99-ms (a
+// notice from its publish to its delivery to the reader); published/s (acknowledged by the stream) and
 // notices/s (delivered to the reader), over the time from the first
 // publish to the last acknowledgement, and sent/s (handed to the client,
 // over the publishing alone); hub-cpu-%-notices,
@@ -262,12 +263,44 @@ func swarmScale(b *testing.B) {
 	ev2 := pageEvents.Load()
 	t2 := time.Now()
 	// Each pacer publishes, every scaleTick, its share of the notices due
-	// by then (a late tick catches up), for its agents in turn.
-	var pw sync.WaitGroup
-	futures := make([][]jetstream.PubAckFuture, scalePacers)
+	// by then (a late tick catches up), for its agents in turn; a
+	// collector of its own waits for their acknowledgements, in the order
+	// sent (so a late one delays the next ones' figures: an upper bound).
+	type pending struct {
+		f  jetstream.PubAckFuture
+		at time.Time
+	}
+	var pw, aw sync.WaitGroup
+	var amu sync.Mutex
+	var acks []time.Duration
+	sent, published := 0, 0
 	stopPub := make(chan struct{})
+	// The collectors give up 5 s after the last publish.
+	actx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
 	for k := range scalePacers {
+		q := make(chan pending, scaleNotices*int(scalePhase/time.Second))
+		aw.Go(func() {
+			var lat []time.Duration
+			n := 0
+			defer func() {
+				amu.Lock()
+				acks, published = append(acks, lat...), published+n
+				amu.Unlock()
+			}()
+			for p := range q {
+				select {
+				case <-p.f.Ok():
+					lat = append(lat, time.Since(p.at))
+					n++
+				case <-p.f.Err():
+				case <-actx.Done():
+					return
+				}
+			}
+		})
 		pw.Go(func() {
+			defer close(q)
 			t := time.NewTicker(scaleTick)
 			defer t.Stop()
 			next, done := k, 0
@@ -280,10 +313,14 @@ func swarmScale(b *testing.B) {
 						next = k
 					}
 					agent := fmt.Sprintf("agent-%d", i)
-					data, _ := json.Marshal(noticeMsg{Agent: agent, Kind: "job_ended", Sent: time.Now().UnixNano()})
+					now := time.Now()
+					data, _ := json.Marshal(noticeMsg{Agent: agent, Kind: "job_ended", Sent: now.UnixNano()})
 					f, err := pjs[i].PublishAsync(swarm.NoticeSubject(name, agent, "job_ended"), data)
 					if err == nil {
-						futures[k] = append(futures[k], f)
+						q <- pending{f, now}
+						amu.Lock()
+						sent++
+						amu.Unlock()
 					}
 				}
 				select {
@@ -298,25 +335,10 @@ func swarmScale(b *testing.B) {
 	close(stopPub)
 	pw.Wait()
 	sending := time.Since(t2)
-	sent := 0
-	for _, fs := range futures {
-		sent += len(fs)
-	}
 	// The acknowledgements of what was sent, within a few seconds.
-	published := 0
-	acked := time.After(5 * time.Second)
-count:
-	for _, fs := range futures {
-		for _, f := range fs {
-			select {
-			case <-f.Ok():
-				published++
-			case <-f.Err():
-			case <-acked:
-				break count
-			}
-		}
-	}
+	stopAcks := time.AfterFunc(5*time.Second, giveUp)
+	aw.Wait()
+	stopAcks.Stop()
 	elapsed := time.Since(t2)
 	cpu3, _ := procCPU(pid)
 	dcpu3, _ := procCPU(member.Pid)
@@ -340,6 +362,10 @@ count:
 	b.ReportMetric(us(quantile(puts, 0.99)), "put-p99-µs")
 	b.ReportMetric(beatsCPU, "hub-cpu-%-beats")
 	b.ReportMetric(beatsCPU/scaleSpeedup, "hub-cpu-%-beats-real")
+	if len(acks) > 0 {
+		b.ReportMetric(ms(quantile(acks, 0.50)), "ack-p50-ms")
+		b.ReportMetric(ms(quantile(acks, 0.99)), "ack-p99-ms")
+	}
 	b.ReportMetric(ms(quantile(got, 0.50)), "notice-p50-ms")
 	b.ReportMetric(ms(quantile(got, 0.99)), "notice-p99-ms")
 	b.ReportMetric(float64(sent)/sending.Seconds(), "sent/s")

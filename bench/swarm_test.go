@@ -6,9 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +32,13 @@ const (
 	scaleNotices   = 10000            // notices a second, all agents together
 	scalePhase     = 3 * time.Second  // each phase's length
 	scaleEntrySize = 400              // bytes of a directory entry, about a real one's
+	// The notices' generator: scalePacers goroutines, each publishing
+	// for its share of the agents every scaleTick, asynchronously on
+	// each agent's connection, at most scaleWindow publishes of an agent
+	// unacknowledged.
+	scalePacers = 4
+	scaleTick   = 10 * time.Millisecond
+	scaleWindow = 256
 )
 
 // BenchmarkSwarmScale loads one NATS server (a real `hive hub` process)
@@ -37,18 +48,32 @@ const (
 //     the swarm's bucket every 10 s, compressed 10× in time (1,000 puts a
 //     second, each agent every second);
 //  2. notices: the agents publish 10,000 notices a second into the
-//     swarm's notices stream (acknowledged publishes, as a daemon's),
+//     swarm's notices stream (acknowledged publishes, sent
+//     asynchronously with a bounded window so that the generator is not
+//     what limits the rate: a daemon's queue publishes one at a time),
 //     while one reader follows them with an ordered consumer (as `hive
 //     swarm events -f`), and the heartbeats go on at their real rate.
+//
+// A real daemon (`hive daemon --nats`) is a member of the swarm
+// throughout: in phase 1 as any member (its own heartbeat and wake
+// consumer), in phase 2 with its dashboard's event stream open, so that
+// it watches the whole directory and every notice (the live swarm page).
 //
 // Metrics: put-p50-µs and put-p99-µs (a heartbeat's KV put, acknowledged);
 // hub-cpu-%-beats (the server's CPU, share of one core, in phase 1) and
 // hub-cpu-%-beats-real (the same divided by the speed-up: 1,000 agents
-// beating every 10 s); notice-p50-ms and notice-p99-ms (a notice from its
-// publish to its delivery to the reader); published/s (acknowledged by
-// the stream) and notices/s (delivered to the reader);
-// hub-cpu-%-notices (phase 2). The load generator shares the machine
-// with the server: on 2 cores the figures are an upper bound.
+// beating every 10 s); daemon-cpu-%-beats (the real daemon's, phase 1);
+// ack-p50-ms and ack-p99-ms (a notice from its publish to the stream's
+// acknowledgement: the hub's part); notice-p50-ms and notice-p99-ms (a
+// notice from its publish to its delivery to the reader); published/s (acknowledged by the stream) and
+// notices/s (delivered to the reader), over the time from the first
+// publish to the last acknowledgement, and sent/s (handed to the client,
+// over the publishing alone); hub-cpu-%-notices,
+// daemon-cpu-%-notices-page (the daemon with a page open) and
+// gen-cpu-%-notices (this process: the generator and the reader), all in
+// phase 2, and hub-cpu-µs/notice and daemon-cpu-µs/notice-page, the CPU
+// time a notice costs each (what a busy machine changes least). The load generator shares the machine with the server and
+// the daemon: on 2 cores the figures are an upper bound.
 func BenchmarkSwarmScale(b *testing.B) {
 	for range b.N {
 		swarmScale(b)
@@ -124,6 +149,17 @@ func swarmScale(b *testing.B) {
 		}
 	}
 
+	// The real daemon, a member of the swarm, its HTTP front end on.
+	member := startDaemonArgs(b, nil, []string{"--nats", url, "--swarm", name, "--name", "real", "--http", "127.0.0.1:0"})
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := kvs[0].Get(ctx, "real"); err == nil {
+			break
+		}
+		if time.Since(start) > 20*time.Second {
+			b.Fatal("the real daemon did not join the swarm in 20 s")
+		}
+	}
+
 	// beat runs every agent's heartbeat, one every period (staggered),
 	// until stop closes; it returns each put's latency.
 	beat := func(period time.Duration, stop <-chan struct{}) []time.Duration {
@@ -166,12 +202,15 @@ func swarmScale(b *testing.B) {
 	b.ResetTimer()
 	// Phase 1: heartbeats, compressed.
 	cpu0, _ := procCPU(pid)
+	dcpu0, _ := procCPU(member.Pid)
 	t0 := time.Now()
 	stop := make(chan struct{})
 	time.AfterFunc(scalePhase, func() { close(stop) })
 	puts := beat(scaleBeat/scaleSpeedup, stop)
 	cpu1, _ := procCPU(pid)
+	dcpu1, _ := procCPU(member.Pid)
 	beatsCPU := 100 * float64(cpu1-cpu0) / float64(time.Since(t0))
+	memberBeatsCPU := 100 * float64(dcpu1-dcpu0) / float64(time.Since(t0))
 	if len(puts) == 0 {
 		b.Fatal("no heartbeat was stored")
 	}
@@ -205,37 +244,84 @@ func swarmScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The daemon's dashboard, open: its event stream, read and dropped.
+	pageEvents, closePage := openPage(b, member.Dir)
+	defer closePage()
 	stop2 := make(chan struct{})
 	var bg sync.WaitGroup
 	bg.Go(func() { beat(scaleBeat, stop2) })
+	// The publishers' JetStream contexts, with a bounded async window.
+	pjs := make([]jetstream.JetStream, scaleAgents)
+	for i := range pjs {
+		if pjs[i], err = jetstream.New(conns[i], jetstream.WithPublishAsyncMaxPending(scaleWindow)); err != nil {
+			b.Fatal(err)
+		}
+	}
 	cpu2, _ := procCPU(pid)
+	dcpu2, _ := procCPU(member.Pid)
+	gcpu2, _ := procCPU(os.Getpid())
+	ev2 := pageEvents.Load()
 	t2 := time.Now()
-	// Each agent publishes its share: 10 notices a second, one every
-	// 100 ms, acknowledged one by one as a daemon's queue does.
-	var pw sync.WaitGroup
-	var pmu sync.Mutex
-	published := 0
-	per := time.Second * scaleAgents / scaleNotices
+	// Each pacer publishes, every scaleTick, its share of the notices due
+	// by then (a late tick catches up), for its agents in turn; a
+	// collector of its own waits for their acknowledgements, in the order
+	// sent (so a late one delays the next ones' figures: an upper bound).
+	type pending struct {
+		f  jetstream.PubAckFuture
+		at time.Time
+	}
+	var pw, aw sync.WaitGroup
+	var amu sync.Mutex
+	var acks []time.Duration
+	sent, published := 0, 0
 	stopPub := make(chan struct{})
-	for i := range scaleAgents {
-		pw.Go(func() {
-			subj := swarm.NoticeSubject(name, fmt.Sprintf("agent-%d", i), "job_ended")
-			select {
-			case <-time.After(per * time.Duration(i) / scaleAgents):
-			case <-stopPub:
-				return
+	// The collectors give up 5 s after the last publish.
+	actx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
+	for k := range scalePacers {
+		q := make(chan pending, scaleNotices*int(scalePhase/time.Second))
+		aw.Go(func() {
+			var lat []time.Duration
+			n := 0
+			defer func() {
+				amu.Lock()
+				acks, published = append(acks, lat...), published+n
+				amu.Unlock()
+			}()
+			for p := range q {
+				select {
+				case <-p.f.Ok():
+					lat = append(lat, time.Since(p.at))
+					n++
+				case <-p.f.Err():
+				case <-actx.Done():
+					return
+				}
 			}
-			t := time.NewTicker(per)
+		})
+		pw.Go(func() {
+			defer close(q)
+			t := time.NewTicker(scaleTick)
 			defer t.Stop()
+			next, done := k, 0
 			for {
-				data, _ := json.Marshal(noticeMsg{Agent: fmt.Sprintf("agent-%d", i), Kind: "job_ended", Sent: time.Now().UnixNano()})
-				pctx, cancel := context.WithTimeout(ctx, swarm.OpTimeout)
-				_, err := jss[i].Publish(pctx, subj, data)
-				cancel()
-				if err == nil {
-					pmu.Lock()
-					published++
-					pmu.Unlock()
+				due := int(time.Since(t2) * scaleNotices / scalePacers / time.Second)
+				for ; done < due; done++ {
+					i := next
+					next += scalePacers
+					if next >= scaleAgents {
+						next = k
+					}
+					agent := fmt.Sprintf("agent-%d", i)
+					now := time.Now()
+					data, _ := json.Marshal(noticeMsg{Agent: agent, Kind: "job_ended", Sent: now.UnixNano()})
+					f, err := pjs[i].PublishAsync(swarm.NoticeSubject(name, agent, "job_ended"), data)
+					if err == nil {
+						q <- pending{f, now}
+						amu.Lock()
+						sent++
+						amu.Unlock()
+					}
 				}
 				select {
 				case <-t.C:
@@ -248,8 +334,16 @@ func swarmScale(b *testing.B) {
 	time.Sleep(scalePhase)
 	close(stopPub)
 	pw.Wait()
+	sending := time.Since(t2)
+	// The acknowledgements of what was sent, within a few seconds.
+	stopAcks := time.AfterFunc(5*time.Second, giveUp)
+	aw.Wait()
+	stopAcks.Stop()
 	elapsed := time.Since(t2)
 	cpu3, _ := procCPU(pid)
+	dcpu3, _ := procCPU(member.Pid)
+	gcpu3, _ := procCPU(os.Getpid())
+	ev3 := pageEvents.Load()
 	// Let the reader catch up with what was published.
 	time.Sleep(500 * time.Millisecond)
 	cc.Stop()
@@ -268,11 +362,69 @@ func swarmScale(b *testing.B) {
 	b.ReportMetric(us(quantile(puts, 0.99)), "put-p99-µs")
 	b.ReportMetric(beatsCPU, "hub-cpu-%-beats")
 	b.ReportMetric(beatsCPU/scaleSpeedup, "hub-cpu-%-beats-real")
+	if len(acks) > 0 {
+		b.ReportMetric(ms(quantile(acks, 0.50)), "ack-p50-ms")
+		b.ReportMetric(ms(quantile(acks, 0.99)), "ack-p99-ms")
+	}
 	b.ReportMetric(ms(quantile(got, 0.50)), "notice-p50-ms")
 	b.ReportMetric(ms(quantile(got, 0.99)), "notice-p99-ms")
+	b.ReportMetric(float64(sent)/sending.Seconds(), "sent/s")
 	b.ReportMetric(float64(published)/elapsed.Seconds(), "published/s")
 	b.ReportMetric(float64(len(got))/elapsed.Seconds(), "notices/s")
 	b.ReportMetric(100*float64(cpu3-cpu2)/float64(elapsed), "hub-cpu-%-notices")
+	b.ReportMetric(memberBeatsCPU, "daemon-cpu-%-beats")
+	b.ReportMetric(100*float64(dcpu3-dcpu2)/float64(elapsed), "daemon-cpu-%-notices-page")
+	b.ReportMetric(100*float64(gcpu3-gcpu2)/float64(elapsed), "gen-cpu-%-notices")
+	b.ReportMetric(float64(ev3-ev2)/elapsed.Seconds(), "page-events/s")
+	if published > 0 {
+		b.ReportMetric(us(cpu3-cpu2)/float64(published), "hub-cpu-µs/notice")
+		b.ReportMetric(us(dcpu3-dcpu2)/float64(published), "daemon-cpu-µs/notice-page")
+	}
+}
+
+// openPage opens the event stream of the dashboard of the daemon on
+// state dir dir (/api/events, as a page does) and reads it, counting its
+// events, until stop is called (which waits for the reader).
+func openPage(b *testing.B, dir string) (events *atomic.Int64, stop func()) {
+	b.Helper()
+	out, err := hivetest.Run(b, dir, "version", "--json")
+	if err != nil {
+		b.Fatalf("hive version: %v: %s", err, out)
+	}
+	var v struct {
+		Addr string `json:"daemon_http_addr"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Addr == "" {
+		b.Fatalf("hive version --json: no daemon_http_addr in %s", out)
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "http-token"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+v.Addr+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		cancel()
+		b.Fatalf("GET /api/events: %v %v", resp, err)
+	}
+	events = new(atomic.Int64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "event: ") {
+				events.Add(1)
+			}
+		}
+	}()
+	return events, func() {
+		cancel()
+		resp.Body.Close()
+		<-done
+	}
 }
 
 // quantile is the q-quantile of ds (sorted in place).

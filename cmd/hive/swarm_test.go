@@ -125,17 +125,34 @@ func endedNotice(ns []swarmNotice, agent, cmd string) (swarmNotice, bool) {
 // and through get_agent_meta; a status set on one shows on another; a
 // job's end on one is in `hive swarm events` of another; with the hub
 // stopped, run still answers, and its notices arrive once the hub is
-// back.
+// back; a wake sent then arrives.
 func TestSwarm(t *testing.T) {
 	hubState := hivetest.StateDir(t)
 	h := startHub(t, hubState, "127.0.0.1:0")
+	swarmScenario(t, h.URL, "", h.stop, func() { startHub(t, hubState, h.Addr) })
+}
+
+// swarmScenario runs three daemons as three agents of a swarm on the
+// NATS server at natsURL (with the token in tokenFile, if not ""), and
+// checks what the issue's "done when" asks of them: each sees the others
+// (hive swarm ls, get_agent_meta), a status and a job's end reach the
+// others, the server stopped (stop) leaves run answering and its notices
+// are published once it is back (start, on the same address and store),
+// and a wake sent then arrives.
+func swarmScenario(t *testing.T, natsURL, tokenFile string, stop, start func()) {
 	names := []string{"ant", "bee", "cow"}
 	states := map[string]string{}
 	for _, n := range names {
 		states[n] = hivetest.StateDir(t)
-		hivetest.StartDaemon(t, states[n], "--nats", h.URL, "--swarm", "farm", "--name", n, "--hive", "host-"+n)
+		args := []string{"--nats", natsURL, "--swarm", "farm", "--name", n, "--hive", "host-" + n}
+		toml := fmt.Sprintf("nats = %q\nswarm = \"farm\"\n", natsURL)
+		if tokenFile != "" {
+			args = append(args, "--nats-token-file", tokenFile)
+			toml += fmt.Sprintf("nats_token_file = %q\n", tokenFile)
+		}
+		hivetest.StartDaemon(t, states[n], args...)
 		// The CLI finds the swarm in hive.toml, as a user's would.
-		if err := os.WriteFile(states[n]+"/hive.toml", fmt.Appendf(nil, "nats = %q\nswarm = \"farm\"\n", h.URL), 0o600); err != nil {
+		if err := os.WriteFile(states[n]+"/hive.toml", []byte(toml), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,7 +242,7 @@ func TestSwarm(t *testing.T) {
 	t.Logf("cow's job end was in ant's swarm events after %v", time.Since(ended).Round(time.Millisecond))
 
 	// NATS down: run answers; its notices arrive when NATS is back.
-	h.stop()
+	stop()
 	var r struct {
 		Status   string `json:"status"`
 		ExitCode *int   `json:"exit_code"`
@@ -235,7 +252,7 @@ func TestSwarm(t *testing.T) {
 		t.Fatalf("run with NATS away: %+v, want done, exit 0", r)
 	}
 	bee.MustCall("set_status", map[string]any{"text": "offline edit"}, nil)
-	startHub(t, hubState, h.Addr)
+	start()
 	hivetest.Eventually(t, 20*time.Second, "the notices made while NATS was away", func() error {
 		ns, err := swarmEvents(t, states["ant"])
 		if err != nil {
@@ -255,6 +272,22 @@ func TestSwarm(t *testing.T) {
 		}
 		if m.StatusText != "offline edit" {
 			return fmt.Errorf("bee's status %q", m.StatusText)
+		}
+		return nil
+	})
+
+	// A wake over the server that came back: cow's durable consumer
+	// outlived the stop.
+	if out, err := hivetest.Run(t, states["ant"], "wake", "--to", "cow", "your turn"); err != nil {
+		t.Fatalf("hive wake --to cow: %v: %s", err, out)
+	}
+	hivetest.Eventually(t, 10*time.Second, "ant's message in cow's inbox", func() error {
+		ms, err := inboxMessages(t, states["cow"])
+		if err != nil {
+			return err
+		}
+		if len(ms) != 1 || ms[0].From != "agent:ant" || ms[0].Preview != "your turn" {
+			return fmt.Errorf("cow's inbox %+v, want one message from agent:ant", ms)
 		}
 		return nil
 	})

@@ -80,24 +80,47 @@ func swarmDial(flags *flagSet, dir *string, n natsFlags) (*swarm.Client, error) 
 	return swarm.Dial(n.conn())
 }
 
+// swarmCmd is what hive swarm ls and hive swarm events share: the state
+// dir's flag, the NATS flags (hive.toml gives those not on the command
+// line), --format, and no arguments.
+type swarmCmd struct {
+	name string
+	fs   *flagSet
+	dir  *string
+	nats natsFlags
+	out  *output
+}
+
+// newSwarmCmd makes the shared flags of hive NAME; the command adds its
+// own to fs before dial.
+func newSwarmCmd(name string, e Env) *swarmCmd {
+	fs, dir := newFlags(name, e)
+	return &swarmCmd{name: name, fs: fs, dir: dir, nats: addNATSFlags(fs.FlagSet), out: outputFlags(fs, false)}
+}
+
+// dial parses and checks args and connects to the swarm's server. The
+// caller closes the client.
+func (c *swarmCmd) dial(args []string) (*swarm.Client, error) {
+	if err := parse(c.fs, args); err != nil {
+		return nil, err
+	}
+	if err := c.out.check(); err != nil {
+		return nil, err
+	}
+	if c.fs.NArg() > 0 {
+		return nil, fmt.Errorf("%w: hive %s takes no arguments", ErrUsage, c.name)
+	}
+	return swarmDial(c.fs, c.dir, c.nats)
+}
+
 func runSwarmLs(ctx context.Context, e Env, args []string) error {
-	fs, dir := newFlags("swarm ls", e)
-	n := addNATSFlags(fs.FlagSet)
-	out := outputFlags(fs, false)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := out.check(); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: hive swarm ls takes no arguments", ErrUsage)
-	}
-	c, err := swarmDial(fs, dir, n)
+	sc := newSwarmCmd("swarm ls", e)
+	c, err := sc.dial(args)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	n, out := sc.nats, sc.out
 	agents, err := c.Agents(ctx)
 	if err != nil {
 		return err
@@ -128,25 +151,15 @@ func runSwarmLs(ctx context.Context, e Env, args []string) error {
 }
 
 func runSwarmEvents(ctx context.Context, e Env, args []string) error {
-	fs, dir := newFlags("swarm events", e)
-	n := addNATSFlags(fs.FlagSet)
-	follow := fs.Bool("f", false, "follow: wait for new notices until interrupted")
-	agent := fs.String("agent", "", "only this agent's notices")
-	out := outputFlags(fs, false)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := out.check(); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: hive swarm events takes no arguments", ErrUsage)
-	}
-	c, err := swarmDial(fs, dir, n)
+	sc := newSwarmCmd("swarm events", e)
+	follow := sc.fs.Bool("f", false, "follow: wait for new notices until interrupted")
+	agent := sc.fs.String("agent", "", "only this agent's notices")
+	c, err := sc.dial(args)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	out := sc.out
 	if *follow {
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)

@@ -171,6 +171,15 @@ func (tb *tab) wait(what, expr string, timeout time.Duration) {
 	}
 }
 
+// poll waits (within timeout) until the JavaScript expression is true,
+// and says why not.
+func (tb *tab) poll(expr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(tb.ctx, timeout)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(20*time.Millisecond)))
+	return err
+}
+
 // text evaluates a JavaScript expression to a string.
 func (tb *tab) text(expr string) string {
 	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)

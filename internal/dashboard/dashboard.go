@@ -118,9 +118,10 @@ type Dashboard struct {
 
 	ctx    context.Context // cancelled by Close: event streams end
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the watcher
+	wg     sync.WaitGroup // the watcher, the swarm's watches
 	watch  sync.Once
 	closed sync.Once
+	swarmW swarmWatch
 
 	mu      sync.Mutex
 	codes   map[string]time.Time // login codes and their expiry
@@ -170,6 +171,9 @@ func (d *Dashboard) Close() {
 	d.closed.Do(func() {
 		d.cancel()
 		d.watch.Do(func() {}) // no watcher starts after Close
+		d.swarmW.mu.Lock()
+		d.swarmW.closed = true // nor a swarm's watch
+		d.swarmW.mu.Unlock()
 	})
 	d.wg.Wait()
 }

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -219,6 +220,68 @@ func (d *Dashboard) watchLoop() {
 	}
 }
 
+// swarmWatch is the watch of the swarm (its directory and notices) the
+// event streams share: it runs while at least one stream is open, since
+// every heartbeat and notice of the whole swarm comes to the daemon while
+// it does.
+type swarmWatch struct {
+	mu      sync.Mutex
+	streams int
+	cancel  context.CancelFunc
+	closed  bool // by Close: no watch starts
+}
+
+// watchSwarm counts one more event stream, starting the swarm's watch for
+// the first; the stream calls the func it returns when it ends. Outside a
+// swarm it does nothing.
+func (d *Dashboard) watchSwarm() (release func()) {
+	if _, _, ok := d.o.Service.InSwarm(); !ok {
+		return func() {}
+	}
+	w := &d.swarmW
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return func() {}
+	}
+	w.streams++
+	if w.streams == 1 {
+		ctx, cancel := context.WithCancel(d.ctx)
+		w.cancel = cancel
+		d.wg.Add(1) // before Close's Wait: Close sets closed under mu first
+		go func() {
+			defer d.wg.Done()
+			if err := d.o.Service.WatchSwarm(ctx, d.swarmChange); err != nil {
+				d.log.Warn("dashboard: the swarm's page is not live (it reads the directory now and then)", "err", err)
+			}
+		}()
+	}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.streams--; w.streams == 0 {
+			w.cancel()
+		}
+	}
+}
+
+// swarmChange publishes a change of the swarm as an event: an agent's
+// entry (swarm_agent) or its going (swarm_gone) replace the agent's
+// previous one, as its latest notice (swarm_notice) does, so that the
+// ring keeps at most two events an agent however busy the swarm is.
+func (d *Dashboard) swarmChange(c service.SwarmChange) {
+	switch {
+	case c.Agent != nil:
+		d.hub.publishKey("swarm "+c.Agent.Name, "swarm_agent", c.Agent)
+	case c.Gone != "":
+		d.hub.publishKey("swarm "+c.Gone, "swarm_gone", map[string]string{"name": c.Gone})
+	case c.Notice != nil:
+		d.hub.publishKey("swarm notice "+c.Notice.Agent, "swarm_notice", c.Notice)
+	case c.Reset:
+		d.hub.publish("swarm_reset", map[string]bool{"reset": true})
+	}
+}
+
 // writePiece is about the most an event stream writes at once.
 const writePiece = 64 << 10
 
@@ -232,6 +295,7 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 	// watch's first pass (the state of every job and PTY) as events.
 	seq := d.hub.last()
 	d.startWatch()
+	defer d.watchSwarm()()
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Time{})
 	h := w.Header()

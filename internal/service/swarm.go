@@ -31,6 +31,9 @@ type SwarmAgent struct {
 
 // SwarmNotice is a notice of an agent told in short.
 type SwarmNotice struct {
+	// Agent is the agent that published it; "" in its own directory
+	// entry (LastNotice).
+	Agent string `json:"agent,omitempty"`
 	// Kind is the notice's kind (docs/swarm.md: job_ended, status, ...).
 	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
@@ -52,6 +55,26 @@ type Swarm interface {
 	// for to if it is not running. seq is its number in the swarm's wake
 	// stream.
 	Send(ctx context.Context, to, body string) (seq uint64, err error)
+	// Watch calls fn with each change of the directory and each notice
+	// published, from now until ctx ends, then returns nil. fn is called
+	// from Watch's goroutine, one change at a time, and must not block.
+	Watch(ctx context.Context, fn func(SwarmChange)) error
+}
+
+// SwarmChange is one change of a swarm as Swarm.Watch tells it: one of
+// its fields is set.
+type SwarmChange struct {
+	// Agent is an agent's directory entry, just written (a heartbeat, or
+	// something in it changed).
+	Agent *SwarmAgent
+	// Gone is the name of an agent whose entry went: its daemon stopped,
+	// or it was silent for the entry's life.
+	Gone string
+	// Notice is a notice an agent published.
+	Notice *SwarmNotice
+	// Reset says the watch of the directory started again (NATS was
+	// away): changes meanwhile were not told; read the directory again.
+	Reset bool
 }
 
 // ErrNoSwarm is the answer of the swarm methods of a daemon that joined
@@ -92,4 +115,13 @@ func (s *Service) SendTo(ctx context.Context, to, body string) (uint64, error) {
 		return 0, ErrNoSwarm
 	}
 	return s.Swarm.Send(ctx, to, body)
+}
+
+// WatchSwarm calls fn with the swarm's changes until ctx ends (see
+// Swarm.Watch); ErrNoSwarm at once outside a swarm.
+func (s *Service) WatchSwarm(ctx context.Context, fn func(SwarmChange)) error {
+	if s.Swarm == nil {
+		return ErrNoSwarm
+	}
+	return s.Swarm.Watch(ctx, fn)
 }

@@ -168,6 +168,9 @@ type Swarm struct {
 	kick chan struct{} // write the directory entry now
 	pub  chan struct{} // a notice is queued
 	up   chan struct{} // the connection is (back) up
+	// conn is closed, and replaced, at each (re)connection (under mu):
+	// a Watch starts its watch of the directory again then.
+	conn chan struct{}
 
 	mu      sync.Mutex
 	kv      jetstream.KeyValue // nil until the bucket is set up
@@ -207,7 +210,7 @@ func New(o Options) (*Swarm, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Swarm{o: o, boot: fmt.Sprint(time.Now().UnixNano()), kick: make(chan struct{}, 1), pub: make(chan struct{}, 1), up: make(chan struct{}, 1),
-		jobs: map[string]string{}}, nil
+		conn: make(chan struct{}), jobs: map[string]string{}}, nil
 }
 
 // Name is the swarm's name.
@@ -231,8 +234,8 @@ func (s *Swarm) Start(svc *service.Service) error {
 		}
 	}
 	opts = append(opts, nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1), nats.ReconnectWait(500*time.Millisecond),
-		nats.ConnectHandler(func(*nats.Conn) { s.o.Logger.Info("swarm: connected", "url", s.o.URL); signal(s.up) }),
-		nats.ReconnectHandler(func(*nats.Conn) { s.o.Logger.Info("swarm: reconnected", "url", s.o.URL); signal(s.up) }),
+		nats.ConnectHandler(func(*nats.Conn) { s.o.Logger.Info("swarm: connected", "url", s.o.URL); s.connected(); signal(s.up) }),
+		nats.ReconnectHandler(func(*nats.Conn) { s.o.Logger.Info("swarm: reconnected", "url", s.o.URL); s.connected(); signal(s.up) }),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				s.o.Logger.Warn("swarm: disconnected", "url", s.o.URL, "err", err)
@@ -261,6 +264,21 @@ func (s *Swarm) Start(svc *service.Service) error {
 		signal(s.up)
 	}
 	return nil
+}
+
+// connected tells the Watches that the connection is (back) up.
+func (s *Swarm) connected() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.conn)
+	s.conn = make(chan struct{})
+}
+
+// connChan is closed at the next (re)connection.
+func (s *Swarm) connChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn
 }
 
 // Close tells the swarm the daemon stops (a notice, and its directory

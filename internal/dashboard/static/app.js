@@ -806,10 +806,13 @@ $("jv-next").addEventListener("click", () => findNext(false));
 $("jv-prev").addEventListener("click", () => findNext(true));
 
 // --- the swarm page ---
-// The directory changes on other hosts, with no event here: the page
-// reads it every 2 s while it is shown (and once at load, for the link).
+// The directory and the notices come live on the event stream
+// (swarm_agent, swarm_gone, swarm_notice) while a page is open; the page
+// reads the whole directory when shown, on swarm_reset, and every 30 s
+// while shown, in case the stream missed something.
 let swarmTimer = 0;
-const SWARM_EVERY = 2000, QUIET_MS = 15000;
+const SWARM_EVERY = 30000, QUIET_MS = 15000, NOTES_KEPT = 20;
+const swarm = { name: "", self: "", agents: new Map(), notes: [] };
 function agentRow(a, self) {
   const beat = at(a.heartbeat), quiet = Date.now() - beat > QUIET_MS;
   const le = a.loose_ends;
@@ -824,6 +827,36 @@ function agentRow(a, self) {
     el("td", { class: "note hide-narrow", title: n ? n.text : "" }, n ? n.text + " (" + ago(at(n.at)) + ")" : "–"),
     el("td", { class: "hide-narrow" }, a.hive),
     el("td", { class: "acts" }, link));
+}
+function drawSwarm() {
+  const names = [...swarm.agents.keys()].sort();
+  $("sw-name").textContent = swarm.name + " · " + names.length + (names.length === 1 ? " agent" : " agents");
+  $("swarm").tBodies[0].replaceChildren(...names.map((n) => agentRow(swarm.agents.get(n), swarm.self)));
+}
+// One agent's row changed: only it is drawn again.
+function drawAgent(name) {
+  const tb = $("swarm").tBodies[0], a = swarm.agents.get(name);
+  const tr = [...tb.rows].find((r) => r.dataset.agent === name);
+  if (!a) { if (tr) { tr.remove(); drawSwarm(); } return; }
+  if (tr) tr.replaceWith(agentRow(a, swarm.self)); else drawSwarm();
+}
+function drawNotes() {
+  $("sw-notes").replaceChildren(...swarm.notes.map((n) =>
+    el("li", { "data-agent": n.agent }, el("span", { class: "dim" }, new Date(at(n.at)).toLocaleTimeString()), " ", n.agent, ": ", n.text)));
+}
+function onSwarmAgent(a) {
+  if (!swarm.name) return; // the page has not read the directory yet
+  swarm.agents.set(a.name, a);
+  if (!$("swarmview").hidden) drawAgent(a.name);
+}
+function onSwarmGone(g) {
+  if (!swarm.agents.delete(g.name)) return;
+  if (!$("swarmview").hidden) drawAgent(g.name);
+}
+function onSwarmNotice(n) {
+  swarm.notes.unshift(n);
+  swarm.notes.length = Math.min(swarm.notes.length, NOTES_KEPT);
+  if (!$("swarmview").hidden) drawNotes();
 }
 let swarmBusy = false;
 async function loadSwarm() {
@@ -844,9 +877,13 @@ async function loadSwarm() {
   $("swarm-link").hidden = false;
   $("swarm-link").textContent = "swarm " + sw.swarm;
   $("sw-msg").textContent = "";
-  $("sw-name").textContent = sw.swarm + " · " + sw.agents.length + (sw.agents.length === 1 ? " agent" : " agents");
-  $("swarm").tBodies[0].replaceChildren(...sw.agents.map((a) => agentRow(a, sw.self)));
+  swarm.name = sw.swarm; swarm.self = sw.self;
+  swarm.agents = new Map(sw.agents.map((a) => [a.name, a]));
+  drawSwarm();
+  drawNotes();
 }
+// The badges' "quiet" and the ages move on between events.
+setInterval(() => { if (!$("swarmview").hidden && swarm.name) drawSwarm(); }, 5000);
 
 // --- routing ---
 function route() {
@@ -896,6 +933,10 @@ function connect() {
   on("pty_gone", () => loadPtys());
   on("activity", (c) => { addCall(c); renderActivity(); });
   on("usage", onUsage);
+  on("swarm_agent", onSwarmAgent);
+  on("swarm_gone", onSwarmGone);
+  on("swarm_notice", onSwarmNotice);
+  on("swarm_reset", () => { if (!$("swarmview").hidden) loadSwarm(); });
   src.onopen = () => { $("conn").textContent = "live"; $("banner").hidden = true; };
   src.onerror = async () => {
     if (src !== es) return;

@@ -50,8 +50,7 @@ type child struct {
 // that cannot be made is logged, and the job runs without), under its
 // limits: those its cgroup takes are set on it, the others are rlimits
 // (limits.Split, limits.Wrap, which also puts it in its cgroup v1 ones,
-// if any). The pipes' child ends are closed either
-// way.
+// if any). The pipes' child ends are closed either way.
 func (c *child) start() error {
 	var release func()
 	var set limits.Enforced

@@ -629,6 +629,9 @@ func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
 // a generation of a hive-<hash> cgroup, or below it) into the cgroup the
 // hive-<hash> one is in: a hive daemon started by a job of another hive
 // is not that job's process. from is "" when it is in no job's cgroup.
+//
+// It leaves the job's cgroup v1 ones too, if any (see cgroupV1), in
+// the same way; an error says which it could not leave.
 func LeaveJobCgroup() (from, to string, err error) {
 	own, _ := Cgroup2()
 	mount := cgroup2Mount()
@@ -636,14 +639,24 @@ func LeaveJobCgroup() (from, to string, err error) {
 		return "", "", nil
 	}
 	for dir := own; len(dir) > len(mount); dir = filepath.Dir(dir) {
-		gen := filepath.Dir(dir)
-		if strings.HasPrefix(filepath.Base(gen), "g-") && isBaseName(filepath.Base(filepath.Dir(gen))) {
-			to = filepath.Dir(filepath.Dir(gen))
+		if up := aboveJobCgroup(dir); up != "" {
+			to = up
 			err = os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
-			return own, to, err
+			from = own
+			break
 		}
 	}
-	return "", "", nil
+	return from, to, errors.Join(err, leaveJobCgroupsV1())
+}
+
+// aboveJobCgroup is the cgroup that holds the hive-<hash> one when dir
+// is a generation's job cgroup (<base>/g-.../s<k>), else "".
+func aboveJobCgroup(dir string) string {
+	gen := filepath.Dir(dir)
+	if strings.HasPrefix(filepath.Base(gen), "g-") && isBaseName(filepath.Base(filepath.Dir(gen))) {
+		return filepath.Dir(filepath.Dir(gen))
+	}
+	return ""
 }
 
 // delegated reports whether systemd delegated cgroup dir (Delegate=yes).

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -43,8 +43,8 @@ type cgroupV1 struct {
 // v1Layout is where this process's cgroup is in each cgroup v1
 // hierarchy, by controller (memory: /sys/fs/cgroup/memory/x/y), from
 // /proc/self/mountinfo and /proc/self/cgroup; nil where there is none.
-// It is read once: hive never moves itself between v1 cgroups.
-var v1Layout = sync.OnceValue(func() map[string]string {
+// It is read each time (LeaveJobCgroup may move this process).
+func v1Layout() map[string]string {
 	own := map[string]string{} // controller: path in its hierarchy
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
@@ -91,7 +91,7 @@ var v1Layout = sync.OnceValue(func() map[string]string {
 		}
 	}
 	return out
-})
+}
 
 // v1Knob is the file of a v1 controller that a limit is written to: it
 // tells that a cgroup of that hierarchy can take the limit (pids.max is
@@ -283,4 +283,24 @@ func v1OfSlot(path string) []string {
 		}
 	}
 	return out
+}
+
+// leaveJobCgroupsV1 moves this process out of the v1 cgroups of a job
+// it is in into the cgroup that holds the hive-<hash> one, in each
+// hierarchy (see LeaveJobCgroup).
+func leaveJobCgroupsV1() error {
+	var errs []error
+	pid := []byte(strconv.Itoa(os.Getpid()))
+	done := map[string]bool{}
+	for _, own := range v1Layout() {
+		for dir := own; dir != "/" && dir != "." && !done[own]; dir = filepath.Dir(dir) {
+			if up := aboveJobCgroup(dir); up != "" {
+				done[own] = true
+				if err := os.WriteFile(filepath.Join(up, "cgroup.procs"), pid, 0); err != nil {
+					errs = append(errs, fmt.Errorf("leave the job's cgroup v1 %s: %w", own, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -10,11 +10,14 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hivetools/hive/internal/limits"
 )
 
-// limitControllers are the cgroup v2 controllers of the limits, with
-// the field (limits.Memory...) each enforces.
+// limitControllers are the cgroup controllers of the limits (v2 ones,
+// or v1 hierarchies: see cgroupV1), with the field (limits.Memory...)
+// each enforces.
 var limitControllers = []struct{ ctrl, field string }{
 	{"memory", limits.Memory}, {"pids", limits.Pids}, {"cpu", limits.CPUs},
 }
@@ -135,7 +138,13 @@ func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
 // dir is no cgroup (gone).
 func CgroupUsage(dir string) (u limits.Usage, ok bool) {
 	if u, ok = cgroupUsage(dir); ok {
-		addV1Usage(&u, v1OfSlot(dir))
+		var v1 []string
+		for _, d := range v1OfSlot(dir) {
+			if unix.Access(d, unix.F_OK) == nil { // most jobs have none (no limits)
+				v1 = append(v1, d)
+			}
+		}
+		addV1Usage(&u, v1)
 	}
 	return u, ok
 }

@@ -99,8 +99,8 @@ func v1Layout() map[string]string {
 var v1Knob = map[string]string{"memory": "memory.limit_in_bytes", "pids": "pids.max", "cpu": "cpu.cfs_quota_us"}
 
 // openV1 finds the v1 hierarchies of the limits that v2 cannot enforce
-// (not in v2) and makes the base (named name) in the own cgroup of
-// each; it returns those where it could.
+// (not in v2) where a cgroup made in the own cgroup (the base, named
+// name) takes the limit; it returns those.
 func openV1(name string, v2 map[string]bool) []cgroupV1 {
 	var out []cgroupV1
 	for _, c := range limitControllers {
@@ -112,11 +112,14 @@ func openV1(name string, v2 map[string]bool) []cgroupV1 {
 		if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(base, v1Knob[c.ctrl])); err != nil {
-			os.Remove(base)
-			continue
+		_, err := os.Stat(filepath.Join(base, v1Knob[c.ctrl]))
+		// Made again by the first job with the limit (SetLimits): a
+		// spawner whose jobs have none leaves nothing here, even if
+		// it dies. One with what a dead one left stays.
+		os.Remove(base)
+		if err == nil {
+			out = append(out, cgroupV1{field: c.field, ctrl: c.ctrl, base: base})
 		}
-		out = append(out, cgroupV1{field: c.field, ctrl: c.ctrl, base: base})
 	}
 	return out
 }

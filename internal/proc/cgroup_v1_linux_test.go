@@ -20,7 +20,8 @@ import (
 // named as its v2 one, with the limit set; the wrapped process is in it
 // before the command runs; its usage is read from it; End removes it.
 // The v1 cgroups of a dead holder's generation are removed by the next
-// open, and Close removes the base.
+// open, and Close removes the base, which is made only for a job with
+// limits.
 func TestJobCgroupsV1(t *testing.T) {
 	owner := t.TempDir()
 	g := openCgroups(t, owner)
@@ -33,6 +34,11 @@ func TestJobCgroupsV1(t *testing.T) {
 	}
 	if len(v1) == 0 {
 		t.Skipf("no limit is enforced by cgroup v1 here (enforced: %v)", ctrl)
+	}
+	for _, h := range g.v1 { // made by the first job with a limit, not before
+		if _, err := os.Stat(h.base); !os.IsNotExist(err) {
+			t.Errorf("v1 base %s before any job with limits: %v", h.base, err)
+		}
 	}
 	cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
 	release, err := g.Prepare("j", cmd)

@@ -49,25 +49,26 @@ type child struct {
 // start starts the process, in a cgroup of its own with cgroups (one
 // that cannot be made is logged, and the job runs without), under its
 // limits: those its cgroup takes are set on it, the others are rlimits
-// (limits.Split, limits.Wrap). The pipes' child ends are closed either
-// way.
+// (limits.Split, limits.Wrap, which also puts it in its cgroup v1 ones,
+// if any). The pipes' child ends are closed either way.
 func (c *child) start() error {
 	var release func()
-	var set map[string]bool
+	var set limits.Enforced
+	var join []string // cgroup v1 ones: the process joins them itself (limits.Wrap)
 	if c.cgroups != nil {
 		var err error
 		if release, err = c.cgroups.Prepare(c.id, c.cmd); err != nil {
 			c.logger.Warn("a job runs without a cgroup of its own", "job", c.id, "err", err)
 		} else {
-			set = c.cgroups.SetLimits(c.id, c.limits)
+			set, join = c.cgroups.SetLimits(c.id, c.limits)
 		}
 	}
 	var r limits.Rlimits
 	r, c.by = limits.Split(c.limits, set, c.timeout)
-	if !r.IsZero() && r.Nofile == 0 {
+	if (!r.IsZero() || len(join) > 0) && r.Nofile == 0 {
 		r.NofileSoft = childNofile()
 	}
-	limits.Wrap(c.cmd, r)
+	limits.Wrap(c.cmd, r, join...)
 	err := proc.Start(c.cmd) // the reaper (if any) leaves its status to the wait
 	if release != nil {
 		release()

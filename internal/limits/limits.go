@@ -1,8 +1,8 @@
 // Package limits is a job's resource limits: what a request asks
 // (memory, processes, CPUs, open files), the operator's defaults and
 // ceilings that bound it, and how each one is enforced (a cgroup v2
-// file, or an rlimit set in the job's process before it runs the
-// command: see Wrap).
+// file, a cgroup v1 one, or an rlimit set in the job's process before
+// it runs the command: see Wrap).
 package limits
 
 import (
@@ -47,14 +47,20 @@ const (
 
 // How a limit is enforced (the values of Enforced).
 const (
+	// ByCgroup: a file of the job's cgroup v2.
 	ByCgroup = "cgroup"
-	ByRlimit = "rlimit"
+	// ByCgroupV1: a file of a cgroup v1 of the job's own, where the
+	// cgroup v2 hierarchy does not have the controller (a hybrid
+	// mount: v1 and v2 side by side).
+	ByCgroupV1 = "cgroup-v1"
+	ByRlimit   = "rlimit"
 	// ByNone: asked but not enforced (cpus with rlimits and no timeout).
 	ByNone = "none"
 )
 
 // Enforced says how each limit a job has is enforced, by field name
-// (Memory...): ByCgroup, ByRlimit or ByNone. Nil for a job without limits.
+// (Memory...): ByCgroup, ByCgroupV1, ByRlimit or ByNone. Nil for a job
+// without limits.
 type Enforced map[string]string
 
 // minCPUs is the least cpus: cpu.max takes a quota of 1 ms at least, a

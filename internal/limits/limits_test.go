@@ -63,7 +63,7 @@ func TestParseMemory(t *testing.T) {
 
 func TestSplit(t *testing.T) {
 	l := Limits{MemoryMB: 64, Pids: 32, CPUs: 0.5, Nofile: 100}
-	r, by := Split(l, map[string]bool{Memory: true, CPUs: true}, 0)
+	r, by := Split(l, Enforced{Memory: ByCgroup, CPUs: ByCgroupV1}, 0)
 	// RLIMIT_NPROC does not bind root: pids is then not enforced.
 	nproc, pidsBy := uint64(32), ByRlimit
 	if !nprocBinds() {
@@ -72,7 +72,7 @@ func TestSplit(t *testing.T) {
 	if want := (Rlimits{Nproc: nproc, Nofile: 100}); r != want {
 		t.Errorf("rlimits %+v, want %+v", r, want)
 	}
-	if by[Memory] != ByCgroup || by[Pids] != pidsBy || by[CPUs] != ByCgroup || by[Nofile] != ByRlimit {
+	if by[Memory] != ByCgroup || by[Pids] != pidsBy || by[CPUs] != ByCgroupV1 || by[Nofile] != ByRlimit {
 		t.Errorf("enforced by %v", by)
 	}
 	r, by = Split(l, nil, 10*time.Second)

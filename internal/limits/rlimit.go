@@ -25,29 +25,30 @@ type Rlimits struct {
 // IsZero reports whether r sets nothing (NofileSoft is no limit).
 func (r Rlimits) IsZero() bool { r.NofileSoft = 0; return r == Rlimits{} }
 
-// Split divides l between a cgroup that enforces the fields in cg (by
-// name: Memory, Pids, CPUs) and rlimits, which take the rest; nofile is
-// always an rlimit. timeout is the job's (RLIMIT_CPU is cpus × timeout:
+// Split divides l between cgroups that enforce the fields in cg (by
+// name: Memory, Pids, CPUs; the value is which cgroup, ByCgroup or
+// ByCgroupV1) and rlimits, which take the rest; nofile is always an
+// rlimit. timeout is the job's (RLIMIT_CPU is cpus × timeout:
 // with none, cpus without a cgroup is not enforced). It returns the
 // rlimits and how each limit l sets is enforced (nil if l is zero);
 // where Wrap sets no rlimits (Windows), those are none.
-func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforced) {
+func Split(l Limits, cg Enforced, timeout time.Duration) (Rlimits, Enforced) {
 	if l.IsZero() {
 		return Rlimits{}, nil
 	}
 	var r Rlimits
 	by := Enforced{}
 	if l.MemoryMB > 0 {
-		if cg[Memory] {
-			by[Memory] = ByCgroup
+		if b := cg[Memory]; b != "" {
+			by[Memory] = b
 		} else {
 			r.AS, by[Memory] = uint64(l.MemoryMB)<<20, ByRlimit
 		}
 	}
 	if l.Pids > 0 {
 		switch {
-		case cg[Pids]:
-			by[Pids] = ByCgroup
+		case cg[Pids] != "":
+			by[Pids] = cg[Pids]
 		case nprocBinds():
 			r.Nproc, by[Pids] = uint64(l.Pids), ByRlimit
 		default: // root: RLIMIT_NPROC does not bind it
@@ -56,8 +57,8 @@ func Split(l Limits, cg map[string]bool, timeout time.Duration) (Rlimits, Enforc
 	}
 	if l.CPUs > 0 {
 		switch {
-		case cg[CPUs]:
-			by[CPUs] = ByCgroup
+		case cg[CPUs] != "":
+			by[CPUs] = cg[CPUs]
 		case timeout > 0:
 			r.CPU, by[CPUs] = uint64(math.Ceil(l.CPUs*timeout.Seconds())), ByRlimit
 		default:

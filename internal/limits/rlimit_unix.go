@@ -23,9 +23,19 @@ import (
 // is too late (it may have run already), and the spawner (the holder, or
 // a daemon) cannot set its own and let its children inherit them: it
 // runs many jobs at once, each with its own.
+//
+// The same process joins the job's cgroup v1 directories, if any (a
+// hybrid mount, where cgroup v2 lacks a controller): it writes its own
+// pid to each one's cgroup.procs before the rest, so the command is in
+// them from its first instruction, and so is every process it starts.
+// The spawner could not put it there itself: os/exec has no hook
+// between fork and exec, clone3's CLONE_INTO_CGROUP takes one cgroup v2
+// only, and a write of the child's pid after its start comes too late
+// (it may have forked or allocated already).
 const (
-	envRlimits = "HIVE_EXEC_RLIMITS" // as=N,nproc=N,cpu=N,nofile=N
+	envRlimits = "HIVE_EXEC_RLIMITS" // as=N,nproc=N,cpu=N,nofile=N (may be empty)
 	envPath    = "HIVE_EXEC_PATH"    // the command's path
+	envCgroups = "HIVE_EXEC_CGROUPS" // cgroup v1 directories to join, one a line
 )
 
 // selfExe is the running binary, in a child between fork and exec too.
@@ -45,12 +55,14 @@ func init() {
 	}
 }
 
-// Wrap sets cmd (not started) to run with rlimits r: see envRlimits. Its
-// Path becomes this binary; Args stay. A zero r changes nothing. Only a
-// program that imports this package can be wrapped's spawner (hive and
-// its tests do).
-func Wrap(cmd *exec.Cmd, r Rlimits) {
-	if r.IsZero() {
+// Wrap sets cmd (not started) to run with rlimits r, in the cgroup v1
+// directories cgroups (each one's cgroup.procs is written; a directory
+// may not have a newline in its name): see envRlimits. Its Path becomes
+// this binary; Args stay. A zero r without cgroups changes nothing.
+// Only a program that imports this package can be wrapped's spawner
+// (hive and its tests do).
+func Wrap(cmd *exec.Cmd, r Rlimits, cgroups ...string) {
+	if r.IsZero() && len(cgroups) == 0 {
 		return
 	}
 	env := cmd.Env
@@ -58,6 +70,9 @@ func Wrap(cmd *exec.Cmd, r Rlimits) {
 		env = os.Environ()
 	}
 	env = append(env[:len(env):len(env)], envRlimits+"="+r.encode(), envPath+"="+cmd.Path)
+	if len(cgroups) > 0 {
+		env = append(env, envCgroups+"="+strings.Join(cgroups, "\n"))
+	}
 	cmd.Env = env
 	cmd.Path = selfExe
 }
@@ -96,6 +111,9 @@ func execWithRlimits(spec string) {
 	var sets, mem []set
 	var nofileSoft uint64
 	for _, kv := range strings.Split(spec, ",") {
+		if kv == "" {
+			continue // no rlimits: cgroups only
+		}
 		k, v, _ := strings.Cut(kv, "=")
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -116,9 +134,20 @@ func execWithRlimits(spec string) {
 			fail(fmt.Errorf("%s: unknown limit %q", envRlimits, k))
 		}
 	}
+	// The cgroups first: what this process allocates from now on is
+	// charged to the job's memory cgroup, and the command starts in
+	// them (see envCgroups).
+	if dirs := os.Getenv(envCgroups); dirs != "" {
+		pid := []byte(strconv.Itoa(os.Getpid()))
+		for _, dir := range strings.Split(dirs, "\n") {
+			if err := os.WriteFile(dir+"/cgroup.procs", pid, 0); err != nil {
+				fail(fmt.Errorf("join cgroup %s: %w", dir, err))
+			}
+		}
+	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, envRlimits+"=") && !strings.HasPrefix(kv, envPath+"=") {
+		if !strings.HasPrefix(kv, envRlimits+"=") && !strings.HasPrefix(kv, envPath+"=") && !strings.HasPrefix(kv, envCgroups+"=") {
 			env = append(env, kv)
 		}
 	}

@@ -3,6 +3,7 @@
 package limits
 
 import (
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -92,5 +93,20 @@ func TestWrapMemoryLimitStarts(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("start %d: %v: %.300s", i, err, out)
 		}
+	}
+}
+
+// A wrapped command whose cgroup cannot be joined does not run: the
+// wrapper says which and exits 126, as for a limit it cannot set.
+func TestWrapCgroupNotJoined(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("/bin/sh", "-c", "touch "+dir+"/ran")
+	Wrap(cmd, Rlimits{}, dir+"/no-such-cgroup")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 126 || !strings.Contains(string(out), "join cgroup "+dir+"/no-such-cgroup") {
+		t.Errorf("%v: %s; want exit status 126 and the cgroup named", err, out)
+	}
+	if _, err := os.Stat(dir + "/ran"); err == nil {
+		t.Error("the command ran outside its cgroup")
 	}
 }

@@ -10,11 +10,14 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hivetools/hive/internal/limits"
 )
 
-// limitControllers are the cgroup v2 controllers of the limits, with
-// the field (limits.Memory...) each enforces.
+// limitControllers are the cgroup controllers of the limits (v2 ones,
+// or v1 hierarchies: see cgroupV1), with the field (limits.Memory...)
+// each enforces.
 var limitControllers = []struct{ ctrl, field string }{
 	{"memory", limits.Memory}, {"pids", limits.Pids}, {"cpu", limits.CPUs},
 }
@@ -57,9 +60,10 @@ func enableControllers(dirs ...string) map[string]bool {
 	return on
 }
 
-// Controllers are the limits a job's cgroup can enforce, by field
-// (limits.Memory, limits.Pids, limits.CPUs); nil for a nil g.
-func (g *JobCgroups) Controllers() map[string]bool {
+// Controllers are the limits a job's cgroups can enforce, by field
+// (limits.Memory, limits.Pids, limits.CPUs): limits.ByCgroup (v2) or
+// limits.ByCgroupV1; nil for a nil g.
+func (g *JobCgroups) Controllers() limits.Enforced {
 	if g == nil {
 		return nil
 	}
@@ -68,82 +72,116 @@ func (g *JobCgroups) Controllers() map[string]bool {
 	return g.ctrl
 }
 
-// SetLimits sets l on job id's cgroup (after Prepare, before the start):
-// memory.max with memory.swap.max 0, pids.max, cpu.max. It returns the
-// fields it set; those it did not are left to rlimits (limits.Split).
-// nofile is never a cgroup's.
-func (g *JobCgroups) SetLimits(id string, l limits.Limits) map[string]bool {
+// SetLimits sets l on job id's cgroups (after Prepare, before the
+// start): in its v2 cgroup memory.max with memory.swap.max 0, pids.max,
+// cpu.max, for the controllers v2 has; the others in v1 cgroups of the
+// job's, made now (see cgroupV1): memory.limit_in_bytes with
+// memory.memsw.limit_in_bytes, pids.max, cpu.cfs_quota_us. It returns
+// how it set each field it set (limits.ByCgroup or ByCgroupV1; those it
+// did not are left to rlimits, see limits.Split), and the v1 cgroups
+// the job's process is to join before it runs the command (see
+// limits.Wrap). nofile is never a cgroup's.
+func (g *JobCgroups) SetLimits(id string, l limits.Limits) (set limits.Enforced, join []string) {
 	if g == nil || l.IsZero() {
-		return nil
+		return nil, nil
 	}
 	g.mu.Lock()
 	slot, ctrl := g.slots[id], g.ctrl
 	g.mu.Unlock()
 	if slot == "" {
-		return nil
+		return nil, nil
 	}
-	set := map[string]bool{}
+	set = limits.Enforced{}
 	write := func(field, file, v string) bool {
-		return ctrl[field] && os.WriteFile(filepath.Join(slot, file), []byte(v), 0) == nil
+		return ctrl[field] == limits.ByCgroup && os.WriteFile(filepath.Join(slot, file), []byte(v), 0) == nil
 	}
 	if l.MemoryMB > 0 && write(limits.Memory, "memory.max", strconv.FormatInt(l.MemoryMB<<20, 10)) {
 		write(limits.Memory, "memory.swap.max", "0") // absent without swap accounting: no swap to limit
-		set[limits.Memory] = true
+		set[limits.Memory] = limits.ByCgroup
 	}
 	if l.Pids > 0 && write(limits.Pids, "pids.max", strconv.FormatInt(l.Pids, 10)) {
-		set[limits.Pids] = true
+		set[limits.Pids] = limits.ByCgroup
 	}
 	const period = 100000 // us, the kernel's default
 	if l.CPUs > 0 && write(limits.CPUs, "cpu.max", fmt.Sprintf("%d %d", int64(math.Round(l.CPUs*period)), period)) {
-		set[limits.CPUs] = true
+		set[limits.CPUs] = limits.ByCgroup
 	}
-	return set
+	join = g.setLimitsV1(id, slot, l, set)
+	return set, join
 }
 
-// Usage is what job id's cgroup used so far (see CgroupUsage); ok false
-// if it has none. Call it before End, which removes the cgroup.
+// Usage is what job id's cgroups used so far (see CgroupUsage, and its
+// v1 cgroups'); ok false if it has none. Call it before End, which
+// removes them.
 func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
-	slot := g.SlotOf(id)
+	if g == nil {
+		return limits.Usage{}, false
+	}
+	g.mu.Lock()
+	slot, v1 := g.slots[id], g.v1dirs[id]
+	g.mu.Unlock()
 	if slot == "" {
 		return limits.Usage{}, false
 	}
-	return CgroupUsage(slot)
+	if u, ok = cgroupUsage(slot); ok {
+		addV1Usage(&u, v1)
+	}
+	return u, ok
 }
 
 // CgroupUsage reads what cgroup dir used: cpu.stat (user and system
 // time, throttled periods), memory.peak and memory.current, the kills
 // of memory.events and the refusals of pids.events, those the cgroup has
-// (a file of a controller not enabled is absent: its fields stay 0). ok
-// is false if dir is no cgroup (gone).
+// (a file of a controller not enabled is absent: its fields stay 0),
+// and what the v1 cgroups of the same job tell of the others (see
+// cgroupV1: found below this process's own v1 cgroups). ok is false if
+// dir is no cgroup (gone).
 func CgroupUsage(dir string) (u limits.Usage, ok bool) {
+	if u, ok = cgroupUsage(dir); ok {
+		var v1 []string
+		for _, d := range v1OfSlot(dir) {
+			if unix.Access(d, unix.F_OK) == nil { // most jobs have none (no limits)
+				v1 = append(v1, d)
+			}
+		}
+		addV1Usage(&u, v1)
+	}
+	return u, ok
+}
+
+// cgroupUsage is CgroupUsage of the v2 cgroup dir alone.
+func cgroupUsage(dir string) (u limits.Usage, ok bool) {
 	stat, err := readFile(filepath.Join(dir, "cpu.stat"))
 	if err != nil {
 		return u, false
-	}
-	kv := func(b []byte, key string) int64 {
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			if k, v, ok := bytes.Cut(line, []byte(" ")); ok && string(k) == key {
-				n, _ := strconv.ParseInt(string(v), 10, 64)
-				return n
-			}
-		}
-		return 0
 	}
 	one := func(file string) int64 {
 		b, _ := readFile(filepath.Join(dir, file))
 		n, _ := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
 		return n
 	}
-	u.CPUUserMS = kv(stat, "user_usec") / 1000
-	u.CPUSystemMS = kv(stat, "system_usec") / 1000
-	u.Throttled = kv(stat, "nr_throttled")
+	u.CPUUserMS = statValue(stat, "user_usec") / 1000
+	u.CPUSystemMS = statValue(stat, "system_usec") / 1000
+	u.Throttled = statValue(stat, "nr_throttled")
 	u.MemoryPeakBytes = one("memory.peak")
 	u.MemoryBytes = one("memory.current")
 	if b, err := readFile(filepath.Join(dir, "memory.events")); err == nil {
-		u.OOMKills = kv(b, "oom_kill")
+		u.OOMKills = statValue(b, "oom_kill")
 	}
 	if b, err := readFile(filepath.Join(dir, "pids.events")); err == nil {
-		u.PidsRefused = kv(b, "max")
+		u.PidsRefused = statValue(b, "max")
 	}
 	return u, true
+}
+
+// statValue is the number of key in b, a cgroup file of "key value"
+// lines (cpu.stat, memory.events); 0 if it has none.
+func statValue(b []byte, key string) int64 {
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if k, v, ok := bytes.Cut(line, []byte(" ")); ok && string(k) == key {
+			n, _ := strconv.ParseInt(string(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }

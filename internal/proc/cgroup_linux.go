@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/limits"
 )
 
 // Cgroup2 finds the cgroup v2 directory of the calling process and
@@ -97,11 +99,16 @@ func cgroup2Mount() string {
 // was written is dropped, a write to the generation or the base drops
 // all spares and starts a new generation, and a job whose cgroup or one
 // above it was written cgroup.kill is told by Killed.
+//
+// A job's limits are set on its cgroup (SetLimits); those whose
+// controller the v2 hierarchy does not have (a hybrid mount) on cgroup
+// v1 ones of the job's, where v1 has it (see cgroupV1).
 type JobCgroups struct {
 	mount, base, gen string
+	v1               []cgroupV1 // the v1 hierarchies of the limits v2 cannot take (set at the open)
 
 	mu     sync.Mutex
-	ctrl   map[string]bool   // the limits a job's cgroup can take (enableControllers)
+	ctrl   limits.Enforced   // the limits a job's cgroups can take (enableControllers, openV1)
 	spares []spare           // made ahead, never used
 	slots  map[string]string // the cgroup of each running job, by id
 	done   []string          // ended jobs' cgroups, to remove
@@ -114,6 +121,9 @@ type JobCgroups struct {
 	wake   chan struct{}     // the worker: make spares, remove done
 	stop   chan struct{}     // closed by Close
 	worker sync.WaitGroup
+
+	v1dirs map[string][]string // under mu: the v1 cgroups of each running job, by id (SetLimits)
+	doneV1 []string            // under mu: ended jobs' v1 cgroups, to remove
 }
 
 // spare is a cgroup made ahead, open and watched.
@@ -194,7 +204,7 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 	}
 	base := filepath.Join(own, baseName(owner))
 	g := &JobCgroups{mount: mount, base: base, slots: map[string]string{}, gen: newGenPath(base),
-		wds: map[string]int32{}, killed: map[string]bool{},
+		wds: map[string]int32{}, killed: map[string]bool{}, v1dirs: map[string][]string{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	// The base may go meanwhile (a daemon removes it once empty, after
 	// a dead holder's jobs): made again, a few times.
@@ -215,7 +225,9 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 		os.Remove(base)
 		return nil, errors.New("no cgroup.kill (Linux 5.14 or later has it)")
 	}
-	g.ctrl = enableControllers(own, base, g.gen)
+	v2 := enableControllers(own, base, g.gen)
+	g.v1 = openV1(filepath.Base(base), v2)
+	g.ctrl = enforcedBy(v2, g.v1)
 	if fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC); err == nil {
 		g.w = &watcher{fd: fd, of: map[int32]watched{}, buf: make([]byte, 16<<10)}
 		g.mu.Lock()
@@ -227,13 +239,20 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 		g.closeWatcher()
 		removeTree(g.gen)
 		os.Remove(base)
+		for _, h := range g.v1 {
+			os.Remove(h.base)
+		}
 		return nil, fmt.Errorf("a process cannot be started into a cgroup: %w", err)
 	}
 	var stale []string
-	ents, _ := os.ReadDir(base)
-	for _, e := range ents {
-		if dir := filepath.Join(base, e.Name()); e.IsDir() && dir != g.gen && genGone(e.Name()) {
-			stale = append(stale, dir)
+	for _, b := range append([]string{base}, g.v1Of(base)...) {
+		// The v1 ones are ended with the v2 ones (the same processes):
+		// what is found is removed then, even with its v2 one gone.
+		ents, _ := os.ReadDir(b)
+		for _, e := range ents {
+			if dir := filepath.Join(b, e.Name()); e.IsDir() && e.Name() != filepath.Base(g.gen) && genGone(e.Name()) {
+				stale = append(stale, dir)
+			}
 		}
 	}
 	g.worker.Add(1)
@@ -263,8 +282,12 @@ func genGone(name string) bool {
 // poke, removes the cgroups of ended jobs and makes spares.
 func (g *JobCgroups) work(stale []string) {
 	defer g.worker.Done()
-	for _, dir := range stale {
-		killGen(dir, time.Second)
+	for _, dir := range stale { // the v2 ones first: the v1 ones are then empty
+		if strings.HasPrefix(dir, g.base+"/") {
+			killGen(dir, time.Second)
+		} else {
+			removeTree(dir)
+		}
 	}
 	for {
 		select {
@@ -332,10 +355,21 @@ func (g *JobCgroups) removeDone() {
 		}
 	}
 	g.mu.Lock()
+	doneV1 := g.doneV1
+	g.doneV1 = nil
+	g.mu.Unlock()
+	// Removed after the v2 ones: a process left in one is in the v2 one
+	// too, ended above. One that is not empty still (a process that
+	// moved itself out of its v2 cgroup) is tried again next time.
+	left := removeV1(doneV1)
+	g.mu.Lock()
+	g.doneV1 = append(g.doneV1, left...)
 	old := g.old[:0]
 	for _, gen := range g.old {
 		if err := os.Remove(gen); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			old = append(old, gen) // a job of it runs still
+		} else {
+			removeV1(g.v1Of(gen))
 		}
 	}
 	g.old = old
@@ -452,7 +486,7 @@ func (g *JobCgroups) renewLocked() {
 	}
 	gen := newGenPath(g.base)
 	if err := os.MkdirAll(gen, 0o755); err == nil { // all: the base may have gone
-		g.ctrl = enableControllers(g.base, gen)
+		g.ctrl = enforcedBy(enableControllers(g.base, gen), g.v1)
 		g.old = append(g.old, g.gen)
 		g.gen = gen
 		g.watchLocked(watched{kind: watchGen, path: gen})
@@ -582,7 +616,11 @@ func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
 	}
 	for gen := range gens { // the rest of it: spares, jobs whose start was in flight
 		killGen(gen, grace)
-		os.Remove(filepath.Dir(gen)) // the base, once empty
+		os.Remove(filepath.Dir(gen))       // the base, once empty
+		for _, v1 := range v1OfSlot(gen) { // its jobs' v1 cgroups (see cgroupV1), empty now
+			removeTree(v1)
+			os.Remove(filepath.Dir(v1))
+		}
 	}
 	return counts
 }
@@ -591,6 +629,9 @@ func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
 // a generation of a hive-<hash> cgroup, or below it) into the cgroup the
 // hive-<hash> one is in: a hive daemon started by a job of another hive
 // is not that job's process. from is "" when it is in no job's cgroup.
+//
+// It leaves the job's cgroup v1 ones too, if any (see cgroupV1), in
+// the same way; an error says which it could not leave.
 func LeaveJobCgroup() (from, to string, err error) {
 	own, _ := Cgroup2()
 	mount := cgroup2Mount()
@@ -598,14 +639,24 @@ func LeaveJobCgroup() (from, to string, err error) {
 		return "", "", nil
 	}
 	for dir := own; len(dir) > len(mount); dir = filepath.Dir(dir) {
-		gen := filepath.Dir(dir)
-		if strings.HasPrefix(filepath.Base(gen), "g-") && isBaseName(filepath.Base(filepath.Dir(gen))) {
-			to = filepath.Dir(filepath.Dir(gen))
+		if up := aboveJobCgroup(dir); up != "" {
+			to = up
 			err = os.WriteFile(filepath.Join(to, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0)
-			return own, to, err
+			from = own
+			break
 		}
 	}
-	return "", "", nil
+	return from, to, errors.Join(err, leaveJobCgroupsV1())
+}
+
+// aboveJobCgroup is the cgroup that holds the hive-<hash> one when dir
+// is a generation's job cgroup (<base>/g-.../s<k>), else "".
+func aboveJobCgroup(dir string) string {
+	gen := filepath.Dir(dir)
+	if strings.HasPrefix(filepath.Base(gen), "g-") && isBaseName(filepath.Base(filepath.Dir(gen))) {
+		return filepath.Dir(filepath.Dir(gen))
+	}
+	return ""
 }
 
 // delegated reports whether systemd delegated cgroup dir (Delegate=yes).
@@ -676,8 +727,12 @@ func (g *JobCgroups) Close() {
 	}
 	for _, gen := range gens {
 		removeTree(gen)
+		for _, v1 := range g.v1Of(gen) {
+			removeTree(v1)
+		}
 	}
 	os.Remove(g.base)
+	removeV1(g.v1Of(g.base))
 }
 
 // SlotOf is job id's cgroup, "" if it has none.
@@ -752,9 +807,12 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 	}
 	g.mu.Lock()
 	slot, ok := g.slots[id]
+	v1 := g.v1dirs[id]
 	delete(g.slots, id)
+	delete(g.v1dirs, id)
 	if ok && !check {
 		g.done = append(g.done, slot)
+		g.doneV1 = append(g.doneV1, v1...)
 	}
 	if wd, ok := g.wds[id]; ok {
 		if g.w != nil {
@@ -773,6 +831,11 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 			n = killDirs([]string{slot}, grace)[0]
 		}
 		removeTree(slot)
+		if left := removeV1(v1); len(left) > 0 {
+			g.mu.Lock()
+			g.doneV1 = append(g.doneV1, left...)
+			g.mu.Unlock()
+		}
 	}
 	select {
 	case <-g.stop: // no worker: and the generation goes too, once empty (Close ran)
@@ -782,6 +845,8 @@ func (g *JobCgroups) End(id string, grace time.Duration, check bool) int {
 		g.mu.Unlock()
 		os.Remove(gen)
 		os.Remove(g.base)
+		removeV1(g.v1Of(gen))
+		removeV1(g.v1Of(g.base))
 	default:
 		if !check {
 			g.poke()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/limits"
 )
 
 func openCgroups(t *testing.T, owner string) *JobCgroups {
@@ -295,6 +296,9 @@ func TestLeaveJobCgroup(t *testing.T) {
 		from, to, err := LeaveJobCgroup()
 		own, _ := Cgroup2()
 		os.Stdout.WriteString(from + "\n" + to + "\n" + own + "\n")
+		for _, dir := range v1Layout() {
+			os.Stdout.WriteString(dir + "\n")
+		}
 		if err != nil {
 			os.Exit(1)
 		}
@@ -308,6 +312,9 @@ func TestLeaveJobCgroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	slot := g.SlotOf("d")
+	// Its cgroup v1 ones too, where it has some (a hybrid mount).
+	_, join := g.SetLimits("d", limits.Limits{MemoryMB: 1024, Pids: 1000, CPUs: 1})
+	limits.Wrap(cmd, limits.Rlimits{}, join...)
 	out, err := cmd.Output()
 	release()
 	g.End("d", 0, true)
@@ -315,6 +322,11 @@ func TestLeaveJobCgroup(t *testing.T) {
 	own, _ := Cgroup2()
 	if err != nil || len(lines) < 3 || lines[0] != slot || lines[1] != own || lines[2] != own {
 		t.Errorf("LeaveJobCgroup in a job's cgroup: %q %v; want from the slot to %s", out, err, own)
+	}
+	for _, dir := range lines[min(3, len(lines)):] {
+		if strings.Contains(dir, "/"+filepath.Base(g.base)+"/") {
+			t.Errorf("LeaveJobCgroup left the process in the job's cgroup v1 %s (it joined %v)", dir, join)
+		}
 	}
 }
 

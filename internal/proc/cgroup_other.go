@@ -27,9 +27,9 @@ func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (func(), error) {
 }
 func (g *JobCgroups) End(id string, grace time.Duration, check bool) int { return 0 }
 func (g *JobCgroups) Killed(id string, wait time.Duration) bool          { return false }
-func (g *JobCgroups) Controllers() map[string]bool                       { return nil }
-func (g *JobCgroups) SetLimits(id string, l limits.Limits) map[string]bool {
-	return nil
+func (g *JobCgroups) Controllers() limits.Enforced                       { return nil }
+func (g *JobCgroups) SetLimits(id string, l limits.Limits) (limits.Enforced, []string) {
+	return nil, nil
 }
 func (g *JobCgroups) Usage(id string) (limits.Usage, bool) { return limits.Usage{}, false }
 

@@ -73,7 +73,7 @@ type Job struct {
 	LooseEnd bool `json:"loose_end"`
 	// Limits are the job's resource limits (absent: none), and
 	// LimitsEnforcedBy how each is enforced once it started (cgroup,
-	// rlimit, none; by field name). LimitHit names the limit that ended
+	// cgroup-v1, rlimit, none; by field name). LimitHit names the limit that ended
 	// or held back the job (memory_mb, pids, cpus; its semantic_message
 	// says how).
 	Limits           *limits.Limits    `json:"limits,omitempty"`

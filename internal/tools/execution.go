@@ -30,12 +30,12 @@ type runIn struct {
 }
 
 type statusIn struct {
-	ID          string   `json:"id" jsonschema:"task id or name"`
+	ID          string   `json:"id"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"max 30"`
 }
 
 type killIn struct {
-	ID    string `json:"id" jsonschema:"task id or name"`
+	ID    string `json:"id"`
 	Force bool   `json:"force,omitempty"`
 }
 
@@ -85,7 +85,7 @@ type TaskStatus struct {
 
 func (h *handlers) addExecution(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command: its result if it ends within wait_seconds, else an id."}, h.run)
-	addTool(s, &mcp.Tool{Name: "status", Description: "A task's status, exit, duration, last 4 KiB of output."}, h.status)
+	addTool(s, &mcp.Tool{Name: "status", Description: "A task's state and last 4 KiB of output."}, h.status)
 	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its group (SIGKILL with force); does not wait."}, h.kill)
 }
 

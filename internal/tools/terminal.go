@@ -39,7 +39,7 @@ type execIn struct {
 	Stdin                  string            `json:"stdin,omitempty"`
 	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (120 if pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
-	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
+	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"per stream (256)"`
 	Shell                  shellArg          `json:"shell,omitempty" jsonschema:"true: bash -c"`
 }
 

@@ -113,7 +113,7 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
 			return t.jobStart(h.sess, in)
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit; can wait for exit or output."},
+	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets; can wait for exit or output."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
 			res, out, err := t.jobLogs(ctx, req, in)
 			if err == nil && res == nil {

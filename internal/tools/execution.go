@@ -23,10 +23,11 @@ const maxWait = 30
 const tailBytes = 4 << 10
 
 type runIn struct {
-	Cmd         string   `json:"cmd"`
-	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
-	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
+	Cmd         string     `json:"cmd"`
+	TimeoutSecs *float64   `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
+	WaitSeconds *float64   `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
+	Name        string     `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
+	Limits      *limitsArg `json:"limits,omitempty"`
 }
 
 type statusIn struct {
@@ -81,6 +82,7 @@ type TaskStatus struct {
 	// the end (see meaningOf); absent while the task runs.
 	SemanticStatus  string `json:"semantic_status,omitempty"`
 	SemanticMessage string `json:"semantic_message,omitempty"`
+	limitsOut
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
@@ -123,7 +125,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		return nil, TaskStatus{}, err
 	}
 	j, err := h.d.StartJob(service.JobSpec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
-		Name: in.Name, Source: "run", Attached: wait > 0})
+		Name: in.Name, Source: "run", Attached: wait > 0, Limits: in.Limits.of()})
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
@@ -235,7 +237,7 @@ func (h *handlers) taskStatus(in view.Job) TaskStatus {
 		Signal: in.Signal, Error: in.Error, DurationMs: in.DurationMs,
 		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
-		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
+		StderrDropped: in.StderrDropped, Leftover: in.Leftover, limitsOut: limitsOutOf(h.d.WithLiveUsage(in)),
 	}
 	if j, err := h.d.LiveJob(in.ID); err == nil && j.Stdout() != nil {
 		st.StdoutTail = decodeTail(j.Stdout().Tail(tailBytes))

@@ -26,6 +26,7 @@ var instructionLines = []struct {
 	{[]string{GroupTerminal}, "- terminal_exec past auto_background_after_sec goes on as a job: follow job_id with terminal_job_logs."},
 	{[]string{GroupExecution, GroupTerminal}, "- Background work (run, jobs) ends as a loose end, pushed to you; reading its end clears it."},
 	{[]string{GroupInbox}, "- read_inbox takes messages sent to you; remind wakes you later, also across restarts."},
+	{[]string{GroupExecution, GroupTerminal}, "- limits takes {memory_mb, pids, cpus, nofile}."},
 	{nil, "- Unknown tool arguments are refused."},
 }
 

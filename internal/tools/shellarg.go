@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/hivetools/hive/internal/limits"
 )
 
 // shellArg is terminal_exec's shell argument, in either form: the seed's
@@ -39,5 +41,13 @@ func (a *shellArg) UnmarshalJSON(b []byte) error {
 // inputTypeSchemas are the schemas of argument types whose Go type does not
 // say their JSON form.
 var inputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[shellArg](): {Types: []string{"boolean", "string"}},
+	reflect.TypeFor[shellArg]():  {Types: []string{"boolean", "string"}},
+	reflect.TypeFor[limitsArg](): {Type: "object"},
+}
+
+// outputTypeSchemas are the schemas of answer types shown as a bare
+// object in tools/list (their fields are the view's: docs/http-api.md).
+var outputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[limits.Usage]():    {Type: "object"},
+	reflect.TypeFor[limits.Enforced](): {Type: "object"},
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
@@ -20,6 +21,7 @@ type jobStartIn struct {
 	Env        map[string]string `json:"env,omitempty"`
 	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
 	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
+	Limits     *limitsArg        `json:"limits,omitempty"`
 }
 
 // JobStarted is terminal_job_start's answer.
@@ -90,12 +92,16 @@ type JobEntry struct {
 	StderrBytes    int64     `json:"stderr_bytes"`
 	Started        time.Time `json:"started,omitzero"`
 	Ended          time.Time `json:"ended,omitzero"`
+	// Usage is a running job's usage so far (its memory now), an ended
+	// one's in all; LimitHit the limit that ended or held it back.
+	Usage    *limits.Usage `json:"usage,omitempty"`
+	LimitHit string        `json:"limit_hit,omitempty"`
 }
 
 func jobEntry(v view.Job) JobEntry {
 	return JobEntry{JobID: v.ID, Name: v.Name, Cmd: v.Cmd, jobState: jobState{Status: v.State, ExitCode: v.ExitCode},
 		SemanticStatus: v.SemanticStatus, Pid: v.Pid, RuntimeMs: v.DurationMs, StdoutBytes: v.StdoutBytes,
-		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended}
+		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended, Usage: v.Usage, LimitHit: v.LimitHit}
 }
 
 // JobList is terminal_job_list's answer.
@@ -159,7 +165,7 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 		return nil, JobStarted{}, err
 	}
 	v, err := t.d.RunJob(service.JobSpec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
-		Name: in.Name, Timeout: timeout, Source: "terminal"})
+		Name: in.Name, Timeout: timeout, Source: "terminal", Limits: in.Limits.of()})
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
@@ -402,7 +408,7 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 	out := JobList{Jobs: []JobEntry{}}
 	var b strings.Builder
 	for _, in := range infos {
-		out.Jobs = append(out.Jobs, jobEntry(in))
+		out.Jobs = append(out.Jobs, jobEntry(t.d.WithLiveUsage(in))) // a running job's usage so far
 		exit := "-"
 		if in.ExitCode != nil {
 			exit = fmt.Sprint(*in.ExitCode)

@@ -155,3 +155,55 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// terminal_pty_open takes limits too: the session's shell, and what it
+// runs, get them as rlimits (a session has no cgroup), whether the daemon
+// or its holder runs the session; the soft limit of open files stays the
+// one a job gets when only another limit is set; a request above a
+// ceiling is refused.
+func TestLimitsOfPTYSession(t *testing.T) {
+	for _, hold := range []string{"--hold-jobs=true", "--hold-jobs=false"} {
+		t.Run(strings.TrimPrefix(hold, "--"), func(t *testing.T) {
+			state := hivetest.StateDir(t)
+			// A soft limit of open files below the hard one, as on most
+			// machines: a Go program (the daemon, the rlimits' wrapper)
+			// raises its own, its children start with this one.
+			cmd := hivetest.Command(t, state, "daemon", hold, "--limits-max-memory-mb", "512")
+			cmd.Args = append([]string{"bash", "-c", `ulimit -Sn 1000 && exec "$0" "$@"`, cmd.Path}, cmd.Args[1:]...)
+			cmd.Path = "/bin/bash"
+			hivetest.StartDaemonCmd(t, state, cmd)
+			s := hivetest.Connect(t, state, t.TempDir())
+			var job limitsAnswer
+			s.MustCall("terminal_exec", map[string]any{"cmd": "ulimit -n", "limits": map[string]any{"memory_mb": 256}}, &job)
+			if strings.TrimSpace(job.Stdout) != "1000" {
+				t.Fatalf("ulimit -n in a job under memory_mb 256: %q; want the daemon's children's 1000", job.Stdout)
+			}
+			for _, c := range []struct {
+				limits map[string]any
+				want   string
+			}{
+				{map[string]any{"nofile": 64, "memory_mb": 256}, "n=64 v=262144"},
+				{map[string]any{"memory_mb": 256}, "n=" + strings.TrimSpace(job.Stdout) + " v=262144"},
+			} {
+				var open struct {
+					SessionID        string            `json:"session_id"`
+					LimitsEnforcedBy map[string]string `json:"limits_enforced_by"`
+				}
+				s.MustCall("terminal_pty_open", map[string]any{"limits": c.limits}, &open)
+				t.Cleanup(func() { s.TryCall("terminal_pty_close", map[string]any{"session_id": open.SessionID}, nil) })
+				if open.LimitsEnforcedBy["memory_mb"] != "rlimit" || (c.limits["nofile"] != nil) != (open.LimitsEnforcedBy["nofile"] == "rlimit") {
+					t.Errorf("limits %v: limits_enforced_by %v; want each by rlimit", c.limits, open.LimitsEnforcedBy)
+				}
+				out := ptyCall(t, s, "terminal_pty_send", map[string]any{"session_id": open.SessionID,
+					"input": "echo n=$(ulimit -n) v=$(ulimit -v)\n", "wait_for": `(?m)^n=\d+ v=\d+`})
+				if !strings.Contains(out.Data, c.want+"\n") {
+					t.Errorf("limits %v: ulimit -n, -v in the session: %q; want %s (v in KiB)", c.limits, out.Data, c.want)
+				}
+			}
+			text, isErr := s.Call("terminal_pty_open", map[string]any{"limits": map[string]any{"memory_mb": 1024}}, nil)
+			if !isErr || !strings.Contains(text, "limits.memory_mb 1024") || !strings.Contains(text, "limits.max_memory_mb = 512") {
+				t.Errorf("terminal_pty_open with memory_mb 1024 over max 512: error %v: %s; want a refusal naming the field and the ceiling", isErr, text)
+			}
+		})
+	}
+}

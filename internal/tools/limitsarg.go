@@ -9,10 +9,11 @@ import (
 	"github.com/hivetools/hive/internal/view"
 )
 
-// limitsArg is the limits argument of the tools that start a job
-// ({"memory_mb", "pids", "cpus", "nofile"}): listed as a bare object (the
-// instructions name the keys once; tools/list is paid for in every turn),
-// and decoded strictly, so a misspelt key is refused, not dropped.
+// limitsArg is the limits argument of the tools that start a job, and of
+// terminal_pty_open ({"memory_mb", "pids", "cpus", "nofile"}): listed as
+// a bare object (the instructions name the keys once; tools/list is paid
+// for in every turn), and decoded strictly, so a misspelt key is refused,
+// not dropped.
 type limitsArg struct{ limits.Limits }
 
 func (a *limitsArg) UnmarshalJSON(b []byte) error {

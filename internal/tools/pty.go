@@ -48,7 +48,7 @@ type ptySendIn struct {
 	Input     string   `json:"input,omitempty" jsonschema:"text; \u0003 is Ctrl-C"`
 	Keys      []string `json:"keys,omitempty" jsonschema:"after input: Enter, Tab, Up, C-c…"`
 	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"or return after this quiet time"`
-	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex to wait for (30 s max)"`
+	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex (30 s max)"`
 }
 
 // PTYOutput is the answer of terminal_pty_send and terminal_pty_read.

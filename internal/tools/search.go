@@ -53,7 +53,7 @@ type RGResult struct {
 }
 
 type globIn struct {
-	Pattern    string `json:"pattern" jsonschema:"doublestar glob, e.g. **/*.go"`
+	Pattern    string `json:"pattern" jsonschema:"doublestar glob: **/*.go"`
 	Path       string `json:"path,omitempty"`
 	MaxResults int    `json:"max_results,omitempty" jsonschema:"default 500"`
 	Hidden     bool   `json:"hidden,omitempty"`

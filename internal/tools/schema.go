@@ -46,7 +46,7 @@ func schemasFor[In, Out any]() *toolSchemas {
 	if err != nil {
 		panic(fmt.Sprintf("input schema of %v: %v", reflect.TypeFor[In](), err))
 	}
-	out, err := jsonschema.For[Out](&jsonschema.ForOptions{TypeSchemas: outputTypeSchemas})
+	out, err := jsonschema.For[Out](nil)
 	if err != nil {
 		panic(fmt.Sprintf("output schema of %v: %v", reflect.TypeFor[Out](), err))
 	}

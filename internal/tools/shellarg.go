@@ -6,8 +6,6 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/hivetools/hive/internal/limits"
 )
 
 // shellArg is terminal_exec's shell argument, in either form: the seed's
@@ -43,11 +41,4 @@ func (a *shellArg) UnmarshalJSON(b []byte) error {
 var inputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[shellArg]():  {Types: []string{"boolean", "string"}},
 	reflect.TypeFor[limitsArg](): {Type: "object"},
-}
-
-// outputTypeSchemas are the schemas of answer types shown as a bare
-// object in tools/list (their fields are the view's: docs/http-api.md).
-var outputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[limits.Usage]():    {Type: "object"},
-	reflect.TypeFor[limits.Enforced](): {Type: "object"},
 }

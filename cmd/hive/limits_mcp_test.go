@@ -112,6 +112,19 @@ func TestLimitsThroughMCP(t *testing.T) {
 		}
 	})
 
+	t.Run("text form", func(t *testing.T) {
+		// No structuredContent there: the text tells limits and usage.
+		st := hivetest.Connect(t, state, dir, "--answers", "text")
+		text := st.MustCall("terminal_exec", map[string]any{"cmd": "ulimit -n", "limits": map[string]any{"nofile": 64}}, nil)
+		if !strings.Contains(text, "nofile by rlimit") || !strings.Contains(text, "usage: cpu ") || !strings.Contains(text, "memory peak") {
+			t.Errorf("terminal_exec in the text form: %q; want its limits and usage", text)
+		}
+		st.MustCall("run", map[string]any{"cmd": "true", "name": "text-form", "wait_seconds": 30, "limits": map[string]any{"nofile": 100}}, nil)
+		if text := st.MustCall("status", map[string]any{"id": "text-form"}, nil); !strings.Contains(text, "nofile by rlimit") || !strings.Contains(text, "usage: cpu ") {
+			t.Errorf("status in the text form: %q; want its limits and usage", text)
+		}
+	})
+
 	t.Run("usage of a running job", func(t *testing.T) {
 		var started limitsAnswer
 		s.MustCall("terminal_job_start", map[string]any{"cmd": "exec sleep 60"}, &started)
@@ -145,6 +158,10 @@ func TestLimitsThroughMCP(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("terminal_job_list state=running: %+v; want %s", list.Jobs, started.JobID)
+		}
+		st := hivetest.Connect(t, state, dir, "--answers", "text")
+		if text := st.MustCall("terminal_job_list", map[string]any{"state": "running"}, nil); !strings.Contains(text, started.JobID+"\trunning\t-\tmem ") {
+			t.Errorf("terminal_job_list in the text form: %q; want %s with its memory now", text, started.JobID)
 		}
 	})
 }

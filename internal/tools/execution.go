@@ -329,6 +329,9 @@ func renderStatus(st TaskStatus, tails bool) string {
 		b.WriteString(") ---\n")
 		b.WriteString(s.tail)
 	}
+	if tails { // the text form: no structuredContent tells them
+		b.WriteString(st.limitsOut.text())
+	}
 	if st.Note != "" {
 		fmt.Fprintf(&b, "\nnote: %s", st.Note)
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/view"
@@ -55,4 +58,43 @@ func limitsOutOf(v view.Job) limitsOut {
 		o.Usage = *v.Usage
 	}
 	return o
+}
+
+// text is o as a text answer tells it (the text form carries no
+// structuredContent): a line on how each limit is enforced and what the
+// job used, "" when there is neither. The limit hit is the answer's
+// meaning already.
+func (o limitsOut) text() string {
+	var parts []string
+	if len(o.LimitsEnforcedBy) > 0 {
+		var by []string
+		for _, f := range slices.Sorted(maps.Keys(o.LimitsEnforcedBy)) {
+			by = append(by, f+" by "+o.LimitsEnforcedBy[f])
+		}
+		parts = append(parts, "limits: "+strings.Join(by, ", "))
+	}
+	if u := o.Usage; u != (limits.Usage{}) {
+		s := fmt.Sprintf("usage: cpu %d ms user, %d ms system", u.CPUUserMS, u.CPUSystemMS)
+		for _, v := range []struct {
+			what string
+			n    int64
+		}{{"memory peak", u.MemoryPeakBytes}, {"memory now", u.MemoryBytes}} {
+			if v.n > 0 {
+				s += fmt.Sprintf(", %s %.1f MiB", v.what, float64(v.n)/(1<<20))
+			}
+		}
+		for _, v := range []struct {
+			what string
+			n    int64
+		}{{"oom kills", u.OOMKills}, {"forks refused", u.PidsRefused}, {"cpu throttled periods", u.Throttled}} {
+			if v.n > 0 {
+				s += fmt.Sprintf(", %s %d", v.what, v.n)
+			}
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "\n" + strings.Join(parts, "; ")
 }

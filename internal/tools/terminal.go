@@ -469,6 +469,9 @@ func renderEnvelope(e Envelope, withOutput bool) string {
 	if e.Warning != nil {
 		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
 	}
+	if withOutput { // the text form: no structuredContent tells them
+		b.WriteString(e.limitsOut.text())
+	}
 	for _, s := range []struct {
 		name, data  string
 		cut, unkept int64

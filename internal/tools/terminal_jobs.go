@@ -104,6 +104,20 @@ func jobEntry(v view.Job) JobEntry {
 		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended, Usage: v.Usage, LimitHit: v.LimitHit}
 }
 
+// memText is a job's memory in terminal_job_list's text: a running
+// job's now, an ended one's peak, "-" unknown.
+func memText(u *limits.Usage) string {
+	switch {
+	case u == nil:
+		return "-"
+	case u.MemoryBytes > 0:
+		return fmt.Sprintf("mem %.1fMiB", float64(u.MemoryBytes)/(1<<20))
+	case u.MemoryPeakBytes > 0:
+		return fmt.Sprintf("peak %.1fMiB", float64(u.MemoryPeakBytes)/(1<<20))
+	}
+	return "-"
+}
+
 // JobList is terminal_job_list's answer.
 type JobList struct {
 	Jobs []JobEntry `json:"jobs"`
@@ -408,12 +422,13 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 	out := JobList{Jobs: []JobEntry{}}
 	var b strings.Builder
 	for _, in := range infos {
-		out.Jobs = append(out.Jobs, jobEntry(t.d.WithLiveUsage(in))) // a running job's usage so far
+		in = t.d.WithLiveUsage(in) // a running job's usage so far
+		out.Jobs = append(out.Jobs, jobEntry(in))
 		exit := "-"
 		if in.ExitCode != nil {
 			exit = fmt.Sprint(*in.ExitCode)
 		}
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", in.ID, in.State, exit, clip(in.Cmd, 80))
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", in.ID, in.State, exit, memText(in.Usage), clip(in.Cmd, 80))
 	}
 	if len(out.Jobs) == 0 {
 		return text("no jobs"), out, nil

@@ -285,7 +285,7 @@ func (m *Manager) Open(o OpenOptions) (*Session, error) {
 	}
 	lim, err := m.opts.Limits.Resolve(o.Limits)
 	if err != nil {
-		return nil, fmt.Errorf("open pty session: %w", err) // of ErrInvalid, naming the field
+		return nil, err // of ErrInvalid, naming the field: limits.memory_mb 1024: above...
 	}
 	o.Limits = lim
 	if o.Cols == 0 {

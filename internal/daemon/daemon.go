@@ -423,7 +423,7 @@ func (d *daemon) open() error {
 	}
 	// Sessions are marked and recorded like jobs; those a dead daemon
 	// left end now, before any is opened.
-	po := pty.Options{Dir: l.PTY(), Owner: l.Dir, Store: st, Logger: d.log}
+	po := pty.Options{Dir: l.PTY(), Owner: l.Dir, Store: st, Logger: d.log, Limits: d.cfg.Limits, NofileSoft: job.ChildNofile}
 	if d.holder != nil {
 		po.Holder = d.holder
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
@@ -126,7 +127,7 @@ type heldState struct {
 const replayDone = "\x00hive-replayed\x00"
 
 // startHeld starts a session in the holder: see start.
-func startHeld(m *Manager, id string, o OpenOptions, cmd *exec.Cmd, cmdText, cwd, path string) (*Session, error) {
+func startHeld(m *Manager, id string, o OpenOptions, cmd *exec.Cmd, cmdText, cwd, path string, by limits.Enforced) (*Session, error) {
 	if path == "" {
 		return nil, errors.New("open pty session: a held session needs an output file (Options.Dir)")
 	}
@@ -157,6 +158,7 @@ func startHeld(m *Manager, id string, o OpenOptions, cmd *exec.Cmd, cmdText, cwd
 	}
 	s := newHeldSession(m, store.PTY{ID: id, Name: o.Name, Cmd: cmdText, Cwd: cwd, Pid: x.Pid, PidStart: x.PidStart,
 		Cols: o.Cols, Rows: o.Rows, Started: time.Now(), OutputPath: path}, master, x.TTY, output.Stats{})
+	s.limitsBy = by
 	s.startHeldGoroutines(false)
 	if err := s.record(true); err != nil {
 		s.Close()

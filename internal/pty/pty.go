@@ -35,6 +35,7 @@ import (
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/ident"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/store"
 	"github.com/hivetools/hive/internal/supervise"
 	"github.com/hivetools/hive/internal/view"
@@ -139,6 +140,15 @@ type Options struct {
 	// Holder, if set, runs the sessions' processes so that they outlive
 	// the daemon (see Holder); Recover adopts the ones it holds. Needs Dir.
 	Holder Holder
+	// Limits are the defaults and ceilings of the sessions' resource
+	// limits, as a job's (limits.Policy.Resolve: a request above a
+	// ceiling is refused). The zero value limits nothing.
+	Limits limits.Policy
+	// NofileSoft, if set, gives the soft limit of open files of a session
+	// whose rlimits leave nofile alone (limits.Rlimits.NofileSoft): the
+	// one the spawner's children start with, as a job's (job.ChildNofile).
+	// If nil, such a session gets the wrapper's, raised to its hard limit.
+	NofileSoft func() uint64
 }
 
 // OpenOptions describes a new session.
@@ -161,6 +171,12 @@ type OpenOptions struct {
 	// Name is an optional handle, [a-z0-9-]{1,63}, unique among the open
 	// sessions of the manager. Get accepts it in place of the id.
 	Name string
+	// Limits are the session's resource limits (with Options.Limits'
+	// defaults): the session's process and all it starts get them as
+	// rlimits (limits.Wrap), set before the shell runs; a session has no
+	// cgroup, so cpus (no timeout) and pids for root are not enforced
+	// (Info.LimitsBy says so). Zero: the defaults.
+	Limits limits.Limits
 }
 
 // Info describes a session.
@@ -179,12 +195,15 @@ type Info struct {
 	view.SessionState
 	Started time.Time
 	Bytes   int64 // output bytes so far
+	// LimitsBy says how each of the session's limits is enforced (nil:
+	// it has none, or it was opened by an earlier daemon).
+	LimitsBy limits.Enforced
 }
 
 // View is the session as every surface shows it (package view).
 func (i Info) View() view.Session {
 	return view.Session{ID: i.ID, Name: i.Name, Cmd: i.Cmd, Pid: i.Pid, Cols: i.Cols, Rows: i.Rows,
-		SessionState: i.SessionState, Started: view.Time(i.Started), Bytes: i.Bytes}
+		SessionState: i.SessionState, Started: view.Time(i.Started), Bytes: i.Bytes, LimitsEnforcedBy: i.LimitsBy}
 }
 
 // ReadResult is the answer of Read and SendWait.
@@ -264,6 +283,11 @@ func (m *Manager) Open(o OpenOptions) (*Session, error) {
 			return nil, err
 		}
 	}
+	lim, err := m.opts.Limits.Resolve(o.Limits)
+	if err != nil {
+		return nil, err // of ErrInvalid, naming the field: limits.memory_mb 1024: above...
+	}
+	o.Limits = lim
 	if o.Cols == 0 {
 		o.Cols = DefaultCols
 	}

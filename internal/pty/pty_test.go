@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/limits"
 )
 
 func TestMain(m *testing.M) {
@@ -339,6 +340,27 @@ func TestSendWaitQuiet(t *testing.T) {
 	r, err = s.SendWait(short, "echo never-matches\n", 0, regexp.MustCompile(`no-such-text`))
 	if !errors.Is(err, context.DeadlineExceeded) || r.Matched {
 		t.Errorf("SendWait past deadline = %+v, %v; want DeadlineExceeded", r, err)
+	}
+}
+
+// A session's limits are rlimits of its shell, with the manager's
+// defaults; one over the manager's ceiling is refused, naming the field.
+func TestOpenWithLimits(t *testing.T) {
+	m := newManager(t, Options{Limits: limits.Policy{Default: limits.Limits{Nofile: 100}, Max: limits.Limits{MemoryMB: 512}}})
+	s := open(t, m, OpenOptions{Limits: limits.Limits{MemoryMB: 256}})
+	sendWait(t, s, "echo n=$(ulimit -n) v=$(ulimit -v)\n", `(?m)^n=100 v=262144\r?$`)
+	if by := s.Info().LimitsBy; len(by) != 2 || by[limits.Memory] != limits.ByRlimit || by[limits.Nofile] != limits.ByRlimit {
+		t.Errorf("Info().LimitsBy = %v, want memory_mb and nofile by rlimit", by)
+	}
+	if v := s.Info().View(); v.LimitsEnforcedBy[limits.Memory] != limits.ByRlimit {
+		t.Errorf("the view's limits_enforced_by = %v", v.LimitsEnforcedBy)
+	}
+	_, err := m.Open(OpenOptions{Limits: limits.Limits{MemoryMB: 1024}})
+	if !errors.Is(err, ErrInvalid) || !strings.HasPrefix(err.Error(), "limits.memory_mb 1024") || !strings.Contains(err.Error(), "max_memory_mb") {
+		t.Errorf("Open over the ceiling = %v, want ErrInvalid naming limits.memory_mb and its ceiling", err)
+	}
+	if n := len(m.List()); n != 1 {
+		t.Errorf("%d sessions after the refused Open, want 1", n)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	creackpty "github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/shell"
@@ -99,6 +100,8 @@ type Session struct {
 	// held is set when a Holder runs the session's process (the
 	// daemon then has no cmd: see held_unix.go).
 	held *heldState
+	// limitsBy is how each of its limits is enforced (set at start).
+	limitsBy limits.Enforced
 }
 
 func start(m *Manager, id string, o OpenOptions) (*Session, error) {
@@ -119,6 +122,13 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 	}
 	cmd.Env = sh.Env(sessionEnv(o.Env, m.marks(id)))
 	cmd.Dir = o.Cwd
+	// Its limits, as rlimits set by the wrapper before the shell runs (a
+	// session has no cgroup, nor a timeout for cpus).
+	r, by := limits.Split(o.Limits, nil, 0)
+	if !r.IsZero() && r.Nofile == 0 && m.opts.NofileSoft != nil {
+		r.NofileSoft = m.opts.NofileSoft()
+	}
+	limits.Wrap(cmd, r)
 	cwd := o.Cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
@@ -135,7 +145,16 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		path = filepath.Join(m.opts.Dir, id+".pty")
 	}
 	if m.opts.Holder != nil && path != "" {
-		return startHeld(m, id, o, cmd, cmdText, cwd, path)
+		if !r.IsZero() {
+			// The wrapper is this build's (limits.Wrap): the holder's own
+			// binary may be an older one, without it.
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, fmt.Errorf("open pty session: its limits need this binary's path: %w", err)
+			}
+			cmd.Path = exe
+		}
+		return startHeld(m, id, o, cmd, cmdText, cwd, path, by)
 	}
 	stream, err := output.Create(path, &output.Options{RingSize: m.opts.RingSize, FileCap: m.opts.FileCap})
 	if err != nil {
@@ -193,6 +212,7 @@ func start(m *Manager, id string, o OpenOptions) (*Session, error) {
 		readerDone:  make(chan struct{}),
 		repliesDone: make(chan struct{}),
 		closing:     make(chan struct{}),
+		limitsBy:    by,
 	}
 	go s.wait()
 	go s.read()
@@ -419,7 +439,7 @@ func (s *Session) Info() Info {
 	return Info{
 		ID: s.id, Name: s.name, Cmd: s.cmdText, Cwd: s.cwd, Pid: s.pid,
 		Cols: cols, Rows: rows, SessionState: view.SessionState{Running: running, ExitCode: code},
-		Started: s.started, Bytes: s.stream.Stats().Total,
+		Started: s.started, Bytes: s.stream.Stats().Total, LimitsBy: s.limitsBy,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/pty"
 	"github.com/hivetools/hive/internal/view"
 )
@@ -34,6 +35,9 @@ type PTYOpen struct {
 	// Name is an optional handle, [a-z0-9-]{1,63}, unique among the open
 	// sessions.
 	Name string
+	// Limits are the session's resource limits (pty.OpenOptions.Limits);
+	// zero: the operator's defaults.
+	Limits limits.Limits
 }
 
 // PTYOutput is output of a PTY session, from a read or a send.
@@ -96,7 +100,7 @@ func (s *Service) OpenPTY(o PTYOpen) (view.Session, error) {
 			return view.Session{}, err
 		}
 	}
-	sess, err := s.PTY.Open(pty.OpenOptions{Cmd: o.Cmd, Cwd: o.Cwd, Env: o.Env, Cols: o.Cols, Rows: o.Rows, Name: o.Name})
+	sess, err := s.PTY.Open(pty.OpenOptions{Cmd: o.Cmd, Cwd: o.Cwd, Env: o.Env, Cols: o.Cols, Rows: o.Rows, Name: o.Name, Limits: o.Limits})
 	if err != nil {
 		return view.Session{}, err
 	}

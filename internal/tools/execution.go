@@ -23,19 +23,20 @@ const maxWait = 30
 const tailBytes = 4 << 10
 
 type runIn struct {
-	Cmd         string   `json:"cmd"`
-	TimeoutSecs *float64 `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
-	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
-	Name        string   `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
+	Cmd         string     `json:"cmd"`
+	TimeoutSecs *float64   `json:"timeout_secs,omitempty" jsonschema:"stop after N s (timed_out)"`
+	WaitSeconds *float64   `json:"wait_seconds,omitempty" jsonschema:"inline wait (3; max 30)"`
+	Name        string     `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
+	Limits      *limitsArg `json:"limits,omitempty"`
 }
 
 type statusIn struct {
-	ID          string   `json:"id" jsonschema:"task id or name"`
+	ID          string   `json:"id"`
 	WaitSeconds *float64 `json:"wait_seconds,omitempty" jsonschema:"max 30"`
 }
 
 type killIn struct {
-	ID    string `json:"id" jsonschema:"task id or name"`
+	ID    string `json:"id"`
 	Force bool   `json:"force,omitempty"`
 }
 
@@ -81,11 +82,12 @@ type TaskStatus struct {
 	// the end (see meaningOf); absent while the task runs.
 	SemanticStatus  string `json:"semantic_status,omitempty"`
 	SemanticMessage string `json:"semantic_message,omitempty"`
+	limitsOut
 }
 
 func (h *handlers) addExecution(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "run", Description: "Run a bash command: its result if it ends within wait_seconds, else an id."}, h.run)
-	addTool(s, &mcp.Tool{Name: "status", Description: "A task's status, exit, duration, last 4 KiB of output."}, h.status)
+	addTool(s, &mcp.Tool{Name: "status", Description: "A task's state and last 4 KiB of output."}, h.status)
 	addTool(s, &mcp.Tool{Name: "kill", Description: "Stop a task: SIGINT to its group (SIGKILL with force); does not wait."}, h.kill)
 }
 
@@ -123,7 +125,7 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 		return nil, TaskStatus{}, err
 	}
 	j, err := h.d.StartJob(service.JobSpec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
-		Name: in.Name, Source: "run", Attached: wait > 0})
+		Name: in.Name, Source: "run", Attached: wait > 0, Limits: in.Limits.of()})
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
@@ -235,7 +237,7 @@ func (h *handlers) taskStatus(in view.Job) TaskStatus {
 		Signal: in.Signal, Error: in.Error, DurationMs: in.DurationMs,
 		StdoutPath: in.StdoutPath, StderrPath: in.StderrPath,
 		StdoutBytes: in.StdoutBytes, StderrBytes: in.StderrBytes, StdoutDropped: in.StdoutDropped,
-		StderrDropped: in.StderrDropped, Leftover: in.Leftover,
+		StderrDropped: in.StderrDropped, Leftover: in.Leftover, limitsOut: limitsOutOf(h.d.WithLiveUsage(in)),
 	}
 	if j, err := h.d.LiveJob(in.ID); err == nil && j.Stdout() != nil {
 		st.StdoutTail = decodeTail(j.Stdout().Tail(tailBytes))
@@ -326,6 +328,9 @@ func renderStatus(st TaskStatus, tails bool) string {
 		}
 		b.WriteString(") ---\n")
 		b.WriteString(s.tail)
+	}
+	if tails { // the text form: no structuredContent tells them
+		b.WriteString(st.limitsOut.text())
 	}
 	if st.Note != "" {
 		fmt.Fprintf(&b, "\nnote: %s", st.Note)

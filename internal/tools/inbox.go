@@ -64,7 +64,7 @@ type LooseEnds struct {
 // looseEndsIn pages get_loose_ends: a burst of todos (a local program
 // may raise thousands) never makes an answer of megabytes.
 type looseEndsIn struct {
-	Limit           *int `json:"limit,omitempty" jsonschema:"per list; default 50, max 500"`
+	Limit           *int `json:"limit,omitempty" jsonschema:"per list (50; max 500)"`
 	TodosOffset     int  `json:"todos_offset,omitempty"`
 	RemindersOffset int  `json:"reminders_offset,omitempty"`
 }
@@ -121,7 +121,7 @@ type InboxRead struct {
 }
 
 func (h *handlers) addInbox(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your reminders, todos (jobs, local programs) and unread inbox messages."}, h.getLooseEnds)
+	addTool(s, &mcp.Tool{Name: "get_loose_ends", Description: "Your loose ends: reminders, todos, unread messages."}, h.getLooseEnds)
 	addTool(s, &mcp.Tool{Name: "cancel_loose_end", Description: "Cancel a reminder, clear a todo or drop a message unread."}, h.cancelLooseEnd)
 	addTool(s, &mcp.Tool{Name: "remind", Description: "Message yourself after delay_seconds or at at_unix_timestamp (within a year)."}, h.remind)
 	addTool(s, &mcp.Tool{Name: "read_inbox", Description: "Read (and remove) your oldest inbox messages."}, h.readInbox)

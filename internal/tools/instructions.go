@@ -19,13 +19,14 @@ var instructionLines = []struct {
 	{nil, "Your commands run in a daemon that outlives this session."},
 	{[]string{GroupTerminal}, "- Files: terminal_exec with cat, sed -i, a heredoc; relative paths start in your session dir."},
 	{[]string{GroupSearch}, "- Search with terminal_rg (contents) and terminal_glob (file names), not grep or find."},
-	{[]string{GroupTerminal}, "- A warning (rm -rf, push --force...) means it ran: re-read the command before relying on it."},
+	{[]string{GroupTerminal}, "- A warning (rm -rf, push --force...) means it ran: re-read the command."},
 	{[]string{GroupTerminal}, "- Check shell_kind: off bash (PowerShell, cmd), bash idioms break."},
 	{[]string{GroupTerminal}, "- Read semantic_status before exit_code: grep's exit 1 is ok (no match); semantic_message says why."},
 	{[]string{GroupTerminal}, "- Output past max_output_kb is cut: page it with terminal_output_get(output_handle)."},
 	{[]string{GroupTerminal}, "- terminal_exec past auto_background_after_sec goes on as a job: follow job_id with terminal_job_logs."},
 	{[]string{GroupExecution, GroupTerminal}, "- Background work (run, jobs) ends as a loose end, pushed to you; reading its end clears it."},
-	{[]string{GroupInbox}, "- get_loose_ends lists loose ends, read_inbox messages; remind wakes you later, also across restarts."},
+	{[]string{GroupInbox}, "- read_inbox takes messages sent to you; remind wakes you later, also across restarts."},
+	{[]string{GroupExecution, GroupTerminal}, "- limits takes {memory_mb, pids, cpus, nofile}."},
 	{nil, "- Unknown tool arguments are refused."},
 }
 

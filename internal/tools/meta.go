@@ -40,7 +40,7 @@ type AgentMeta struct {
 }
 
 func (h *handlers) addMeta(s *mcp.Server) {
-	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "An agent's version, status, turn state, jobs, loose ends (name: default you)."}, h.agentMeta)
+	addTool(s, &mcp.Tool{Name: "get_agent_meta", Description: "An agent's state (name: default you)."}, h.agentMeta)
 }
 
 // agentNameRE is what a sibling's name may be: a directory's base name.

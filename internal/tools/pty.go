@@ -9,17 +9,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
 )
 
 type ptyOpenIn struct {
-	Cmd  string            `json:"cmd,omitempty" jsonschema:"default: bash --norc --noprofile"`
-	Cwd  string            `json:"cwd,omitempty"`
-	Env  map[string]string `json:"env,omitempty"`
-	Cols int               `json:"cols,omitempty" jsonschema:"default 120"`
-	Rows int               `json:"rows,omitempty" jsonschema:"default 40"`
-	Name string            `json:"name,omitempty"`
+	Cmd    string            `json:"cmd,omitempty" jsonschema:"default: bash --norc --noprofile"`
+	Cwd    string            `json:"cwd,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+	Cols   int               `json:"cols,omitempty" jsonschema:"default 120"`
+	Rows   int               `json:"rows,omitempty" jsonschema:"default 40"`
+	Name   string            `json:"name,omitempty"`
+	Limits *limitsArg        `json:"limits,omitempty"`
 }
 
 // PTYInfo describes a PTY session.
@@ -34,12 +36,19 @@ type PTYInfo struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// PTYOpened is terminal_pty_open's answer: the session, and how each of
+// its limits is enforced (rlimit or none: a session has no cgroup).
+type PTYOpened struct {
+	PTYInfo
+	LimitsEnforcedBy limits.Enforced `json:"limits_enforced_by,omitempty"`
+}
+
 type ptySendIn struct {
 	SessionID string   `json:"session_id"`
 	Input     string   `json:"input,omitempty" jsonschema:"text; \u0003 is Ctrl-C"`
 	Keys      []string `json:"keys,omitempty" jsonschema:"after input: Enter, Tab, Up, C-c…"`
 	WaitMs    *int     `json:"wait_ms,omitempty" jsonschema:"or return after this quiet time"`
-	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex to wait for (30 s max)"`
+	WaitFor   string   `json:"wait_for,omitempty" jsonschema:"regex (30 s max)"`
 }
 
 // PTYOutput is the answer of terminal_pty_send and terminal_pty_read.
@@ -90,27 +99,28 @@ func ptyOutput(r service.PTYOutput) PTYOutput {
 
 func (h *handlers) addPTY(s *mcp.Server) {
 	addTool(s, &mcp.Tool{Name: "terminal_pty_open", Description: "Open a persistent shell (or program) on a PTY."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyOpenIn) (*mcp.CallToolResult, PTYInfo, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in ptyOpenIn) (*mcp.CallToolResult, PTYOpened, error) {
 			if err := checkCmdNUL(in.Cmd, in.Cwd, in.Env); err != nil {
-				return nil, PTYInfo{}, err
+				return nil, PTYOpened{}, err
 			}
 			dir, err := resolveDir(h.sess, in.Cwd)
 			if err != nil {
-				return nil, PTYInfo{}, err
+				return nil, PTYOpened{}, err
 			}
 			env, err := sessionEnv(h.sess, in.Env)
 			if err != nil {
-				return nil, PTYInfo{}, err
+				return nil, PTYOpened{}, err
 			}
 			if _, ok := in.Env["TERM"]; !ok {
 				env = append(env, "TERM=xterm-256color")
 			}
-			v, err := h.d.OpenPTY(service.PTYOpen{Cmd: in.Cmd, Cwd: dir, Env: dedupEnv(env), Cols: in.Cols, Rows: in.Rows, Name: in.Name})
+			v, err := h.d.OpenPTY(service.PTYOpen{Cmd: in.Cmd, Cwd: dir, Env: dedupEnv(env), Cols: in.Cols, Rows: in.Rows, Name: in.Name, Limits: in.Limits.of()})
 			if err != nil {
-				return nil, PTYInfo{}, err
+				return nil, PTYOpened{}, err
 			}
 			info := ptyInfo(v)
-			return text(fmt.Sprintf("pty session %s (pid %d, %dx%d)", info.SessionID, info.Pid, info.Cols, info.Rows)), info, nil
+			return text(fmt.Sprintf("pty session %s (pid %d, %dx%d)", info.SessionID, info.Pid, info.Cols, info.Rows)),
+				PTYOpened{PTYInfo: info, LimitsEnforcedBy: v.LimitsEnforcedBy}, nil
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_pty_send", Description: "Type into a PTY; returns output until it waits for input."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in ptySendIn) (*mcp.CallToolResult, PTYOutput, error) {

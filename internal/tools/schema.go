@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -204,6 +205,10 @@ func compact(s *jsonschema.Schema, root bool) {
 //   - the type of a map's values (env's "additionalProperties":
 //     {"type":"string"}, 38 bytes a map): a value of another type is
 //     refused with an error naming it (env/A: want string).
+//
+// And a property whose description is only its default number
+// (`jsonschema:"default 64"`) is listed with that as its "default"
+// instead, 14 bytes shorter.
 func listedInput(in *jsonschema.Schema) (json.RawMessage, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
@@ -220,6 +225,11 @@ func listedInput(in *jsonschema.Schema) (json.RawMessage, error) {
 	for _, p := range c.Properties {
 		if p.Type == "object" {
 			p.AdditionalProperties = nil
+		}
+		if v, ok := strings.CutPrefix(p.Description, "default "); ok {
+			if _, err := strconv.ParseFloat(v, 64); err == nil {
+				p.Description, p.Default = "", json.RawMessage(v)
+			}
 		}
 	}
 	return json.Marshal(&c)

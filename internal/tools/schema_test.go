@@ -148,10 +148,13 @@ func TestListedSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exec *mcp.Tool
+	var exec, page *mcp.Tool
 	for _, tool := range res.Tools {
-		if tool.Name == "terminal_exec" {
+		switch tool.Name {
+		case "terminal_exec":
 			exec = tool
+		case "terminal_output_get":
+			page = tool
 		}
 	}
 	if exec == nil {
@@ -175,5 +178,11 @@ func TestListedSchemas(t *testing.T) {
 	}
 	if err := json.Unmarshal(outRaw, &out); err != nil || out.Properties["exit_code"] == nil || out.Required != nil {
 		t.Errorf("output schema (compact) %s", outRaw)
+	}
+	// A description that is only a default number is listed as the
+	// "default" keyword.
+	pageRaw, _ := json.Marshal(page.InputSchema)
+	if !strings.Contains(string(pageRaw), `"max_kb":{"default":64,"type":"integer"}`) {
+		t.Errorf("terminal_output_get's input schema %s: want max_kb with \"default\":64 and no description", pageRaw)
 	}
 }

@@ -13,13 +13,13 @@ import (
 )
 
 type rgIn struct {
-	Pattern      string   `json:"pattern" jsonschema:"regex (or literal with fixed_strings)"`
-	Path         string   `json:"path,omitempty" jsonschema:"default: session dir"`
-	Glob         []string `json:"glob,omitempty" jsonschema:"rg --glob filters; !x excludes"`
-	Type         string   `json:"type,omitempty" jsonschema:"rg file type: go, py, js…"`
+	Pattern      string   `json:"pattern" jsonschema:"regex"`
+	Path         string   `json:"path,omitempty"`
+	Glob         []string `json:"glob,omitempty" jsonschema:"rg --glob; !x excludes"`
+	Type         string   `json:"type,omitempty" jsonschema:"rg --type: go, py…"`
 	IgnoreCase   bool     `json:"ignore_case,omitempty"`
 	FixedStrings bool     `json:"fixed_strings,omitempty"`
-	Context      int      `json:"context,omitempty" jsonschema:"lines around each match"`
+	Context      int      `json:"context,omitempty"`
 	MaxResults   int      `json:"max_results,omitempty" jsonschema:"default 200"`
 	MaxCount     int      `json:"max_count,omitempty" jsonschema:"cap per file"`
 	Hidden       bool     `json:"hidden,omitempty"`
@@ -53,8 +53,8 @@ type RGResult struct {
 }
 
 type globIn struct {
-	Pattern    string `json:"pattern" jsonschema:"doublestar glob, e.g. **/*.go"`
-	Path       string `json:"path,omitempty" jsonschema:"default: session dir"`
+	Pattern    string `json:"pattern" jsonschema:"doublestar glob: **/*.go"`
+	Path       string `json:"path,omitempty"`
 	MaxResults int    `json:"max_results,omitempty" jsonschema:"default 500"`
 	Hidden     bool   `json:"hidden,omitempty"`
 	NoIgnore   bool   `json:"no_ignore,omitempty"`

@@ -39,5 +39,6 @@ func (a *shellArg) UnmarshalJSON(b []byte) error {
 // inputTypeSchemas are the schemas of argument types whose Go type does not
 // say their JSON form.
 var inputTypeSchemas = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[shellArg](): {Types: []string{"boolean", "string"}},
+	reflect.TypeFor[shellArg]():  {Types: []string{"boolean", "string"}},
+	reflect.TypeFor[limitsArg](): {Type: "object"},
 }

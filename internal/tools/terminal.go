@@ -39,8 +39,9 @@ type execIn struct {
 	Stdin                  string            `json:"stdin,omitempty"`
 	TimeoutSec             *float64          `json:"timeout_sec,omitempty" jsonschema:"kill after N s (120 if pure foreground)"`
 	AutoBackgroundAfterSec *float64          `json:"auto_background_after_sec,omitempty" jsonschema:"default 30; 0 = pure foreground"`
-	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"inline cap per stream (256)"`
+	MaxOutputKB            *int              `json:"max_output_kb,omitempty" jsonschema:"per stream (256)"`
 	Shell                  shellArg          `json:"shell,omitempty" jsonschema:"true: bash -c"`
+	Limits                 *limitsArg        `json:"limits,omitempty"`
 }
 
 // Envelope is terminal_exec's answer.
@@ -63,6 +64,7 @@ type Envelope struct {
 	JobID                *string `json:"job_id"`
 	ShellKind            string  `json:"shell_kind"`
 	AutoShell            bool    `json:"auto_shell"`
+	limitsOut
 	// Of the bytes left out, those no longer kept anywhere (a full disk,
 	// the file cap): told in the text, not paged by the handle.
 	stdoutUnkept, stderrUnkept int64
@@ -98,7 +100,7 @@ type TerminalOptions struct {
 }
 
 func (h *handlers) addTerminal(s *mcp.Server, t *terminal) {
-	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command: exit and semantic status, output, warnings."},
+	addTool(s, &mcp.Tool{Name: "terminal_exec", Description: "Run a command and answer its result."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in execIn) (*mcp.CallToolResult, Envelope, error) {
 			return t.exec(ctx, h.sess, in)
 		})
@@ -290,7 +292,7 @@ func (t *terminal) exec(ctx context.Context, sess *Session, in execIn) (*mcp.Cal
 		return nil, Envelope{}, err
 	}
 	spec := service.JobSpec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env, Timeout: timeout,
-		KillOnTimeout: true, Source: "terminal", Attached: true}
+		KillOnTimeout: true, Source: "terminal", Attached: true, Limits: in.Limits.of()}
 	if in.Stdin != "" {
 		spec.Stdin = []byte(in.Stdin)
 	}
@@ -354,11 +356,13 @@ func (t *terminal) envelope(sess *Session, j *service.LiveJob, info view.Job, e 
 		// Told as running, as the rest of this answer: its end comes as
 		// a loose end, even if it came already.
 		e.jobState = jobState{Status: "running"}
+		e.LimitsEnforcedBy = info.LimitsEnforcedBy
 		e.SemanticStatus = "ok"
 		msg := "Still running as background job " + id + "; follow it with terminal_job_logs"
 		e.SemanticMessage = &msg
 	} else {
 		e.jobState = stateOf(info)
+		e.limitsOut = limitsOutOf(info)
 		m := meaningOf(info)
 		e.SemanticStatus, e.SemanticMessage = m.Status, m.msg()
 	}
@@ -464,6 +468,9 @@ func renderEnvelope(e Envelope, withOutput bool) string {
 	}
 	if e.Warning != nil {
 		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
+	}
+	if withOutput { // the text form: no structuredContent tells them
+		b.WriteString(e.limitsOut.text())
 	}
 	for _, s := range []struct {
 		name, data  string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/service"
 	"github.com/hivetools/hive/internal/view"
@@ -20,6 +21,7 @@ type jobStartIn struct {
 	Env        map[string]string `json:"env,omitempty"`
 	Name       string            `json:"name,omitempty" jsonschema:"[a-z0-9-]{1,63}; also an id"`
 	TimeoutSec *float64          `json:"timeout_sec,omitempty"`
+	Limits     *limitsArg        `json:"limits,omitempty"`
 }
 
 // JobStarted is terminal_job_start's answer.
@@ -90,12 +92,30 @@ type JobEntry struct {
 	StderrBytes    int64     `json:"stderr_bytes"`
 	Started        time.Time `json:"started,omitzero"`
 	Ended          time.Time `json:"ended,omitzero"`
+	// Usage is a running job's usage so far (its memory now), an ended
+	// one's in all; LimitHit the limit that ended or held it back.
+	Usage    *limits.Usage `json:"usage,omitempty"`
+	LimitHit string        `json:"limit_hit,omitempty"`
 }
 
 func jobEntry(v view.Job) JobEntry {
 	return JobEntry{JobID: v.ID, Name: v.Name, Cmd: v.Cmd, jobState: jobState{Status: v.State, ExitCode: v.ExitCode},
 		SemanticStatus: v.SemanticStatus, Pid: v.Pid, RuntimeMs: v.DurationMs, StdoutBytes: v.StdoutBytes,
-		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended}
+		StderrBytes: v.StderrBytes, Started: v.Started, Ended: v.Ended, Usage: v.Usage, LimitHit: v.LimitHit}
+}
+
+// memText is a job's memory in terminal_job_list's text: a running
+// job's now, an ended one's peak, "-" unknown.
+func memText(u *limits.Usage) string {
+	switch {
+	case u == nil:
+		return "-"
+	case u.MemoryBytes > 0:
+		return fmt.Sprintf("mem %.1fMiB", float64(u.MemoryBytes)/(1<<20))
+	case u.MemoryPeakBytes > 0:
+		return fmt.Sprintf("peak %.1fMiB", float64(u.MemoryPeakBytes)/(1<<20))
+	}
+	return "-"
 }
 
 // JobList is terminal_job_list's answer.
@@ -113,7 +133,7 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobStartIn) (*mcp.CallToolResult, JobStarted, error) {
 			return t.jobStart(h.sess, in)
 		})
-	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets, status, exit; can wait for exit or output."},
+	addTool(s, &mcp.Tool{Name: "terminal_job_logs", Description: "Job output since offsets; can wait for exit or output."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in jobLogsIn) (*mcp.CallToolResult, JobLogs, error) {
 			res, out, err := t.jobLogs(ctx, req, in)
 			if err == nil && res == nil {
@@ -159,7 +179,7 @@ func (t *terminal) jobStart(sess *Session, in jobStartIn) (*mcp.CallToolResult, 
 		return nil, JobStarted{}, err
 	}
 	v, err := t.d.RunJob(service.JobSpec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, Dir: dir, Env: env,
-		Name: in.Name, Timeout: timeout, Source: "terminal"})
+		Name: in.Name, Timeout: timeout, Source: "terminal", Limits: in.Limits.of()})
 	if err != nil {
 		return nil, JobStarted{}, err
 	}
@@ -402,12 +422,13 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 	out := JobList{Jobs: []JobEntry{}}
 	var b strings.Builder
 	for _, in := range infos {
+		in = t.d.WithLiveUsage(in) // a running job's usage so far
 		out.Jobs = append(out.Jobs, jobEntry(in))
 		exit := "-"
 		if in.ExitCode != nil {
 			exit = fmt.Sprint(*in.ExitCode)
 		}
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\n", in.ID, in.State, exit, clip(in.Cmd, 80))
+		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", in.ID, in.State, exit, memText(in.Usage), clip(in.Cmd, 80))
 	}
 	if len(out.Jobs) == 0 {
 		return text("no jobs"), out, nil

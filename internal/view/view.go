@@ -100,6 +100,10 @@ type Session struct {
 	Started time.Time `json:"started,omitzero"`
 	// Bytes counts the session's output so far.
 	Bytes int64 `json:"bytes"`
+	// LimitsEnforcedBy says how each of the session's resource limits is
+	// enforced (rlimit or none, by field name, as a job's); absent when
+	// it has none, or was opened by an earlier daemon.
+	LimitsEnforcedBy map[string]string `json:"limits_enforced_by,omitempty"`
 }
 
 // SessionState is how a PTY session stands, as every answer about a

@@ -74,6 +74,28 @@ func TestLimitsCgroups(t *testing.T) {
 				}
 			})
 
+			t.Run("memory through MCP", func(t *testing.T) {
+				// The same hog as a terminal_exec with the limits
+				// argument: the envelope tells the kill, the limit and the
+				// peak, never a plain exit 137.
+				s := hivetest.Connect(t, state, t.TempDir())
+				var e limitsAnswer
+				s.MustCall("terminal_exec", map[string]any{
+					"cmd":    `awk 'BEGIN { s = "x"; while (length(s) < 256 * 1024 * 1024) s = s s; print "grew to", length(s) }'`,
+					"limits": map[string]any{"memory_mb": 64},
+				}, &e)
+				if e.LimitHit != limits.Memory || e.SemanticStatus != "error" || e.SemanticMessage == nil || !strings.Contains(*e.SemanticMessage, "memory limit (64 MiB)") {
+					t.Errorf("a 256 MiB hog under limits.memory_mb 64 through terminal_exec: exit %v, limit_hit %q, %s: %v; want the memory limit's kill",
+						e.ExitCode, e.LimitHit, e.SemanticStatus, deref(e.SemanticMessage))
+				}
+				if e.LimitsEnforcedBy[limits.Memory] != by[limits.Memory] {
+					t.Errorf("memory_mb enforced by %q, want %q", e.LimitsEnforcedBy[limits.Memory], by[limits.Memory])
+				}
+				if e.Usage == nil || e.Usage.MemoryPeakBytes == nil || *e.Usage.MemoryPeakBytes < 32<<20 || *e.Usage.MemoryPeakBytes > 80<<20 {
+					t.Errorf("usage %+v: want a peak near 64 MiB", e.Usage)
+				}
+			})
+
 			t.Run("pids", func(t *testing.T) {
 				if _, err := exec.LookPath("perl"); err != nil {
 					t.Skip("no perl: the fork loop is perl's (a shell retries a refused fork for seconds, or exits)")

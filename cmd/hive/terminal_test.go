@@ -441,3 +441,40 @@ func TestPTYAndSearchBadInput(t *testing.T) {
 		}
 	}
 }
+
+// terminal_job_list lists the newest 200 jobs and says so when there
+// are more: a list is never cut short in silence.
+func TestJobListSaysWhenCut(t *testing.T) {
+	state := hivetest.StateDir(t)
+	hivetest.StartDaemon(t, state)
+	s := hivetest.Connect(t, state, t.TempDir())
+	var ids []string
+	start := func(n int) {
+		for range n {
+			var r struct {
+				ID string `json:"id"`
+			}
+			s.MustCall("run", map[string]any{"cmd": "true", "wait_seconds": 0}, &r)
+			ids = append(ids, r.ID)
+		}
+	}
+	var l struct {
+		Jobs []struct {
+			JobID string `json:"job_id"`
+		} `json:"jobs"`
+	}
+	start(200)
+	if text := s.MustCall("terminal_job_list", map[string]any{}, &l); len(l.Jobs) != 200 || strings.Contains(text, "newest") {
+		t.Errorf("200 jobs listed: %d jobs, text %q; want all 200 and no note", len(l.Jobs), text)
+	}
+	start(1)
+	l.Jobs = nil
+	if text := s.MustCall("terminal_job_list", map[string]any{}, &l); len(l.Jobs) != 200 || !strings.Contains(text, "the newest 200") {
+		t.Errorf("201 jobs listed: %d jobs, text %q; want 200 and a note that older ones are not listed", len(l.Jobs), text)
+	}
+	for _, j := range l.Jobs {
+		if j.JobID == ids[0] {
+			t.Errorf("the oldest job %s is listed among the newest 200", ids[0])
+		}
+	}
+}

@@ -143,9 +143,9 @@ func (h *handlers) addTerminalJobs(s *mcp.Server, t *terminal) {
 		})
 	addTool(s, &mcp.Tool{Name: "terminal_job_list", Description: "List jobs, newest first."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in jobListIn) (*mcp.CallToolResult, JobList, error) {
-			res, out, err := t.jobList(ctx, in)
+			res, out, more, err := t.jobList(ctx, in)
 			if err == nil && len(out.Jobs) > 0 && !h.sess.textAnswers() {
-				res = text(fmt.Sprintf("%d jobs in structuredContent", len(out.Jobs)))
+				res = text(fmt.Sprintf("%d jobs in structuredContent", len(out.Jobs)) + more)
 			}
 			return res, out, err
 		})
@@ -407,19 +407,29 @@ func progress(ctx context.Context, req *mcp.CallToolRequest, msg string, total t
 	return func() { close(done); <-finished }
 }
 
-func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResult, JobList, error) {
+// jobListMax is how many jobs terminal_job_list lists, the newest.
+const jobListMax = 200
+
+// jobList lists the newest jobListMax jobs (of a state); more is what
+// its text adds when there are more ("" when not): the answer never cuts
+// a list short without saying so.
+func (t *terminal) jobList(ctx context.Context, in jobListIn) (res *mcp.CallToolResult, out JobList, more string, err error) {
 	var states []string
 	if in.State != "" {
 		if !service.ValidJobState(in.State) {
-			return nil, JobList{}, fmt.Errorf("state %q: must be one of pending, running, done, timed_out, killed, interrupted, failed", in.State)
+			return nil, JobList{}, "", fmt.Errorf("state %q: must be one of pending, running, done, timed_out, killed, interrupted, failed", in.State)
 		}
 		states = []string{in.State}
 	}
-	infos, err := t.d.ListJobs(ctx, 200, "", states...)
+	infos, err := t.d.ListJobs(ctx, jobListMax+1, "", states...)
 	if err != nil {
-		return nil, JobList{}, err
+		return nil, JobList{}, "", err
 	}
-	out := JobList{Jobs: []JobEntry{}}
+	if len(infos) > jobListMax {
+		infos = infos[:jobListMax]
+		more = fmt.Sprintf("\n(the newest %d; older jobs are not listed: pass state, or run `hive ps -a` in a shell)", jobListMax)
+	}
+	out = JobList{Jobs: []JobEntry{}}
 	var b strings.Builder
 	for _, in := range infos {
 		in = t.d.WithLiveUsage(in) // a running job's usage so far
@@ -431,8 +441,8 @@ func (t *terminal) jobList(ctx context.Context, in jobListIn) (*mcp.CallToolResu
 		fmt.Fprintf(&b, "%s\t%s\t%s\t%s\t%s\n", in.ID, in.State, exit, memText(in.Usage), clip(in.Cmd, 80))
 	}
 	if len(out.Jobs) == 0 {
-		return text("no jobs"), out, nil
+		return text("no jobs"), out, "", nil
 	}
-	full := strings.TrimRight(b.String(), "\n")
-	return text(full), out, nil // addTerminalJobs makes it brief in a structured session
+	full := strings.TrimRight(b.String(), "\n") + more
+	return text(full), out, more, nil // addTerminalJobs makes it brief in a structured session
 }

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"slices"
@@ -54,33 +53,9 @@ func BenchmarkVsBase(b *testing.B) {
 	const execParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
 	const runParams = `{"name":"run","arguments":{"cmd":"true","wait_seconds":5}}`
 	call := func(k int, params string, run bool) time.Duration {
-		t0 := time.Now()
-		out, err := sides[k].call("tools/call", params)
-		dt := time.Since(t0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var r struct {
-			IsError bool `json:"isError"`
-			S       struct {
-				ExitCode  *int   `json:"exit_code"`
-				ShellKind string `json:"shell_kind"`
-				Status    string `json:"status"`
-			} `json:"structuredContent"`
-		}
-		if err := json.Unmarshal(out, &r); err != nil || r.IsError || r.S.ExitCode == nil || *r.S.ExitCode != 0 ||
-			(run && r.S.Status != "done") || (!run && r.S.ShellKind != "direct") {
-			b.Fatalf("side %d, %s: %s", k, params, out)
-		}
-		return dt
+		return timedTrue(b, sides[k], k, params, run, run)
 	}
-	spawn := func(argv ...string) time.Duration {
-		t0 := time.Now()
-		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
-			b.Fatalf("%v: %v", argv, err)
-		}
-		return time.Since(t0)
-	}
+	spawn := func(argv ...string) time.Duration { return timedSpawn(b, argv...) }
 	for k := range sides { // warm every path up
 		call(k, execParams, false)
 		call(k, runParams, true)

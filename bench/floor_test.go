@@ -65,33 +65,9 @@ func BenchmarkFloorRoundTrip(b *testing.B) {
 	const exec1 = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
 	runs := []string{`{"name":"run","arguments":{"cmd":"true","wait_seconds":5}}`, `{"name":"run","arguments":{"cmd":"true"}}`, `{"name":"run","arguments":{"cmd":"true"}}`}
 	call := func(k int, params string, run bool) time.Duration {
-		t0 := time.Now()
-		out, err := sides[k].call("tools/call", params)
-		dt := time.Since(t0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var r struct {
-			IsError bool `json:"isError"`
-			S       struct {
-				ExitCode  *int   `json:"exit_code"`
-				ShellKind string `json:"shell_kind"`
-				Status    string `json:"status"`
-			} `json:"structuredContent"`
-		}
-		if err := json.Unmarshal(out, &r); err != nil || r.IsError || r.S.ExitCode == nil || *r.S.ExitCode != 0 ||
-			(run && k == 0 && r.S.Status != "done") || (!run && r.S.ShellKind != "direct") {
-			b.Fatalf("side %d, %s: %s", k, params, out)
-		}
-		return dt
+		return timedTrue(b, sides[k], k, params, run, run && k == 0)
 	}
-	spawn := func(argv ...string) time.Duration {
-		t0 := time.Now()
-		if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
-			b.Fatalf("%v: %v", argv, err)
-		}
-		return time.Since(t0)
-	}
+	spawn := func(argv ...string) time.Duration { return timedSpawn(b, argv...) }
 	for k := range sides { // warm every path up
 		call(k, exec1, false)
 		call(k, runs[k], true)
@@ -126,4 +102,38 @@ func BenchmarkFloorRoundTrip(b *testing.B) {
 	b.ReportMetric(per(rn[0])/per(rn[1]), "run-hive/floor")
 	b.ReportMetric(per(rn[0])/per(bashD), "run-hive/bash")
 	b.ReportMetric(per(rn[1])/per(bashD), "run-floor/bash")
+}
+
+// timedTrue times one tools/call of `true` (params) on side k, s, and
+// checks its answer: exit 0, shell_kind direct for terminal_exec (not
+// run), and, when done, status done (a run that waited for its end).
+func timedTrue(b *testing.B, s *rawSession, k int, params string, run, done bool) time.Duration {
+	t0 := time.Now()
+	out, err := s.call("tools/call", params)
+	dt := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+		S       struct {
+			ExitCode  *int   `json:"exit_code"`
+			ShellKind string `json:"shell_kind"`
+			Status    string `json:"status"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.IsError || r.S.ExitCode == nil || *r.S.ExitCode != 0 ||
+		(done && r.S.Status != "done") || (!run && r.S.ShellKind != "direct") {
+		b.Fatalf("side %d, %s: %s", k, params, out)
+	}
+	return dt
+}
+
+// timedSpawn times a raw run of argv from this process.
+func timedSpawn(b *testing.B, argv ...string) time.Duration {
+	t0 := time.Now()
+	if err := exec.Command(argv[0], argv[1:]...).Run(); err != nil {
+		b.Fatalf("%v: %v", argv, err)
+	}
+	return time.Since(t0)
 }

@@ -151,14 +151,10 @@ func swarmScale(b *testing.B) {
 
 	// The real daemon, a member of the swarm, its HTTP front end on.
 	member := startDaemonArgs(b, nil, []string{"--nats", url, "--swarm", name, "--name", "real", "--http", "127.0.0.1:0"})
-	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := kvs[0].Get(ctx, "real"); err == nil {
-			break
-		}
-		if time.Since(start) > 20*time.Second {
-			b.Fatal("the real daemon did not join the swarm in 20 s")
-		}
-	}
+	hivetest.Eventually(b, 20*time.Second, "the real daemon to join the swarm", func() error {
+		_, err := kvs[0].Get(ctx, "real")
+		return err
+	})
 
 	// beat runs every agent's heartbeat, one every period (staggered),
 	// until stop closes; it returns each put's latency.

@@ -12,19 +12,10 @@ const Supported = true
 
 // Read returns the Stat of pid; ok is false when the process is gone.
 func Read(pid int) (Stat, bool) {
-	b, err := readFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return Stat{}, false
-	}
-	// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return Stat{}, false
-	}
-	f := bytes.Fields(b[i+2:])
+	f, ok := statFields("/proc/" + strconv.Itoa(pid) + "/stat")
 	// f[0] is field 3 (state); ppid is field 4, pgrp 5, session 6,
 	// utime 14, stime 15, starttime 22.
-	if len(f) < 20 {
+	if !ok || len(f) < 20 {
 		return Stat{}, false
 	}
 	ppid, _ := strconv.Atoi(string(f[1]))
@@ -34,6 +25,22 @@ func Read(pid int) (Stat, bool) {
 	stime, _ := strconv.ParseUint(string(f[12]), 10, 64)
 	start, _ := strconv.ParseUint(string(f[19]), 10, 64)
 	return Stat{Pid: pid, State: f[0][0], PPid: ppid, Pgrp: pgrp, Session: sid, Start: start, CPU: utime + stime}, true
+}
+
+// statFields are the fields of a stat file of /proc (a process's or a
+// thread's) after the command name, from the state on; ok is false when
+// it cannot be read.
+func statFields(path string) ([][]byte, bool) {
+	b, err := readFile(path)
+	if err != nil {
+		return nil, false
+	}
+	// pid (comm) state ppid pgrp session ...; comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return nil, false
+	}
+	return bytes.Fields(b[i+2:]), true
 }
 
 // Live lists the running (non-zombie) processes that match keep (nil
@@ -166,15 +173,7 @@ func Busy(pid int) bool {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, n := range names {
-		b, err := readFile(dir + "/" + n + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			continue
-		}
-		if s := b[i+2]; s == 'R' || s == 'D' {
+		if f, ok := statFields(dir + "/" + n + "/stat"); ok && len(f) > 0 && (f[0][0] == 'R' || f[0][0] == 'D') {
 			return true
 		}
 	}

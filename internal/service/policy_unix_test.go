@@ -5,14 +5,11 @@ package service
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hivetools/hive/internal/errdefs"
-	"github.com/hivetools/hive/internal/pty"
-	"github.com/hivetools/hive/internal/store"
 )
 
 // A line typed into a PTY session is checked before it is written; the
@@ -21,13 +18,7 @@ import (
 func TestPolicyChecksPTYInput(t *testing.T) {
 	ctx := context.Background()
 	s := withPolicy(t, "git push --force")
-	st, err := store.Open(filepath.Join(t.TempDir(), "pty.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s.PTY = pty.NewManager(pty.Options{Dir: t.TempDir(), Store: st})
-	defer s.PTY.Close()
+	withPTY(t, s)
 	if _, err := s.OpenPTY(PTYOpen{Cmd: "git push -f"}); !errors.Is(err, errdefs.ErrPolicy) {
 		t.Errorf("OpenPTY of a denied command: %v, want a policy refusal", err)
 	}

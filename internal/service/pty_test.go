@@ -16,6 +16,19 @@ import (
 	"github.com/hivetools/hive/internal/store"
 )
 
+// withPTY gives s a PTY engine of its own (a store and a directory in
+// temp dirs), closed when the test ends.
+func withPTY(t *testing.T, s *Service) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "pty.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	s.PTY = pty.NewManager(pty.Options{Dir: t.TempDir(), Store: st})
+	t.Cleanup(func() { s.PTY.Close() })
+}
+
 // A PTY session through the Service: opened, typed into, read, its
 // screen, resized, listed, closed, and read again from its file once it
 // has ended; each answer the session's view or its output.
@@ -28,13 +41,7 @@ func TestPTYThroughTheService(t *testing.T) {
 	if _, err := s.PTYSession("nope"); !errors.Is(err, errdefs.ErrNotFound) {
 		t.Errorf("PTYSession without a PTY engine: %v, want not found", err)
 	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "pty.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	s.PTY = pty.NewManager(pty.Options{Dir: t.TempDir(), Store: st})
-	defer s.PTY.Close()
+	withPTY(t, s)
 
 	v, err := s.OpenPTY(PTYOpen{Cmd: "cat", Name: "p1", Cols: 80, Rows: 24})
 	if err != nil {

@@ -210,23 +210,8 @@ func TestMCPOnHandedOverStdio(t *testing.T) {
 		cancelServe(t, l, served)
 		srv.Close()
 	}()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	defer inW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	defer outW.Close()
-	c, err := client.OpenStdio(l, proto.Request{Cmd: proto.CmdMCP}, inR, outW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	inW, outR, closeStdio := openStdioMCP(t, l)
+	defer closeStdio()
 	inW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"))
 	outR.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := bufio.NewReader(outR).ReadString('\n')
@@ -245,6 +230,34 @@ func TestMCPOnHandedOverStdio(t *testing.T) {
 	if n := srv.MCPSessions(); n != 1 {
 		t.Errorf("%d MCP sessions, want 1", n)
 	}
+}
+
+// openStdioMCP opens an MCP session on a pair of pipes handed over with
+// the request, as a bridge hands over its stdin and stdout: the test
+// writes to in and reads out; closeAll ends the session and the pipes.
+func openStdioMCP(t *testing.T, l paths.Layout) (in, out *os.File, closeAll func()) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		t.Fatal(err)
+	}
+	closePipes := func() {
+		for _, f := range []*os.File{outW, outR, inW, inR} {
+			f.Close()
+		}
+	}
+	c, err := client.OpenStdio(l, proto.Request{Cmd: proto.CmdMCP}, inR, outW)
+	if err != nil {
+		closePipes()
+		t.Fatal(err)
+	}
+	return inW, outR, func() { c.Close(); closePipes() }
 }
 
 // cancelServe ends Serve with a stop request.

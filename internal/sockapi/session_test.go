@@ -5,14 +5,11 @@ package sockapi
 import (
 	"bufio"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/hivetest"
-	"github.com/hivetools/hive/internal/proto"
 )
 
 // A socket session's tool calls are told in the activity as unix-N (the
@@ -23,23 +20,8 @@ func TestSessionNamesInActivity(t *testing.T) {
 		cancelServe(t, l, served)
 		srv.Close()
 	}()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	defer inW.Close()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	defer outW.Close()
-	c, err := client.OpenStdio(l, proto.Request{Cmd: proto.CmdMCP}, inR, outW)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	inW, outR, closeStdio := openStdioMCP(t, l)
+	defer closeStdio()
 	inW.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"claude-code","version":"1"}}}` + "\n" +
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"set_status","arguments":{"text":"testing"}}}` + "\n"))

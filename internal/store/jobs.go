@@ -89,6 +89,23 @@ const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code,
 	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
 	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet, kill_on_timeout, resources`
 
+// upsertSet updates every column of jobCols but id in place: the row
+// keeps its rowid, so an index whose key did not change is not written.
+var upsertSet = func() string {
+	var b strings.Builder
+	for i, c := range strings.Split(jobCols, ",") {
+		c = strings.TrimSpace(c)
+		if i == 0 {
+			continue
+		}
+		if i > 1 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c + " = excluded." + c)
+	}
+	return b.String()
+}()
+
 // argvSep joins argv in one column; NUL cannot appear in an argument.
 const argvSep = "\x00"
 

@@ -171,7 +171,8 @@ func Open(path string) (*Store, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&s.putJob, `INSERT OR REPLACE INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.putJob, `INSERT INTO jobs (` + jobCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+			ON CONFLICT(id) DO UPDATE SET ` + upsertSet},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ? RETURNING id, subsystem, key, summary, created_at, updated_at`},
 	} {

@@ -96,6 +96,36 @@ func TestRunInlineResult(t *testing.T) {
 	})
 }
 
+// TestRunDirect: run starts a command without shell syntax directly, as
+// terminal_exec does (shell_kind direct in its record: no bash to start),
+// one with shell syntax under bash, and one whose program is not found
+// under bash too, so its caller still gets bash's "command not found" and
+// exit 127.
+func TestRunDirect(t *testing.T) {
+	state := hivetest.StateDir(t)
+	s := hivetest.Connect(t, state, t.TempDir())
+	for _, c := range []struct {
+		cmd, kind, out string
+		code           int
+	}{
+		{"echo one 'two  three'", "direct", "one two  three\n", 0},
+		{"echo $((1+2))", "bash", "3\n", 0},
+		{"hive-no-such-program-x1 arg", "bash", "", 127},
+	} {
+		var st taskStatus
+		s.MustCall("run", map[string]any{"cmd": c.cmd, "wait_seconds": 10}, &st)
+		if st.Status != "done" || st.ExitCode == nil || *st.ExitCode != c.code || st.StdoutTail != c.out {
+			t.Errorf("run %q: %+v; want done, exit %d, stdout %q", c.cmd, st, c.code, c.out)
+		}
+		if c.code == 127 && !strings.Contains(st.StderrTail, "command not found") {
+			t.Errorf("run %q: stderr %q; want bash's command not found", c.cmd, st.StderrTail)
+		}
+		if j := inspectJob(t, state, st.ID); j.ShellKind != c.kind {
+			t.Errorf("run %q: shell_kind %q, want %q", c.cmd, j.ShellKind, c.kind)
+		}
+	}
+}
+
 func TestRunBackgroundStatusAndTodo(t *testing.T) {
 	state := hivetest.StateDir(t)
 	s := hivetest.Connect(t, state, t.TempDir())

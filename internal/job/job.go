@@ -103,6 +103,11 @@ type Spec struct {
 	Cmd string
 	// Argv, if non-empty, is executed as it is (Argv[0] looked up in PATH).
 	Argv []string
+	// ShellFallback says Argv is Cmd planned to run directly (it has no
+	// shell syntax): if Argv[0] is not found, Cmd runs under the shell
+	// instead, whose "command not found" (exit 127) the caller then gets,
+	// as it would have without the plan.
+	ShellFallback bool
 	// ShellKind records the interpreter: "bash", "direct", "powershell", "cmd".
 	// If empty it is "bash" for Cmd and "direct" for Argv.
 	ShellKind string

@@ -282,6 +282,15 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		return nil, err
 	}
 	spec.Limits = lim
+	if spec.ShellFallback && len(spec.Argv) > 0 && spec.Cmd != "" {
+		env := spec.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		if _, err := m.paths.lookPath(spec.Argv[0], env, spec.Dir); err != nil {
+			spec.Argv, spec.ShellKind = nil, ""
+		}
+	}
 	if spec.ShellKind == "" {
 		spec.ShellKind = shell.KindBash
 		if m.sh.Kind != "" {

@@ -124,8 +124,18 @@ func (h *handlers) run(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}
-	j, err := h.d.StartJob(service.JobSpec{Cmd: in.Cmd, Dir: h.sess.Cwd, Env: h.sess.Env, Timeout: timeout,
-		Name: in.Name, Source: "run", Attached: wait > 0, Limits: in.Limits.of()})
+	// A command without shell syntax runs directly, as terminal_exec runs
+	// it (a bash less to start); one whose program is not found still
+	// gets bash's "command not found" (ShellFallback).
+	argv, kind, _, err := plan(in.Cmd, shellArg{})
+	if err != nil {
+		return nil, TaskStatus{}, err
+	}
+	if kind != "direct" {
+		argv, kind = nil, ""
+	}
+	j, err := h.d.StartJob(service.JobSpec{Cmd: in.Cmd, Argv: argv, ShellKind: kind, ShellFallback: true, Dir: h.sess.Cwd, Env: h.sess.Env,
+		Timeout: timeout, Name: in.Name, Source: "run", Attached: wait > 0, Limits: in.Limits.of()})
 	if err != nil {
 		return nil, TaskStatus{}, err
 	}

@@ -272,6 +272,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 		return err
 	}
 	tuneGC()
+	tuneProcs() // as the holder's: a search takes them all while it runs
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	logOut := e.Stderr

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
-	"sync"
 	"syscall"
 
 	"github.com/hivetools/hive/internal/build"
@@ -119,37 +117,18 @@ func dropSignals(sigs ...os.Signal) (stop func()) {
 	}
 }
 
-// tuneProcs gives the holder a quarter of the Go runtime's processors (at
-// least one) unless GOMAXPROCS says otherwise, and all of them while two
-// or more output streams pour (job.BulkPumps). Its work is system calls
-// (fork, reads and writes of pipes and files, waits), each job's a few
-// microseconds of Go between them; an idle processor only wakes and
-// spins after each of them, taking a CPU from the job and the daemon. On
-// two CPUs one processor takes 35-60 us off every job's round trip, and
+// tuneProcs gives a process that holds jobs (the holder, or the daemon)
+// a quarter of the Go runtime's processors (at least one) unless
+// GOMAXPROCS says otherwise (proc.TuneProcs), and all of them while two or
+// more output streams pour (job.BulkPumps) or a search runs (proc.UseAllProcs).
+// Its work is system calls (fork, reads and writes of pipes, sockets and
+// files, waits), each job's a few microseconds of Go between them; an
+// idle processor only wakes and spins after each of them, taking a CPU
+// from the job and the other process. On two CPUs one processor takes
+// 35-60 us off every job's round trip in each of the two processes, and
 // copies one stream as fast; several streams at once need the others
 // (docs/architecture.md, "Processors of the holder").
 func tuneProcs() {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return
-	}
-	all := runtime.GOMAXPROCS(0)
-	few := max(1, all/4)
-	if few == all {
-		return
-	}
-	runtime.GOMAXPROCS(few)
-	var mu sync.Mutex
-	job.OnBulkOutput(func() {
-		// The count is read under mu, after the change that called: the
-		// last call sees the last change, whatever order calls run in.
-		mu.Lock()
-		defer mu.Unlock()
-		want := few
-		if job.BulkPumps() > 1 {
-			want = all
-		}
-		if runtime.GOMAXPROCS(0) != want {
-			runtime.GOMAXPROCS(want)
-		}
-	})
+	proc.TuneProcs(func() bool { return job.BulkPumps() > 1 })
+	job.OnBulkOutput(proc.ManyChanged)
 }

@@ -6,8 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
+
+	"github.com/hivetools/hive/internal/proc"
 )
 
 // walkItem is a file or directory waiting to be visited.
@@ -46,12 +47,16 @@ type walker struct {
 	stopped bool
 }
 
-func numWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
+// numWorkers is all of the runtime's processors: a process that keeps
+// few between searches (proc.TuneProcs) gets them all while one runs
+// (proc.UseAllProcs, in run).
+func numWorkers() int { return proc.Procs() }
 
 // run walks the tree under rootIgnore (the context of the directories above
 // the root) and returns when every worker has ended. It stops early when ctx
 // is done.
 func (w *walker) run(rootIgnore *dirIgnore) {
+	defer proc.UseAllProcs()()
 	w.cond.L = &w.mu
 	heap.Push(&w.queue, &walkItem{isDir: true, parent: rootIgnore})
 	if w.workers <= 0 {

@@ -21,6 +21,7 @@ import (
 type child struct {
 	id, owner string // the job's marks (see withMarks); owner "" = none
 	reaper    *proc.Reaper
+	reapedAt  int64 // the reaper's count of reaped adopted processes at the start
 	cgroups   *proc.JobCgroups // nil: the job gets no cgroup
 	leftover  time.Duration    // the grace of what is left after the leader (LeftoverGrace)
 	logger    *slog.Logger
@@ -52,6 +53,7 @@ type child struct {
 // (limits.Split, limits.Wrap, which also puts it in its cgroup v1 ones,
 // if any). The pipes' child ends are closed either way.
 func (c *child) start() error {
+	c.reapedAt = c.reaper.Reaped()
 	var release func()
 	var set limits.Enforced
 	var join []string // cgroup v1 ones: the process joins them itself (limits.Wrap)
@@ -190,7 +192,10 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	e.leftover = cleanupGroup(c.pid, grace)
 	escaped, orphans := c.sweepEscapes(c.pid, grace, e.leftover > 0)
 	e.leftover += escaped
-	e.usage = c.usage()
+	// The rusage of the leader counts all it waited for; a process it did
+	// not (adopted by the reaper meanwhile, maybe another job's; or left
+	// at the end) is counted only by the cgroup's cpu.stat.
+	e.usage = c.usage(e.leftover > 0 || orphans || c.reaper.Reaped() != c.reapedAt)
 	e.hit, _ = limits.Hit(c.limits, e.usage, e.sig != nil && *e.sig == sigXCPU)
 	// What is still in its cgroup left the group and has no marks (an
 	// `env -i` escape): with the marks' ones gone, usually nothing. The
@@ -235,15 +240,21 @@ func (c *child) oomKilled() bool {
 	return ok && u.OOMKills > 0
 }
 
-// usage is what the job used, once its leader is reaped: its cgroup's
-// counters where it has one (the memory peak of all its processes
-// together where the memory controller is on), else the leader's
-// rusage.
-func (c *child) usage() limits.Usage {
+// usage is what the job used, once its leader is reaped: the leader's
+// rusage (the processor time of all it waited for), with what its
+// cgroups tell more (proc.JobCgroups.EndUsage: the memory peak of all its
+// processes together where the memory controller is on, the kills and
+// refused forks; and the processor time of all its processes and the
+// throttled periods if strays, processes its leader did not wait for,
+// may have run, or it had a CPU limit).
+func (c *child) usage(strays bool) limits.Usage {
 	ru := rusageOf(c.cmd.ProcessState)
-	u, ok := c.cgroups.Usage(c.id)
+	u, cpuRead, ok := c.cgroups.EndUsage(c.id, strays || c.limits.CPUs > 0)
 	if !ok {
 		return ru
+	}
+	if !cpuRead {
+		u.CPUUserMS, u.CPUSystemMS = ru.CPUUserMS, ru.CPUSystemMS
 	}
 	if u.MemoryPeakBytes == 0 {
 		u.MemoryPeakBytes = ru.MemoryPeakBytes

@@ -114,6 +114,29 @@ func (g *JobCgroups) SetLimits(id string, l limits.Limits) (set limits.Enforced,
 // v1 cgroups'); ok false if it has none. Call it before End, which
 // removes them.
 func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
+	return g.usageOf(id, allCgroupFiles)
+}
+
+// EndUsage is Usage at the end of job id, of what its cgroups tell that
+// the leader's rusage does not: the memory and pids counters where their
+// controllers are on (the memory peak of all its processes together, the
+// kills, the refused forks), and cpu.stat (user and system time,
+// throttled periods) only if cpu says so (the job had a CPU limit). The
+// rusage of a reaped leader has the processor time of all it waited for;
+// reading cpu.stat flushes the kernel's per-CPU counters of the
+// hierarchy, the dearest part of a job's end (about 30 us of the
+// holder's processor a job on two CPUs). cpuRead says whether it was.
+func (g *JobCgroups) EndUsage(id string, cpu bool) (u limits.Usage, cpuRead, ok bool) {
+	if g != nil {
+		g.mu.Lock()
+		mem, pids := g.ctrl[limits.Memory] == limits.ByCgroup, g.ctrl[limits.Pids] == limits.ByCgroup
+		g.mu.Unlock()
+		u, ok = g.usageOf(id, cgroupFiles{cpu: cpu, memory: mem, pids: pids})
+	}
+	return u, cpu && ok, ok
+}
+
+func (g *JobCgroups) usageOf(id string, f cgroupFiles) (u limits.Usage, ok bool) {
 	if g == nil {
 		return limits.Usage{}, false
 	}
@@ -123,11 +146,16 @@ func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
 	if slot == "" {
 		return limits.Usage{}, false
 	}
-	if u, ok = cgroupUsage(slot); ok {
+	if u, ok = cgroupUsage(slot, f); ok {
 		addV1Usage(&u, v1)
 	}
 	return u, ok
 }
+
+// cgroupFiles says which of a v2 cgroup's counters cgroupUsage reads.
+type cgroupFiles struct{ cpu, memory, pids bool }
+
+var allCgroupFiles = cgroupFiles{cpu: true, memory: true, pids: true}
 
 // CgroupUsage reads what cgroup dir used: cpu.stat (user and system
 // time, throttled periods), memory.peak and memory.current, the kills
@@ -137,7 +165,7 @@ func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
 // cgroupV1: found below this process's own v1 cgroups). ok is false if
 // dir is no cgroup (gone).
 func CgroupUsage(dir string) (u limits.Usage, ok bool) {
-	if u, ok = cgroupUsage(dir); ok {
+	if u, ok = cgroupUsage(dir, allCgroupFiles); ok {
 		var v1 []string
 		for _, d := range v1OfSlot(dir) {
 			if unix.Access(d, unix.F_OK) == nil { // most jobs have none (no limits)
@@ -149,27 +177,35 @@ func CgroupUsage(dir string) (u limits.Usage, ok bool) {
 	return u, ok
 }
 
-// cgroupUsage is CgroupUsage of the v2 cgroup dir alone.
-func cgroupUsage(dir string) (u limits.Usage, ok bool) {
-	stat, err := readFile(filepath.Join(dir, "cpu.stat"))
-	if err != nil {
-		return u, false
+// cgroupUsage is CgroupUsage of the v2 cgroup dir alone, of the files f
+// names (a file of a controller not enabled is absent: its fields stay
+// 0). ok is false if dir is no cgroup (gone).
+func cgroupUsage(dir string, f cgroupFiles) (u limits.Usage, ok bool) {
+	if f.cpu {
+		stat, err := readFile(filepath.Join(dir, "cpu.stat"))
+		if err != nil {
+			return u, false
+		}
+		u.CPUUserMS = statValue(stat, "user_usec") / 1000
+		u.CPUSystemMS = statValue(stat, "system_usec") / 1000
+		u.Throttled = statValue(stat, "nr_throttled")
 	}
-	one := func(file string) int64 {
-		b, _ := readFile(filepath.Join(dir, file))
-		n, _ := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
-		return n
+	if f.memory {
+		one := func(file string) int64 {
+			b, _ := readFile(filepath.Join(dir, file))
+			n, _ := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+			return n
+		}
+		u.MemoryPeakBytes = one("memory.peak")
+		u.MemoryBytes = one("memory.current")
+		if b, err := readFile(filepath.Join(dir, "memory.events")); err == nil {
+			u.OOMKills = statValue(b, "oom_kill")
+		}
 	}
-	u.CPUUserMS = statValue(stat, "user_usec") / 1000
-	u.CPUSystemMS = statValue(stat, "system_usec") / 1000
-	u.Throttled = statValue(stat, "nr_throttled")
-	u.MemoryPeakBytes = one("memory.peak")
-	u.MemoryBytes = one("memory.current")
-	if b, err := readFile(filepath.Join(dir, "memory.events")); err == nil {
-		u.OOMKills = statValue(b, "oom_kill")
-	}
-	if b, err := readFile(filepath.Join(dir, "pids.events")); err == nil {
-		u.PidsRefused = statValue(b, "max")
+	if f.pids {
+		if b, err := readFile(filepath.Join(dir, "pids.events")); err == nil {
+			u.PidsRefused = statValue(b, "max")
+		}
 	}
 	return u, true
 }

@@ -410,3 +410,41 @@ func TestJobCgroupMainThreadExited(t *testing.T) {
 		t.Errorf("the process whose main thread exited survived its job's end")
 	}
 }
+
+// cgroupUsage reads only the counters asked for: a job's end reads
+// cpu.stat (whose read flushes the kernel's per-CPU counters) only when
+// the leader's rusage may not have it all, and the memory and pids files
+// only where their controllers are on. A directory with the files of a
+// cgroup stands in for one.
+func TestCgroupUsageFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"cpu.stat":       "usage_usec 9000\nuser_usec 7000\nsystem_usec 2000\nnr_periods 4\nnr_throttled 3\n",
+		"memory.peak":    "1048576\n",
+		"memory.current": "4096\n",
+		"memory.events":  "low 0\nhigh 0\nmax 1\noom 1\noom_kill 1\n",
+		"pids.events":    "max 5\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := limits.Usage{CPUUserMS: 7, CPUSystemMS: 2, Throttled: 3, MemoryPeakBytes: 1 << 20, MemoryBytes: 4096, OOMKills: 1, PidsRefused: 5}
+	for _, c := range []struct {
+		f    cgroupFiles
+		want limits.Usage
+	}{
+		{allCgroupFiles, all},
+		{cgroupFiles{}, limits.Usage{}},
+		{cgroupFiles{cpu: true}, limits.Usage{CPUUserMS: 7, CPUSystemMS: 2, Throttled: 3}},
+		{cgroupFiles{memory: true, pids: true}, limits.Usage{MemoryPeakBytes: 1 << 20, MemoryBytes: 4096, OOMKills: 1, PidsRefused: 5}},
+	} {
+		u, ok := cgroupUsage(dir, c.f)
+		if !ok || u != c.want {
+			t.Errorf("files %+v: %+v, %v; want %+v", c.f, u, ok, c.want)
+		}
+	}
+	if _, ok := cgroupUsage(filepath.Join(dir, "gone"), cgroupFiles{cpu: true}); ok {
+		t.Error("a cgroup that is gone: ok, want not")
+	}
+}

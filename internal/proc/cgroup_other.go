@@ -33,6 +33,11 @@ func (g *JobCgroups) SetLimits(id string, l limits.Limits) (limits.Enforced, []s
 }
 func (g *JobCgroups) Usage(id string) (limits.Usage, bool) { return limits.Usage{}, false }
 
+// EndUsage finds none.
+func (g *JobCgroups) EndUsage(id string, cpu bool) (u limits.Usage, cpuRead, ok bool) {
+	return limits.Usage{}, false, false
+}
+
 // CgroupUsage finds none.
 func CgroupUsage(dir string) (limits.Usage, bool) { return limits.Usage{}, false }
 

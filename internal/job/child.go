@@ -21,7 +21,7 @@ import (
 type child struct {
 	id, owner string // the job's marks (see withMarks); owner "" = none
 	reaper    *proc.Reaper
-	reapedAt  int64 // the reaper's count of reaped adopted processes at the start
+	reapedAt  int64            // the reaper's count of reaped adopted processes at the start
 	cgroups   *proc.JobCgroups // nil: the job gets no cgroup
 	leftover  time.Duration    // the grace of what is left after the leader (LeftoverGrace)
 	logger    *slog.Logger

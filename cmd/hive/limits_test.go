@@ -3,29 +3,13 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hivetools/hive/internal/hivetest"
-	"github.com/hivetools/hive/internal/view"
 )
-
-// inspectJob is `hive inspect ID`'s record of one job.
-func inspectJob(t *testing.T, state, id string) view.Job {
-	t.Helper()
-	out, err := hivetest.Run(t, state, "inspect", id)
-	if err != nil {
-		t.Fatalf("hive inspect %s: %v: %s", id, err, out)
-	}
-	var jobs []view.Job
-	if err := json.Unmarshal([]byte(out), &jobs); err != nil || len(jobs) != 1 {
-		t.Fatalf("hive inspect %s: %v: %s", id, err, out)
-	}
-	return jobs[0]
-}
 
 // With cgroups off (HIVE_CGROUPS=off) a job's limits are rlimits, which
 // the command sees; hive inspect tells how they were enforced and what

@@ -121,8 +121,9 @@ func (g *JobCgroups) Usage(id string) (u limits.Usage, ok bool) {
 // the leader's rusage does not: the memory and pids counters where their
 // controllers are on (the memory peak of all its processes together, the
 // kills, the refused forks), and cpu.stat (user and system time,
-// throttled periods) only if cpu says so (the job had a CPU limit). The
-// rusage of a reaped leader has the processor time of all it waited for;
+// throttled periods) only if cpu says so (the job had a CPU limit, or
+// processes its leader did not wait for may have run). The rusage of a
+// reaped leader has the processor time of all it waited for;
 // reading cpu.stat flushes the kernel's per-CPU counters of the
 // hierarchy, the dearest part of a job's end (about 30 us of the
 // holder's processor a job on two CPUs). cpuRead says whether it was.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -78,8 +79,10 @@ func TestLimitsByRlimit(t *testing.T) {
 			if in.State != job.Done || !equalBy(in.LimitsBy, want) || in.Limits != (limits.Limits{MemoryMB: 64, Nofile: 100}) {
 				t.Errorf("job %s, limits %+v enforced by %v; want done, by %v", in.State, in.Limits, in.LimitsBy, want)
 			}
-			if in.Usage == nil || in.Usage.MemoryPeakBytes <= 0 {
-				t.Errorf("usage %+v: want the memory peak (rusage maxrss)", in.Usage)
+			// A shell's own: below this process's, whose memory it ran in
+			// until its exec (see TestUsageMemoryPeak).
+			if in.Usage == nil || in.Usage.MemoryPeakBytes >= shellPeak {
+				t.Errorf("usage %+v: want a memory peak under %d (a shell's, not this process's)", in.Usage, shellPeak)
 			}
 			if j, err := m.Get(in.ID); err != nil || m.Sync(j) != nil {
 				t.Fatalf("sync job %s: %v", in.ID, err)
@@ -96,6 +99,35 @@ func TestLimitsByRlimit(t *testing.T) {
 				Limits: limits.Limits{MemoryMB: 32}})
 			if in.ExitCode == nil || *in.ExitCode == 0 || strings.Contains(out, "grew to") {
 				t.Errorf("a hog under RLIMIT_AS 32 MiB: exit %v, %q; want a failed allocation", in.ExitCode, out)
+			}
+		})
+	}
+}
+
+// shellPeak bounds the memory peak a shell's usage may tell: more is
+// its spawner's (the holder's 20 MiB or more, a test process's more).
+const shellPeak = 10 << 20
+
+// TestUsageMemoryPeak: a job's memory peak from rusage is its own. A
+// child started with vfork runs in its spawner's memory until its exec,
+// whose high-water mark the kernel records as the child's maxrss: a
+// `true` was told the spawner's peak. Now a peak up to the spawner's is
+// not told (0), one above it is: an awk that grows a 128 MiB string.
+func TestUsageMemoryPeak(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux's vfork and maxrss")
+	}
+	for _, held := range []bool{false, true} {
+		name := map[bool]string{false: "own", true: "held"}[held]
+		t.Run(name, func(t *testing.T) {
+			m, _ := limitsManager(t, held, limits.Policy{})
+			in, _ := runToEnd(t, m, job.Spec{Cmd: "true"})
+			if in.Usage == nil || in.Usage.MemoryPeakBytes >= shellPeak {
+				t.Errorf("true: usage %+v; want a memory peak under %d, not its spawner's", in.Usage, shellPeak)
+			}
+			in, out := runToEnd(t, m, job.Spec{Cmd: `awk 'BEGIN { s = "x"; while (length(s) < 128 * 1024 * 1024) s = s s; print length(s) }'`})
+			if strings.TrimSpace(out) != "134217728" || in.Usage == nil || in.Usage.MemoryPeakBytes < 128<<20 {
+				t.Errorf("a 128 MiB string: %q, usage %+v; want a memory peak of 128 MiB or more", out, in.Usage)
 			}
 		})
 	}

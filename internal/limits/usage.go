@@ -9,8 +9,9 @@ import "fmt"
 type Usage struct {
 	// MemoryPeakBytes is the most memory the job had at once (cgroup
 	// memory.peak; without a memory controller, the largest resident
-	// set of one process, rusage's maxrss). 0: unknown.
-	MemoryPeakBytes int64 `json:"memory_peak_bytes"`
+	// set of one process, rusage's maxrss, when it is known to be the
+	// job's: see job.rusageOf). 0: unknown (not told).
+	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty"`
 	CPUUserMS       int64 `json:"cpu_user_ms"`
 	CPUSystemMS     int64 `json:"cpu_system_ms"`
 	// MemoryBytes is a running job's memory now (cgroup memory.current,

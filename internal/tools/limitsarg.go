@@ -49,13 +49,26 @@ func (a *limitsArg) of() limits.Limits {
 type limitsOut struct {
 	LimitHit         string          `json:"limit_hit,omitempty"`
 	LimitsEnforcedBy limits.Enforced `json:"limits_enforced_by,omitempty"`
-	Usage            limits.Usage    `json:"usage,omitzero"`
+	Usage            usageOut        `json:"usage,omitzero"`
 }
+
+// usageOut is a job's usage as an answer tells it: whenever it is known
+// (an ended job's, even all 0: a short job's CPU time rounds to 0 ms and
+// its memory peak may not be known, see job.rusageOf), not only when
+// some of it is not 0. The fields are limits.Usage's (embedded), so the
+// answer and its schema are as they were.
+type usageOut struct {
+	limits.Usage
+	known bool
+}
+
+// IsZero is what omitzero asks: an unknown usage is left out.
+func (u usageOut) IsZero() bool { return !u.known }
 
 func limitsOutOf(v view.Job) limitsOut {
 	o := limitsOut{LimitHit: v.LimitHit, LimitsEnforcedBy: v.LimitsEnforcedBy}
 	if v.Usage != nil {
-		o.Usage = *v.Usage
+		o.Usage = usageOut{Usage: *v.Usage, known: true}
 	}
 	return o
 }
@@ -73,7 +86,7 @@ func (o limitsOut) text() string {
 		}
 		parts = append(parts, "limits: "+strings.Join(by, ", "))
 	}
-	if u := o.Usage; u != (limits.Usage{}) {
+	if u := o.Usage; u.known {
 		s := fmt.Sprintf("usage: cpu %d ms user, %d ms system", u.CPUUserMS, u.CPUSystemMS)
 		for _, v := range []struct {
 			what string

@@ -108,6 +108,12 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 	if err := h.c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
+	// What only the start needed goes: a job held for days keeps no copy
+	// of its environment (2-3 KiB of strings a job, decoded anew for each
+	// spawn), its argv or its path (issue 20: 30 KiB an idle job, daemon
+	// and holder together).
+	h.Spec.Env, h.Spec.Argv, h.Spec.Path = nil, nil, ""
+	cmd.Env, cmd.Args = nil, nil
 	// The files are made while the child already runs (its output waits
 	// in the pipes), off the start's path, as a daemon's own jobs do: an
 	// old file of the name goes, and a file that cannot be made leaves

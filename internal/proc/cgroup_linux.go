@@ -255,9 +255,11 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 			}
 		}
 	}
+	// The first spares are made now: the first jobs find them, and what
+	// the process holds (their descriptors) is steady from here on.
+	g.refill()
 	g.worker.Add(1)
 	go g.work(stale)
-	g.poke()
 	return g, nil
 }
 
@@ -304,38 +306,44 @@ func (g *JobCgroups) work(stale []string) {
 		case <-time.After(workDelay):
 		}
 		g.removeDone()
-		for {
-			g.mu.Lock()
-			g.drainLocked()
-			if g.w == nil || len(g.spares) >= spares {
-				g.mu.Unlock()
-				break
-			}
-			path, epoch := g.newPathLocked(), g.epoch
+		g.refill()
+	}
+}
+
+// refill makes spares until there are enough (or one cannot be made or
+// watched: a job's cgroup is then made at its start).
+func (g *JobCgroups) refill() {
+	for {
+		g.mu.Lock()
+		g.drainLocked()
+		if g.w == nil || len(g.spares) >= spares {
 			g.mu.Unlock()
-			s, err := makeSpare(path)
-			if err != nil {
-				break // made at the start instead
-			}
-			g.mu.Lock()
-			// Watched from now on: a write between its mkdir and this
-			// is not seen (its name is not known before).
-			renewed := epoch != g.epoch // a write to the generation meanwhile
-			ok := !renewed
-			if ok {
-				s.wd = g.watchLocked(watched{kind: watchSpare, path: path})
-				ok = s.wd >= 0
-			}
-			if ok {
-				g.spares = append(g.spares, s)
-			} else {
-				unix.Close(s.fd)
-				g.done = append(g.done, s.path)
-			}
-			g.mu.Unlock()
-			if !ok && !renewed {
-				break // not watched: made at the start instead
-			}
+			return
+		}
+		path, epoch := g.newPathLocked(), g.epoch
+		g.mu.Unlock()
+		s, err := makeSpare(path)
+		if err != nil {
+			return // made at the start instead
+		}
+		g.mu.Lock()
+		// Watched from now on: a write between its mkdir and this
+		// is not seen (its name is not known before).
+		renewed := epoch != g.epoch // a write to the generation meanwhile
+		ok := !renewed
+		if ok {
+			s.wd = g.watchLocked(watched{kind: watchSpare, path: path})
+			ok = s.wd >= 0
+		}
+		if ok {
+			g.spares = append(g.spares, s)
+		} else {
+			unix.Close(s.fd)
+			g.done = append(g.done, s.path)
+		}
+		g.mu.Unlock()
+		if !ok && !renewed {
+			return // not watched: made at the start instead
 		}
 	}
 }

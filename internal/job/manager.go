@@ -128,12 +128,15 @@ type Manager struct {
 	names map[string]string
 	// hexIDs holds every id of the form of a random id (8 hex digits) that
 	// the store has, so a new random id is checked without a query.
-	hexIDs  map[uint32]struct{}
-	order   []string // ids in start order, for trimming
-	queue   []*Job   // pending, FIFO
-	recent  []*Job   // the jobs that ended last, oldest first (see keepWhole)
-	running int
-	closed  bool
+	hexIDs map[uint32]struct{}
+	// lastCreated is the last job's creation time in Unix milliseconds
+	// (createdLocked).
+	lastCreated int64
+	order       []string // ids in start order, for trimming
+	queue       []*Job   // pending, FIFO
+	recent      []*Job   // the jobs that ended last, oldest first (see keepWhole)
+	running     int
+	closed      bool
 	// sup decides about what the holder holds (see internal/supervise).
 	sup *supervise.Core[*Job, wire.Job, wire.JobEnd]
 	// released is closed by Release: held jobs' watchers stop waiting.
@@ -346,7 +349,7 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 	}
 	j.info = Info{
 		ID: id, Name: spec.Name, Cmd: spec.Cmd, Argv: spec.Argv, ShellKind: spec.ShellKind,
-		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: time.Now(), Quiet: spec.Quiet, KillOnTimeout: spec.KillOnTimeout,
+		Cwd: spec.Dir, Source: spec.Source, State: Pending, Timeout: spec.Timeout, Created: m.createdLocked(), Quiet: spec.Quiet, KillOnTimeout: spec.KillOnTimeout,
 		Limits: spec.Limits, StdoutPath: filepath.Join(m.o.Dir, id+".out"), StderrPath: filepath.Join(m.o.Dir, id+".err"),
 	}
 	m.jobs[id] = j
@@ -925,6 +928,21 @@ func (m *Manager) Shutdown(ctx context.Context, grace time.Duration, note string
 	}
 	m.paths.close()
 	return nil
+}
+
+// createdLocked is a new job's creation time: now, or a millisecond
+// after the last job's if now is not later. Records keep milliseconds:
+// jobs started within one would tie, and lists of the newest first
+// would order them by their random ids. A burst of starts runs ahead of
+// the clock by as many milliseconds as it has starts in one, at most.
+func (m *Manager) createdLocked() time.Time {
+	now := time.Now()
+	if ms := now.UnixMilli(); ms > m.lastCreated {
+		m.lastCreated = ms
+		return now
+	}
+	m.lastCreated++
+	return time.UnixMilli(m.lastCreated)
 }
 
 // putLocked queues j's record (its current snapshot), with its loose

@@ -3,7 +3,6 @@ package job
 import (
 	"io"
 	"log/slog"
-	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -155,8 +154,8 @@ const cgroupKilledWait = 100 * time.Millisecond
 func (c *child) run(out, errw io.Writer) childEnd {
 	pipes := c.pipes
 	pumped := make(chan struct{}, 2)
-	go func() { pump(pipes.outR, out); pumped <- struct{}{} }()
-	go func() { pump(pipes.errR, errw); pumped <- struct{}{} }()
+	done := func() { pumped <- struct{}{} }
+	pumps := []*pumper{pump(pipes.outR, out, done), pump(pipes.errR, errw, done)}
 
 	waitErr := proc.Wait(c.cmd)
 	c.reaped.Store(true)
@@ -216,10 +215,8 @@ func (c *child) run(out, errw io.Writer) childEnd {
 			case <-pumped:
 				got++
 			case <-t.C:
-				for _, r := range []*os.File{pipes.outR, pipes.errR} {
-					if r.SetReadDeadline(time.Now()) != nil {
-						r.Close() // no deadlines on this platform's pipes
-					}
+				for _, p := range pumps {
+					p.stop()
 				}
 				for ; got < 2; got++ {
 					<-pumped

@@ -337,37 +337,86 @@ func bulkChanged(d int32) {
 }
 
 // pump copies a pipe into a stream until EOF, or until the supervisor
-// sets a deadline: then it takes what the pipe still holds, without
-// waiting, and returns.
+// stops it (stopPump): then it takes what the pipe still holds, without
+// waiting, and returns. done is called once it has.
 //
 // A pump that waits in the runtime's poller holds no buffer: it takes
 // one of its pool when there is something to read, and gives it back
-// once it is written (pooledReader), so an idle job's pumps cost their
-// goroutines only. A stream that pours keeps its buffer while it does.
-func pump(r *os.File, s io.Writer) {
-	pool := &smallBufPool
+// once it is written (pooledReader). A stream that pours keeps its
+// buffer while it does. A pipe that gives nothing for pumpIdle is parked
+// (parkRead, Linux): the pump's goroutine ends, and a new one goes on
+// once the pipe has something to read or reaches its end, so an idle
+// job's output costs no goroutine.
+func pump(r *os.File, s io.Writer, done func()) *pumper {
+	p := &pumper{r: r, s: s, done: done, pool: &smallBufPool}
+	p.pooled = pooledReader(r)
+	go p.run()
+	return p
+}
+
+// pumpIdle is how long a pump waits in the poller for a pipe that gives
+// nothing before it parks: a job quiet for longer holds no goroutine for
+// its output until it writes again or ends.
+const pumpIdle = 100 * time.Millisecond
+
+// pumper is a pump's state, kept while it is parked.
+type pumper struct {
+	r      *os.File
+	s      io.Writer
+	done   func()
+	pooled func(pool *sync.Pool, bp **[]byte) (int, error)
+
+	pool           *sync.Pool
+	total, quietAt int64 // quietAt: total when it last went quiet
+	tuned          bool
+
+	stopped atomic.Bool   // stopPump: take what is there and finish
+	parked  atomic.Uint32 // its parkRead token while parked, else 0
+}
+
+// stopPump makes p take what its pipe holds, without waiting, and
+// finish: the pipe's deadline is now, and a parked pump goes on at once.
+func (p *pumper) stop() {
+	p.stopped.Store(true)
+	if p.r.SetReadDeadline(time.Now()) != nil {
+		p.r.Close() // no deadlines on this platform's pipes
+	}
+	if t := p.parked.Load(); t != 0 {
+		unpark(t)
+	}
+}
+
+func (p *pumper) run() {
 	var bp *[]byte // held while it reads, or while it pours
+	var b *bulk    // while it pours
+	finished := true
 	defer func() {
 		if bp != nil {
-			pool.Put(bp)
+			p.pool.Put(bp)
+		}
+		b.leave()
+		if finished {
+			p.done()
 		}
 	}()
-	pooled := pooledReader(r)
-	var total, quietAt int64 // quietAt: total when it last went quiet
-	tuned := false
-	var b *bulk // while it pours
-	defer func() { b.leave() }()
+	r := p.r
 	for {
 		var n int
 		var err error
+		idle := false
 		switch {
 		case b != nil:
 			n, err = b.read(*bp)
-		case pooled != nil:
-			n, err = pooled(pool, &bp)
+		case p.pooled != nil:
+			// A stopped pump keeps the deadline stop set; another waits
+			// pumpIdle at most, then parks.
+			if parkable && !p.stopped.Load() {
+				idle = r.SetReadDeadline(time.Now().Add(pumpIdle)) == nil
+			}
+			n, err = p.pooled(p.pool, &bp)
 		default:
 			if bp == nil {
-				bp = pool.Get().(*[]byte)
+				bp = p.pool.Get().(*[]byte)
 			}
 			n, err = r.Read(*bp)
 		}
@@ -376,44 +425,73 @@ func pump(r *os.File, s io.Writer) {
 			buf = *bp
 		}
 		if n > 0 {
-			s.Write(buf[:n])
-			total += int64(n)
-			if b == nil && total-quietAt >= bulkOutput {
+			p.s.Write(buf[:n])
+			p.total += int64(n)
+			if b == nil && p.total-p.quietAt >= bulkOutput {
 				// A job with this much output may have more: a larger
 				// pipe lets it run ahead in bigger steps, and a thread of
 				// its own may wait for it. Most jobs never get here and
 				// keep the default pipe (no syscall spent on them).
-				if !tuned {
+				if !p.tuned {
 					tunePipe(r)
-					tuned = true
+					p.tuned = true
+				}
+				if idle {
+					r.SetReadDeadline(time.Time{})
 				}
 				b = pour(r)
-				if pool == &smallBufPool {
-					pool.Put(bp)
-					pool = &bufPool
-					bp = pool.Get().(*[]byte)
+				if p.pool == &smallBufPool {
+					p.pool.Put(bp)
+					p.pool = &bufPool
+					bp = p.pool.Get().(*[]byte)
 				}
 			}
 		}
-		if b == nil && pooled != nil && bp != nil {
-			pool.Put(bp) // written: back to the pool until the next read
+		if b == nil && p.pooled != nil && bp != nil {
+			p.pool.Put(bp) // written: back to the pool until the next read
 			bp = nil
 		}
 		if errors.Is(err, errQuiet) {
 			b.leave()
-			b, quietAt = nil, total
+			b, p.quietAt = nil, p.total
 			continue
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
-				if bp == nil {
-					bp = pool.Get().(*[]byte)
+				if idle && !p.stopped.Load() && p.park() {
+					finished = false
+					return
 				}
-				drainNow(r, s, *bp)
+				if !p.stopped.Load() {
+					continue // an idle deadline it could not park at: wait on
+				}
+				if bp == nil {
+					bp = p.pool.Get().(*[]byte)
+				}
+				drainNow(r, p.s, *bp)
 			}
 			return
 		}
 	}
+}
+
+// park hands p's pipe to the parker (parkRead): true if it took it, and
+// p.run goes on on a new goroutine when the pipe is readable or p is
+// stopped. A stop that came while it parked resumes it at once.
+func (p *pumper) park() bool {
+	p.r.SetReadDeadline(time.Time{})
+	t, ok := parkRead(p.r, func() {
+		p.parked.Store(0)
+		p.run()
+	})
+	if !ok {
+		return false
+	}
+	p.parked.Store(t)
+	if p.stopped.Load() {
+		unpark(t)
+	}
+	return true
 }
 
 // bulkQuiet is how long a pouring stream may give nothing before its

@@ -103,3 +103,44 @@ func TestEscapedWriterOfAParkedPump(t *testing.T) {
 		t.Errorf("took %v: the escaped writer held the job", in.Duration())
 	}
 }
+
+// A stop ends a parked pump while a writer holds the pipe open and
+// writes nothing (the escapee drain), whether it comes after the park or
+// just before it (between the pump's last look at its stop and its park):
+// the stop's deadline is not lost to the park.
+func TestStopAroundThePark(t *testing.T) {
+	for _, before := range []bool{false, true} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		done := make(chan struct{})
+		w.Write([]byte("x"))
+		if before {
+			stop := func(q *pumper) { q.stop() }
+			testBeforePark.Store(&stop)
+		}
+		p := pump(r, &got, func() { close(done) })
+		if !before {
+			hivetest.Eventually(t, 5*time.Second, "the pump to park", func() error {
+				if p.parked.Load() == 0 {
+					return fmt.Errorf("not parked")
+				}
+				return nil
+			})
+			p.stop()
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stop before the park %v: the pump did not finish", before)
+		}
+		testBeforePark.Store(nil)
+		if got.String() != "x" {
+			t.Errorf("stop before the park %v: the pump wrote %q, want x", before, got.String())
+		}
+		r.Close()
+		w.Close()
+	}
+}

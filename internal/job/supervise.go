@@ -337,7 +337,7 @@ func bulkChanged(d int32) {
 }
 
 // pump copies a pipe into a stream until EOF, or until the supervisor
-// stops it (stopPump): then it takes what the pipe still holds, without
+// stops it (pumper.stop): then it takes what the pipe still holds, without
 // waiting, and returns. done is called once it has.
 //
 // A pump that waits in the runtime's poller holds no buffer: it takes
@@ -370,12 +370,12 @@ type pumper struct {
 	total, quietAt int64 // quietAt: total when it last went quiet
 	tuned          bool
 
-	stopped atomic.Bool   // stopPump: take what is there and finish
+	stopped atomic.Bool   // stop: take what is there and finish
 	parked  atomic.Uint32 // its parkRead token while parked, else 0
 }
 
-// stopPump makes p take what its pipe holds, without waiting, and
-// finish: the pipe's deadline is now, and a parked pump goes on at once.
+// stop makes p take what its pipe holds, without waiting, and finish:
+// the pipe's deadline is now, and a parked pump goes on at once.
 func (p *pumper) stop() {
 	p.stopped.Store(true)
 	if p.r.SetReadDeadline(time.Now()) != nil {
@@ -475,11 +475,19 @@ func (p *pumper) run() {
 	}
 }
 
+// testBeforePark, set by a test, runs as an idle pump has decided to
+// park, before it does.
+var testBeforePark atomic.Pointer[func(*pumper)]
+
 // park hands p's pipe to the parker (parkRead): true if it took it, and
 // p.run goes on on a new goroutine when the pipe is readable or p is
-// stopped. A stop that came while it parked resumes it at once.
+// stopped. A stop that came while it parked resumes it at once. The
+// pipe's deadline is left as it is: a stop's (now) must still hold when
+// the pump goes on; an expired idle one is set anew then.
 func (p *pumper) park() bool {
-	p.r.SetReadDeadline(time.Time{})
+	if f := testBeforePark.Load(); f != nil {
+		(*f)(p)
+	}
 	t, ok := parkRead(p.r, func() {
 		p.parked.Store(0)
 		p.run()

@@ -869,15 +869,33 @@ func (c *Client) Held() ([]wire.Job, error) {
 }
 
 // Quit asks the holder to exit if it holds no job (an error says how many
-// it holds), and closes the client.
+// it holds), and closes the client. While the holder holds something
+// Quit asks again, up to quitWait: what is held may be ends on their way
+// (a job or session the holder started after its start was given up on,
+// stopped by late, ends a moment later), whose acks go before each ask.
 func (c *Client) Quit() error {
 	c.mu.Lock()
 	c.quiting = true
 	c.mu.Unlock()
-	_, err := c.call(wire.Request{Op: wire.OpQuit})
+	deadline := time.Now().Add(quitWait)
+	var err error
+	for {
+		_, err = c.call(wire.Request{Op: wire.OpQuit})
+		if err == nil || !errors.Is(err, errdefs.ErrConflict) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(quitPoll)
+	}
 	c.Close()
 	return err
 }
+
+// quitWait bounds how long Quit waits for what the holder holds to end
+// and be acked; quitPoll is how often it asks meanwhile.
+const (
+	quitWait = 3 * time.Second
+	quitPoll = 20 * time.Millisecond
+)
 
 // Close closes the connection; the holder keeps its jobs.
 func (c *Client) Close() error {

@@ -398,3 +398,32 @@ func TestCallDuringReconnect(t *testing.T) {
 		t.Fatal("the stopped job's end did not come")
 	}
 }
+
+// Quit waits a moment for what the holder holds to end and be acked (a
+// job it started after the daemon gave up on it ends just after the
+// daemon asks it to quit): it does not give up at the first refusal.
+func TestQuitWaitsForEndsOnTheirWay(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSink()
+	c.Listen(s)
+	if _, err := c.Spawn(spec(dir, "j1", "/bin/sleep", "0.3")); err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan struct{})
+	go func() { // the sink acks the end once it comes, as a daemon's does
+		e := <-s.ends
+		c.Ack(e.ID)
+		close(acked)
+	}()
+	// Asked while the job runs: refused at first, taken once its end is
+	// acked.
+	if err := c.Quit(); err != nil {
+		t.Fatalf("quit with a job ending within %v: %v", quitWait, err)
+	}
+	<-acked
+}

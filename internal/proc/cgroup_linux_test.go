@@ -214,6 +214,17 @@ func TestJobCgroupsOfADeadHolder(t *testing.T) {
 	g := openCgroups(t, owner)
 	ps := startIn(t, g, "a", `env -i setsid sleep 3600 >/dev/null 2>&1 & echo $!`)
 	slot := g.SlotOf("a")
+	// This holder lives on (a dead one's worker makes nothing): its
+	// worker has made the spare the start took again before the kill,
+	// or it would make the generation again after it.
+	hivetest.Eventually(t, 5*time.Second, "the worker to make the spares again", func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if len(g.spares) < spares {
+			return fmt.Errorf("%d spares of %d", len(g.spares), spares)
+		}
+		return nil
+	})
 	for _, bad := range []string{filepath.Dir(slot), filepath.Dir(filepath.Dir(slot)), "/tmp/x/g-1/s0", strings.Replace(slot, baseName(owner), baseName(owner+"-other"), 1)} {
 		if n := KillJobCgroups(owner, 0, bad); n[0] != 0 {
 			t.Errorf("KillJobCgroups(%s) counted %v", bad, n)

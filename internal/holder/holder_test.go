@@ -404,14 +404,8 @@ func TestCallDuringReconnect(t *testing.T) {
 // daemon asks it to quit): it does not give up at the first refusal.
 func TestQuitWaitsForEndsOnTheirWay(t *testing.T) {
 	sock, _ := serve(t)
-	dir := t.TempDir()
-	c, err := Open(ClientOptions{Socket: sock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newSink()
-	c.Listen(s)
-	if _, err := c.Spawn(spec(dir, "j1", "/bin/sleep", "0.3")); err != nil {
+	c, s := listening(t, sock)
+	if _, err := c.Spawn(spec(t.TempDir(), "j1", "/bin/sleep", "0.3")); err != nil {
 		t.Fatal(err)
 	}
 	acked := make(chan struct{})

@@ -10,8 +10,9 @@ import (
 // parker waits for the pipes of idle jobs in one goroutine, so a job
 // that writes nothing for a while holds no goroutine (and no stack) for
 // its output: its pump parks (parkRead) and a new one starts when the
-// pipe has something to read or reaches its end. The goroutine runs
-// only while something is parked, and ends when the last one goes.
+// pipe has something to read or reaches its end. The goroutine and its
+// two descriptors (the epoll instance, the eventfd) exist only while
+// something is parked: they go with the last one.
 var parker struct {
 	mu      sync.Mutex
 	epfd    int // -1 until made
@@ -46,7 +47,7 @@ func parkRead(r *os.File, resume func()) (token uint32, ok bool) {
 	}
 	parker.mu.Lock()
 	defer parker.mu.Unlock()
-	if parker.epfd < 0 {
+	if parker.epfd < 0 { // nothing parked: none runs
 		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err != nil {
 			return 0, false
@@ -133,14 +134,17 @@ func parkLoop(epfd, wake int) {
 		}
 		unix.Read(wake, drain[:]) // what takeLocked wrote for these
 		done := len(parker.parked) == 0
-		if done {
+		if done { // the next park makes them again
 			parker.running = false
+			parker.epfd, parker.wake = -1, -1
 		}
 		parker.mu.Unlock()
 		for _, f := range resume {
 			go f()
 		}
 		if done {
+			unix.Close(epfd)
+			unix.Close(wake)
 			return
 		}
 	}

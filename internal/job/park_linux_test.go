@@ -52,8 +52,8 @@ func TestIdlePumpsPark(t *testing.T) {
 	hivetest.Eventually(t, 5*time.Second, "the parker to end", func() error {
 		parker.mu.Lock()
 		defer parker.mu.Unlock()
-		if parker.running || len(parker.parked) > 0 {
-			return fmt.Errorf("parker running %v with %d parked", parker.running, len(parker.parked))
+		if parker.running || len(parker.parked) > 0 || parker.epfd >= 0 || parker.wake >= 0 {
+			return fmt.Errorf("parker running %v with %d parked, descriptors %d %d", parker.running, len(parker.parked), parker.epfd, parker.wake)
 		}
 		return nil
 	})

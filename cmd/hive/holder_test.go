@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/proc"
 )
 
@@ -447,7 +448,7 @@ func TestVersionNamesTheHolder(t *testing.T) {
 		} `json:"holder"`
 		Tracking string `json:"escape_tracking"`
 	}
-	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != hivetest.HolderPid(state) || v.Holder.Proto != 1 || v.Holder.Build == "" || (v.Tracking != proc.TrackSubreaper && v.Tracking != proc.TrackCgroup) {
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Holder == nil || v.Holder.Pid != hivetest.HolderPid(state) || v.Holder.Proto != wire.Proto || v.Holder.Build == "" || (v.Tracking != proc.TrackSubreaper && v.Tracking != proc.TrackCgroup) {
 		t.Fatalf("version --json: %v %s", err, out)
 	}
 	// With cgroups it names where its jobs' are, and the holder runs in

@@ -4,9 +4,12 @@ package holder
 
 import (
 	"bufio"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net"
 	"os"
@@ -59,10 +62,17 @@ type Client struct {
 	o   ClientOptions
 	log *slog.Logger
 
-	mu       sync.Mutex
-	conn     net.Conn
-	w        *bufio.Writer
-	hello    wire.Hello // the holder's
+	mu    sync.Mutex
+	conn  net.Conn
+	w     *bufio.Writer
+	hello wire.Hello // the holder's
+	proto int        // the version spoken on conn
+	// envSent are the environments defined on conn (wire.JobSpec.EnvRef):
+	// a next spawn names them.
+	envSent map[string]bool
+	// sentHook, if set (by tests), sees each request's line as it is
+	// written, under mu.
+	sentHook func([]byte)
 	seq      uint64
 	pending  map[uint64]chan reply
 	sink     job.HeldSink
@@ -229,7 +239,8 @@ func (c *Client) dial() (net.Conn, error) {
 		return nil, fmt.Errorf("%w: %s", errRefused, m.Error)
 	}
 	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: c.o.Build, Pid: os.Getpid()}
-	if _, err := compatible(me, *m.Hello); err != nil {
+	proto, err := compatible(me, *m.Hello)
+	if err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -248,6 +259,7 @@ func (c *Client) dial() (net.Conn, error) {
 		return nil, errClosed
 	}
 	c.conn, c.w, c.hello, c.dead = conn, w, *m.Hello, false
+	c.proto, c.envSent = proto, nil
 	c.mu.Unlock()
 	go c.read(conn, r)
 	return conn, nil
@@ -571,12 +583,18 @@ func (c *Client) call1(req wire.Request) (wire.Message, error) {
 	if req.Op == wire.OpSpawn || req.Op == wire.OpPTYSpawn {
 		req.Deadline = &hard
 	}
+	if req.Op == wire.OpSpawn && req.Spawn != nil && req.Spawn.EnvRef != "" {
+		req.Spawn = c.envLocked(*req.Spawn)
+	}
 	c.seq++
 	req.Seq = c.seq
 	ch := make(chan reply, 1)
 	c.pending[req.Seq] = ch
 	conn, pid := c.conn, c.hello.Pid
 	b, err := json.Marshal(req)
+	if err == nil && c.sentHook != nil {
+		c.sentHook(b)
+	}
 	if err == nil {
 		conn.SetWriteDeadline(deadline)
 		c.writeAcksLocked()
@@ -774,9 +792,64 @@ func (c *Client) redial(pid int) error {
 	return nil
 }
 
-// Spawn implements job.Holder.
+// minEnvRef is the least environment (entries before the job's own)
+// that a spawn sends by reference.
+const minEnvRef = 4
+
+// envKey names env on a connection: 128 bits of two seeded hashes.
+func envKey(env []string) string {
+	var h [2]maphash.Hash
+	var b [16]byte
+	for i := range h {
+		h[i].SetSeed(envSeeds[i])
+		for _, kv := range env {
+			h[i].WriteString(kv)
+			h[i].WriteByte(0)
+		}
+		binary.LittleEndian.PutUint64(b[8*i:], h[i].Sum64())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+var envSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// envLocked is spec as it goes on the connection now: its environment
+// (but for its last EnvTail entries) named if defined on it before,
+// defined if the holder speaks version 2, whole otherwise. Spawn set
+// EnvRef and EnvBase.
+func (c *Client) envLocked(spec wire.JobSpec) *wire.JobSpec {
+	switch {
+	case c.proto < 2:
+		spec.EnvRef, spec.EnvBase = "", 0
+	case c.envSent[spec.EnvRef]:
+		spec.Env = spec.Env[spec.EnvBase:]
+		spec.EnvBase = 0
+	default:
+		// Defined by this line: the holder reads it before any later one.
+		if c.envSent == nil || len(c.envSent) >= maxEnvs {
+			c.envSent = make(map[string]bool)
+		}
+		c.envSent[spec.EnvRef] = true
+	}
+	return &spec
+}
+
+// Spawn implements job.Holder. The job's environment goes by reference
+// (envLocked) where it can.
 func (c *Client) Spawn(spec wire.JobSpec) (wire.JobStart, error) {
+	spec.EnvRef, spec.EnvBase = "", 0
+	if n := len(spec.Env) - spec.EnvTail; spec.EnvTail >= 0 && n >= minEnvRef {
+		spec.EnvRef, spec.EnvBase = envKey(spec.Env[:n]), n
+	}
 	m, err := c.call(wire.Request{Op: wire.OpSpawn, Spawn: &spec})
+	if err != nil && m.Error == wire.EnvRefUnknown {
+		// The holder let it go: this once, whole.
+		c.mu.Lock()
+		delete(c.envSent, spec.EnvRef)
+		c.mu.Unlock()
+		spec.EnvRef, spec.EnvBase = "", 0
+		m, err = c.call(wire.Request{Op: wire.OpSpawn, Spawn: &spec})
+	}
 	if err != nil {
 		return wire.JobStart{}, err
 	}

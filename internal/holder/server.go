@@ -94,7 +94,50 @@ type serverConn struct {
 	c  net.Conn
 	mu sync.Mutex // serialises writes
 	w  *bufio.Writer
+	// envs are the environments the daemon defined on this connection
+	// (wire.JobSpec.EnvRef), at most maxEnvs. Only the connection's
+	// reader uses them, before it hands the reading on (see read).
+	envs map[string][]string
 }
+
+// maxEnvs bounds the environments a connection keeps: a daemon's
+// sessions each have one (their jobs add only their marks).
+const maxEnvs = 64
+
+// resolveEnv makes spec's environment whole: a defined one is kept for
+// the connection, a named one looked up (wire.EnvRefUnknown if it is
+// not kept).
+func (sc *serverConn) resolveEnv(spec *wire.JobSpec) error {
+	if spec == nil || spec.EnvRef == "" {
+		return nil
+	}
+	ref, base := spec.EnvRef, spec.EnvBase
+	spec.EnvRef, spec.EnvBase = "", 0
+	if len(ref) > 64 || base < 0 || base > len(spec.Env) {
+		return errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("env_ref: a name of at most 64 bytes and env_base within env (%d entries) are required", len(spec.Env)))
+	}
+	if base > 0 {
+		if sc.envs == nil {
+			sc.envs = map[string][]string{}
+		}
+		if _, ok := sc.envs[ref]; !ok && len(sc.envs) >= maxEnvs {
+			for k := range sc.envs { // any one: the daemon sends it again if it names it
+				delete(sc.envs, k)
+				break
+			}
+		}
+		sc.envs[ref] = spec.Env[:base:base]
+		return nil
+	}
+	env, ok := sc.envs[ref]
+	if !ok {
+		return errEnvRefUnknown
+	}
+	spec.Env = append(env[:len(env):len(env)], spec.Env...)
+	return nil
+}
+
+var errEnvRefUnknown = errdefs.New(errdefs.ErrNotFound, wire.EnvRefUnknown)
 
 func (sc *serverConn) send(m wire.Message) error {
 	b, err := json.Marshal(m)
@@ -353,6 +396,12 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		}
 		switch req.Op {
 		case wire.OpSpawn:
+			// Before the reading goes on: a next spawn may name the
+			// environment this one defines.
+			if err := sc.resolveEnv(req.Spawn); err != nil {
+				sc.send(wire.Message{Re: req.Seq, Error: err.Error(), Code: errdefs.Code(err)})
+				continue
+			}
 			go s.read(sc, r, pid)
 			s.spawn(sc, req)
 			return

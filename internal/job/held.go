@@ -228,7 +228,15 @@ func (j *Job) beginHeld() func() {
 		j.stdout, j.stderr = stdout, stderr
 		j.mu.Unlock()
 		j.follow.Store(&[2]*output.Stream{stdout, stderr})
-		st, err = m.o.Holder.Spawn(wire.JobSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, Dir: dir,
+		// The job's marks, the last two entries (see command), go with
+		// every spawn; what comes before them is mostly a session's, the
+		// same for each of its jobs (the holder's client may send it by
+		// reference).
+		tail := 0
+		if m.o.Owner != "" {
+			tail = 2
+		}
+		st, err = m.o.Holder.Spawn(wire.JobSpec{ID: j.info.ID, Path: path, Argv: argv, Env: env, EnvTail: tail, Dir: dir,
 			Stdin: j.spec.Stdin, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
 			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace, Limits: j.wireLimits(), Timeout: j.spec.Timeout})
 	}

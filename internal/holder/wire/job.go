@@ -9,15 +9,28 @@ import (
 
 // JobSpec is what a holder needs to run a job.
 type JobSpec struct {
-	ID     string   `json:"id"`
-	Path   string   `json:"path"`
-	Argv   []string `json:"argv"`
-	Env    []string `json:"env"`
-	Dir    string   `json:"dir,omitempty"`
-	Stdin  []byte   `json:"stdin,omitempty"`
-	Stdout string   `json:"stdout"`
-	Stderr string   `json:"stderr"`
-	Index  string   `json:"index,omitempty"`
+	ID   string   `json:"id"`
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	// EnvRef (proto 2) names an environment of the connection's: the
+	// job's is that one followed by Env. With EnvBase above zero the
+	// spawn defines it: Env is the job's whole environment, of which the
+	// first EnvBase entries are what EnvRef names from then on. A holder
+	// that does not know the name refuses the spawn (EnvRefUnknown).
+	// Most jobs of a session share all of their environment but their
+	// marks: the 2-3 KiB of it is sent once a connection, not a spawn.
+	EnvRef  string `json:"env_ref,omitempty"`
+	EnvBase int    `json:"env_base,omitempty"`
+	// EnvTail (never sent) is how many of Env's last entries are the
+	// job's own (its marks), which a spawn always carries: the rest may
+	// go by reference.
+	EnvTail int    `json:"-"`
+	Dir     string `json:"dir,omitempty"`
+	Stdin   []byte `json:"stdin,omitempty"`
+	Stdout  string `json:"stdout"`
+	Stderr  string `json:"stderr"`
+	Index   string `json:"index,omitempty"`
 	// FileCap caps each stream file (0: the default, < 0: none).
 	FileCap int64 `json:"file_cap,omitempty"`
 	// Owner is the jobs' mark (HIVE_JOB_OWNER): what proves an escaped

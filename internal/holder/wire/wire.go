@@ -15,11 +15,18 @@ package wire
 import "time"
 
 // The protocol versions this build speaks: Proto is its newest, MinProto
-// its oldest.
+// its oldest. Version 2: a spawn may name an environment sent before on
+// its connection instead of carrying it whole (JobSpec.EnvRef).
 const (
-	Proto    = 1
+	Proto    = 2
 	MinProto = 1
 )
+
+// EnvRefUnknown is the error of a spawn whose JobSpec.EnvRef names no
+// environment the holder keeps for the connection (it keeps a few, the
+// last defined): the daemon sends the spawn again with its environment
+// whole.
+const EnvRefUnknown = "env_ref: unknown on this connection"
 
 // Hello is the first line each way.
 type Hello struct {

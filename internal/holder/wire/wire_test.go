@@ -19,7 +19,7 @@ var (
 	hello  = Hello{Proto: 2, Min: 1, Build: "v1.2.3", Pid: 4242, Tracking: "cgroup", Cgroups: "/sys/fs/cgroup/hive"}
 	sig    = 9
 	counts = Counts{Total: 10, InFile: 8, Dropped: 2}
-	jspec  = JobSpec{ID: "j1", Path: "/bin/sh", Argv: []string{"sh", "-c", "echo hi"}, Env: []string{"PATH=/bin"}, Dir: "/tmp",
+	jspec  = JobSpec{ID: "j1", Path: "/bin/sh", Argv: []string{"sh", "-c", "echo hi"}, Env: []string{"PATH=/bin"}, EnvRef: "e0", EnvBase: 1, Dir: "/tmp",
 		Stdin: []byte("in\n"), Stdout: "/s/j1.out", Stderr: "/s/j1.err", Index: "/s/j1.idx", FileCap: 1 << 20, Owner: "own",
 		LeftoverGrace: 2 * time.Second, Limits: &limits.Limits{MemoryMB: 64, Pids: 32, CPUs: 0.5, Nofile: 100}, Timeout: time.Minute}
 	jstart = JobStart{Pid: 100, PidStart: 12345, Started: at, Cgroup: "job-j1", LimitsBy: limits.Enforced{"memory_mb": "cgroup", "nofile": "rlimit"}}
@@ -39,7 +39,7 @@ var (
 
 const (
 	helloJSON  = `{"proto":2,"min":1,"build":"v1.2.3","pid":4242,"escape_tracking":"cgroup","cgroups":"/sys/fs/cgroup/hive"}`
-	jspecJSON  = `{"id":"j1","path":"/bin/sh","argv":["sh","-c","echo hi"],"env":["PATH=/bin"],"dir":"/tmp","stdin":"aW4K","stdout":"/s/j1.out","stderr":"/s/j1.err","index":"/s/j1.idx","file_cap":1048576,"owner":"own","leftover_grace":2000000000,"limits":{"memory_mb":64,"pids":32,"cpus":0.5,"nofile":100},"timeout":60000000000}`
+	jspecJSON  = `{"id":"j1","path":"/bin/sh","argv":["sh","-c","echo hi"],"env":["PATH=/bin"],"env_ref":"e0","env_base":1,"dir":"/tmp","stdin":"aW4K","stdout":"/s/j1.out","stderr":"/s/j1.err","index":"/s/j1.idx","file_cap":1048576,"owner":"own","leftover_grace":2000000000,"limits":{"memory_mb":64,"pids":32,"cpus":0.5,"nofile":100},"timeout":60000000000}`
 	jstartJSON = `{"pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"}}`
 	countsJSON = `{"total":10,"in_file":8,"dropped":2}`
 	jendJSON   = `{"id":"j1","exited":true,"exit_code":137,"signal":9,"error":"boom","leftover":1,"stopped":true,"ended":"2024-05-06T07:08:09.123456789Z","stdout":` + countsJSON + `,"stderr":{"total":3,"in_file":3},"usage":{"memory_peak_bytes":1048576,"cpu_user_ms":5,"cpu_system_ms":6,"oom_kills":1,"pids_refused":2,"cpu_throttled":3},"limit_hit":"memory_mb"}`
@@ -109,8 +109,19 @@ func TestWords(t *testing.T) {
 			t.Errorf("%q, want %q", got, want)
 		}
 	}
-	if Proto != 1 || MinProto != 1 {
+	if EnvRefUnknown != "env_ref: unknown on this connection" {
+		t.Errorf("EnvRefUnknown %q: the daemon knows it by its words", EnvRefUnknown)
+	}
+	if Proto != 2 || MinProto != 1 {
 		t.Errorf("versions %d..%d: a change of version is a change of this test too", MinProto, Proto)
+	}
+}
+
+// A spec's EnvTail is the daemon's own: it never goes on the wire.
+func TestEnvTailNotSent(t *testing.T) {
+	b, _ := json.Marshal(JobSpec{EnvTail: 2})
+	if want := `{"id":"","path":"","argv":null,"env":null,"stdout":"","stderr":""}`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
 	}
 }
 

@@ -337,8 +337,13 @@ func (j *Job) endHeld(e wire.JobEnd) {
 	m := j.m
 	j.mu.Lock()
 	j.reaped.Store(true)
-	j.stdout.Stats() // what the file holds now (a lost holder tells nothing)
-	j.stderr.Stats()
+	if e.Error == ErrHolderLost.Error() {
+		// A lost holder tells nothing: the counts are what the files
+		// hold now. A holder's end has them all (it closed the files
+		// first): no look at the files on the answer's path.
+		j.stdout.Stats()
+		j.stderr.Stats()
+	}
 	j.stdout.Advance(e.Stdout.Stats(true))
 	j.stderr.Advance(e.Stderr.Stats(true))
 	j.closeStreams()

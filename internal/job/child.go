@@ -38,12 +38,84 @@ type child struct {
 	pidStart *atomic.Uint64
 	reaped   *atomic.Bool
 
+	stops
+}
+
+// stops is how a job's process is asked to stop: SIGINT to its group,
+// SIGKILL once the first stop's grace is over, SIGKILL at once with force
+// (child and taken).
+type stops struct {
 	mu        sync.Mutex
 	pgid      int       // 0 once the leader is reaped: nothing to signal
 	stopAt    time.Time // when it was first asked to stop
 	stopGrace time.Duration
 	forced    bool
 	graceT    *time.Timer
+	// reapedNow, if set, tells whether the leader has been reaped by
+	// another process than this one (a taken job's): its group is then
+	// not signalled, its pid may name another process.
+	reapedNow func() bool
+}
+
+// stop signals the group: SIGINT, then SIGKILL once the grace of the
+// first stop is over; SIGKILL at once with force. Only the first stop
+// sets the grace: a later one cannot extend it.
+func (s *stops) stop(force bool, grace time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopAt.IsZero() {
+		s.stopAt = time.Now()
+		s.stopGrace = grace
+	}
+	s.forced = s.forced || force
+	if force {
+		s.signalLocked(sigKill)
+		return
+	}
+	s.signalLocked(sigInt)
+	if s.graceT == nil {
+		s.graceT = time.AfterFunc(s.stopGrace, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.signalLocked(sigKill) // no-op once reaped
+		})
+	}
+}
+
+func (s *stops) signalLocked(sig jobSignal) {
+	if s.pgid != 0 && s.reapedNow != nil && s.reapedNow() {
+		s.pgid = 0
+	}
+	signalGroup(s.pgid, sig)
+}
+
+// stopped reports whether the process was asked to stop.
+func (s *stops) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.stopAt.IsZero()
+}
+
+// reaped is told that the leader is reaped: from now on its pid may be
+// reused, so stop and the timers must not signal it. It returns the grace
+// of what is left of the group: what is left of a stopped job's grace
+// (none after a forced stop), not a fresh one, so that a kill ends the
+// job within its grace period.
+func (s *stops) reaped(leftover time.Duration) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pgid = 0
+	if s.graceT != nil {
+		s.graceT.Stop()
+	}
+	grace := leftover
+	if !s.stopAt.IsZero() {
+		grace = min(grace, max(time.Until(s.stopAt.Add(s.stopGrace)), 0))
+		if s.forced {
+			grace = 0
+		}
+	}
+	return grace
 }
 
 // start starts the process, in a cgroup of its own with cgroups (one
@@ -92,38 +164,6 @@ func (c *child) start() error {
 	return nil
 }
 
-// stop signals the group: SIGINT, then SIGKILL once the grace of the
-// first stop is over; SIGKILL at once with force. Only the first stop
-// sets the grace: a later one cannot extend it.
-func (c *child) stop(force bool, grace time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopAt.IsZero() {
-		c.stopAt = time.Now()
-		c.stopGrace = grace
-	}
-	c.forced = c.forced || force
-	if force {
-		signalGroup(c.pgid, sigKill)
-		return
-	}
-	signalGroup(c.pgid, sigInt)
-	if c.graceT == nil {
-		c.graceT = time.AfterFunc(c.stopGrace, func() {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			signalGroup(c.pgid, sigKill) // no-op once reaped
-		})
-	}
-}
-
-// stopped reports whether the child was asked to stop.
-func (c *child) stopped() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return !c.stopAt.IsZero()
-}
-
 // childEnd is how a child ended.
 type childEnd struct {
 	exited   bool // the leader's status is known: code and sig
@@ -169,25 +209,9 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	if e.sig != nil && *e.sig == int(sigKill) && !c.stopped() && !c.oomKilled() && c.cgroups.Killed(c.id, cgroupKilledWait) {
 		e.note = CgroupKilled
 	}
-	// The leader is reaped: from now on its pid may be reused, so stop()
-	// and the timers must not signal it. What is left of the group is
-	// cleaned up here (a pid that is still some group's id is never reused).
-	c.mu.Lock()
-	c.pgid = 0
-	if c.graceT != nil {
-		c.graceT.Stop()
-	}
-	// What is left of a stopped job's group gets what is left of the
-	// stop's grace (none after a forced stop), not a fresh one: kill ends
-	// the job within its grace period.
-	grace := c.leftover
-	if !c.stopAt.IsZero() {
-		grace = min(grace, max(time.Until(c.stopAt.Add(c.stopGrace)), 0))
-		if c.forced {
-			grace = 0
-		}
-	}
-	c.mu.Unlock()
+	// The leader is reaped. What is left of the group is cleaned up here
+	// (a pid that is still some group's id is never reused).
+	grace := c.stops.reaped(c.leftover)
 	e.leftover = cleanupGroup(c.pid, grace)
 	escaped, orphans := c.sweepEscapes(c.pid, grace, e.leftover > 0)
 	e.leftover += escaped
@@ -203,30 +227,35 @@ func (c *child) run(out, errw io.Writer) childEnd {
 		c.logger.Info("terminated processes left in a job's cgroup", "job", c.id, "count", n)
 		e.leftover += n
 	}
-	// Every process of the group is gone, so all the job wrote is in the
-	// pipes or already read. Normally the readers reach EOF at once. If
-	// not, something that left the group holds a pipe open: after a short
-	// grace the readers take what the pipes hold and stop, so it cannot
-	// delay the job's end.
-	if len(pumped) < 2 { // usually both readers are done already: no timer
-		t := time.NewTimer(drainQuiet)
-		for got := 0; got < 2; {
-			select {
-			case <-pumped:
-				got++
-			case <-t.C:
-				for _, p := range pumps {
-					p.stop()
-				}
-				for ; got < 2; got++ {
-					<-pumped
-				}
-			}
-		}
-		t.Stop()
-	}
+	drainPumps(pumped, pumps)
 	pipes.closeAll()
 	return e
+}
+
+// drainPumps returns once both pumps are done. Every process of the job's
+// group is gone by then, so all the job wrote is in the pipes or already
+// read. Normally the readers reach EOF at once. If not, something that
+// left the group holds a pipe open: after a short grace the readers take
+// what the pipes hold and stop, so it cannot delay the job's end.
+func drainPumps(pumped chan struct{}, pumps []*pumper) {
+	if len(pumped) >= 2 { // usually both readers are done already: no timer
+		return
+	}
+	t := time.NewTimer(drainQuiet)
+	defer t.Stop()
+	for got := 0; got < 2; {
+		select {
+		case <-pumped:
+			got++
+		case <-t.C:
+			for _, p := range pumps {
+				p.stop()
+			}
+			for ; got < 2; got++ {
+				<-pumped
+			}
+		}
+	}
 }
 
 // oomKilled reports whether the memory limit killed a process of the

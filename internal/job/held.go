@@ -61,12 +61,21 @@ var ErrHolderNotAnswering = errdefs.New(errdefs.ErrUnavailable, "the holder of t
 type HeldProc struct {
 	Spec           wire.JobSpec
 	Start          wire.JobStart
-	c              *child
+	c              *child     // RunHeld's
+	r              heldRunner // c, or a process taken over (TakeHeld)
 	stdout, stderr *output.Stream
 	index          *output.Interleave
 	pidStart       atomic.Uint64
 	reaped         atomic.Bool
 	wrote          func()
+}
+
+// heldRunner pumps, waits for and stops a held job's process: a child
+// the holder started (RunHeld), or a process it took over (TakeHeld).
+type heldRunner interface {
+	run(out, errw io.Writer) childEnd
+	stop(force bool, grace time.Duration)
+	stopped() bool
 }
 
 // heldDevNull is the stdin of held jobs without one: opened once for the
@@ -108,6 +117,7 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 	if err := h.c.start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
+	h.r = h.c
 	// What only the start needed goes: a job held for days keeps no copy
 	// of its environment (2-3 KiB of strings a job, decoded anew for each
 	// spawn), its argv or its path (issue 20: 30 KiB an idle job, daemon
@@ -145,7 +155,7 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 }
 
 // Stop signals the job: see Holder.Stop.
-func (h *HeldProc) Stop(force bool, grace time.Duration) { h.c.stop(force, grace) }
+func (h *HeldProc) Stop(force bool, grace time.Duration) { h.r.stop(force, grace) }
 
 // Counts are the streams' counters now.
 func (h *HeldProc) Counts() (stdout, stderr wire.Counts) {
@@ -162,10 +172,10 @@ func (h *HeldProc) Wait() wire.JobEnd {
 	if h.wrote != nil {
 		out, errw = notifyWriter{out, h.wrote}, notifyWriter{errw, h.wrote}
 	}
-	e := h.c.run(out, errw)
+	e := h.r.run(out, errw)
 	h.closeStreams()
 	end := wire.JobEnd{ID: h.Spec.ID, Exited: e.exited, ExitCode: e.code, Signal: e.sig, Leftover: e.leftover,
-		Stopped: h.c.stopped(), Ended: time.Now(), Usage: &e.usage, LimitHit: e.hit}
+		Stopped: h.r.stopped(), Ended: time.Now(), Usage: &e.usage, LimitHit: e.hit}
 	if e.err != nil {
 		end.Error = e.err.Error()
 	}

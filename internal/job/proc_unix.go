@@ -19,6 +19,9 @@ import (
 // whole process group (and, with cgroups, the job's cgroup).
 const stoppedWhat = "its process group"
 
+// jobSignal is a signal a stop sends a job's group.
+type jobSignal = syscall.Signal
+
 var (
 	sigInt  = syscall.SIGINT
 	sigKill = syscall.SIGKILL

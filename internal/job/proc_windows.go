@@ -26,6 +26,9 @@ const stoppedWhat = "its process tree"
 
 type winSignal int
 
+// jobSignal is a signal a stop sends a job's tree.
+type jobSignal = winSignal
+
 var (
 	sigInt  winSignal = 2
 	sigKill winSignal = 9

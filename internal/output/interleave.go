@@ -48,6 +48,11 @@ type Interleave struct {
 	full   bool
 	werr   error
 	eager  bool // every mark goes to the file at once (FlushEachMark)
+	// kept: how many marks of another writer the file keeps
+	// (ContinueInterleave); the file is not truncated, new marks go
+	// after them.
+	kept int64
+	cont bool
 }
 
 // MarkSize is the size of one mark in an index file, three little-endian
@@ -81,6 +86,40 @@ func NewInterleave(path string, stdout, stderr *Stream, maxMarks int64) (*Interl
 		return nil, fmt.Errorf("remove old index file %q: %w", path, err)
 	}
 	return &Interleave{path: path, streams: [2]*Stream{stdout, stderr}, max: maxMarks, last: -1}, nil
+}
+
+// ContinueInterleave goes on with the index file path where another
+// writer left it (see Continue): its whole marks stay (a mark cut short
+// is written over), the next chunk gets a mark of its own, and a full
+// index stays full. stdout and stderr are the streams that writer's
+// continue in (their totals go on from its).
+func ContinueInterleave(path string, stdout, stderr *Stream, maxMarks int64) (*Interleave, error) {
+	if maxMarks <= 0 {
+		maxMarks = DefaultMaxMarks
+	}
+	x := &Interleave{path: path, streams: [2]*Stream{stdout, stderr}, max: max(maxMarks, 1), last: -1, cont: true}
+	f, err := paths.OpenFile(path, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return x, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("continue index file %q: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("continue index file %q: %w", path, err)
+	}
+	x.kept = fi.Size() / MarkSize
+	x.n = x.kept
+	if x.kept > 0 {
+		var rec [MarkSize]byte
+		if _, err := f.ReadAt(rec[:], (x.kept-1)*MarkSize); err != nil {
+			return nil, fmt.Errorf("continue index file %q: %w", path, err)
+		}
+		x.full = binary.LittleEndian.Uint64(rec[:8])&(1<<62) != 0 || x.n >= x.max
+	}
+	return x, nil
 }
 
 // FlushEachMark writes every mark to the file before the chunk it marks
@@ -156,7 +195,20 @@ func (x *Interleave) flushLocked() {
 		return
 	}
 	if x.f == nil {
-		f, err := paths.OpenFile(x.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
+		flag := os.O_CREATE | os.O_TRUNC | os.O_WRONLY
+		if x.cont {
+			flag = os.O_CREATE | os.O_WRONLY
+		}
+		f, err := paths.OpenFile(x.path, flag)
+		if err == nil && x.cont {
+			_, err = f.Seek(x.kept*MarkSize, io.SeekStart)
+			if err == nil {
+				err = f.Truncate(x.kept * MarkSize) // a mark cut short goes
+			}
+			if err != nil {
+				f.Close()
+			}
+		}
 		if err != nil {
 			x.werr = fmt.Errorf("create index file %q: %w", x.path, err)
 			x.buf = x.buf[:0]

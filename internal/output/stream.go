@@ -83,6 +83,8 @@ type Stream struct {
 	// follow: the file is written by another process (Follow); the
 	// counters come from Advance and from the file's size.
 	follow bool
+	// cont: the file holds another writer's bytes, kept (Continue).
+	cont bool
 }
 
 // Create makes a stream whose file is path (created at the first write;
@@ -90,6 +92,53 @@ type Stream struct {
 // the stream in memory only: old bytes that leave the ring are then lost
 // from reads, but never from the count.
 func Create(path string, opts *Options) (*Stream, error) {
+	s := newStream(path, opts)
+	if path != "" {
+		// The file is created at the first write: a stream that stays
+		// empty costs no file. An old file of the same name goes now, so
+		// a reused name never shows stale bytes.
+		if err := removeOld(path); err != nil {
+			return nil, fmt.Errorf("remove old output file %q: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// Continue makes a stream that goes on with the file path where another
+// writer left it (a holder of jobs taking over the pumps of the daemon
+// that started a job): the file stays, what it holds (up to the cap) is
+// the bytes in it so far, and at is what that writer counted (its total,
+// which includes what it dropped past the cap; zero: only what the file
+// holds). The next bytes go on at the file's end (up to the cap, as
+// Create's). Nothing before them is in the ring.
+func Continue(path string, opts *Options, at Stats) (*Stream, error) {
+	if path == "" {
+		return nil, errors.New("continue an output stream: no file")
+	}
+	s := newStream(path, opts)
+	var size int64
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("continue output file %q: not a regular file", path)
+		}
+		size = fi.Size()
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("continue output file %q: %w", path, err)
+	}
+	if s.fileCap >= 0 {
+		size = min(size, s.fileCap)
+	}
+	s.inFile = size
+	s.total = max(at.Total, size+at.Dropped)
+	s.dropped = s.total - size
+	s.ringBase = s.total
+	s.nextCheck = size + firstDiskCheck
+	s.cont = true
+	return s, nil
+}
+
+// newStream is a stream of opts, its file path (not opened yet).
+func newStream(path string, opts *Options) *Stream {
 	s := &Stream{path: path, reserve: DefaultReserve, nextCheck: firstDiskCheck}
 	size := DefaultRingSize
 	s.fileCap = DefaultFileCap
@@ -106,15 +155,7 @@ func Create(path string, opts *Options) (*Stream, error) {
 		}
 	}
 	s.size = size
-	if path != "" {
-		// The file is created at the first write: a stream that stays
-		// empty costs no file. An old file of the same name goes now, so
-		// a reused name never shows stale bytes.
-		if err := removeOld(path); err != nil {
-			return nil, fmt.Errorf("remove old output file %q: %w", path, err)
-		}
-	}
-	return s, nil
+	return s
 }
 
 // removeOld removes the file path if there is one: one system call,
@@ -215,7 +256,18 @@ func (s *Stream) Write(p []byte) (int, error) {
 	n := int64(len(p))
 	if s.f == nil && s.path != "" && s.werr == nil {
 		// 0600, never through a symlink planted at the path.
-		f, err := paths.OpenFile(s.path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY)
+		flag := os.O_CREATE | os.O_TRUNC | os.O_WRONLY
+		if s.cont {
+			flag = os.O_CREATE | os.O_WRONLY
+		}
+		f, err := paths.OpenFile(s.path, flag)
+		if err == nil && s.cont {
+			// On at the last writer's end (the file's size when the
+			// stream was made, or its cap).
+			if _, err = f.Seek(s.inFile, io.SeekStart); err != nil {
+				f.Close()
+			}
+		}
 		if err != nil {
 			s.werr = fmt.Errorf("create output file %q: %w", s.path, err)
 		} else {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/job"
@@ -70,6 +72,11 @@ type Client struct {
 	// envSent are the environments defined on conn (wire.JobSpec.EnvRef):
 	// a next spawn names them.
 	envSent map[string]bool
+	// keeps: the holder on conn keeps jobs this daemon starts itself
+	// (protocol 3, wire.Hello.Keeps); spares are the cgroups it lent
+	// for them, not taken yet.
+	keeps  bool
+	spares []string
 	// sentHook, if set (by tests), sees each request's line as it is
 	// written, under mu.
 	sentHook func([]byte)
@@ -260,6 +267,7 @@ func (c *Client) dial() (net.Conn, error) {
 	}
 	c.conn, c.w, c.hello, c.dead = conn, w, *m.Hello, false
 	c.proto, c.envSent = proto, nil
+	c.keeps, c.spares = proto >= 3 && m.Hello.Keeps && m.Hello.Instance != "", nil
 	c.mu.Unlock()
 	go c.read(conn, r)
 	return conn, nil
@@ -316,6 +324,14 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 		var m wire.Message
 		if err := json.Unmarshal(line, &m); err != nil {
 			c.log.Warn("a bad line from the holder", "err", err)
+			continue
+		}
+		if m.Ev == wire.EvSpares {
+			c.mu.Lock()
+			if c.conn == conn {
+				c.spares = append(c.spares, m.Spares...)
+			}
+			c.mu.Unlock()
 			continue
 		}
 		if m.Ev != "" {
@@ -933,6 +949,77 @@ func (c *Client) writeAcksLocked() bool {
 		}
 	}
 	return true
+}
+
+// Keeps reports whether the holder keeps the jobs this daemon starts
+// itself (Keep), and its instance, the mark those jobs carry
+// (EnvHolder=instance).
+func (c *Client) Keeps() (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keeps && !c.dead, c.hello.Instance
+}
+
+// Spare takes a cgroup the holder lent for a job this daemon starts
+// itself: its path, to open and start the job into (the keep names it).
+func (c *Client) Spare() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.spares)
+	if n == 0 || c.dead {
+		return "", false
+	}
+	p := c.spares[n-1]
+	c.spares = c.spares[:n-1]
+	return p, true
+}
+
+// Keep has the holder keep a job this daemon started (wire.OpKeep):
+// pidfd is its leader's, outR and errR read ends of its pipes; the line
+// carries duplicates of them, the caller's stay its own. It waits for no
+// answer: once it returns without error the holder has the line, and
+// reads it even if this daemon dies at once. The job's end is told with
+// Ack, as a held job's.
+func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
+	b, err := json.Marshal(wire.Request{Op: wire.OpKeep, Keep: &k, NoReply: true})
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.dead || !c.keeps {
+		return errors.New("keep: no holder that keeps jobs")
+	}
+	uc, ok := c.conn.(*net.UnixConn)
+	if !ok {
+		return errors.New("keep: not a unix connection")
+	}
+	uc.SetWriteDeadline(time.Now().Add(c.bound(wire.OpSpawn)))
+	// What is buffered goes first, in order.
+	c.writeAcksLocked()
+	if err := c.w.Flush(); err != nil {
+		c.conn.Close()
+		return fmt.Errorf("keep: %w", err)
+	}
+	n, _, err := uc.WriteMsgUnix(b, unix.UnixRights(pidfd, outR, errR), nil)
+	if err == nil && n < len(b) {
+		_, err = uc.Write(b[n:]) // the descriptors went with the first byte
+	}
+	if err != nil {
+		c.conn.Close()
+		return fmt.Errorf("keep: %w", err)
+	}
+	return nil
+}
+
+// Take lets the jobs this daemon started and had the holder keep go: the
+// holder takes each over from its streams' counts (as this daemon wrote
+// them last) and answers once it has. Called by a daemon that exits and
+// leaves its jobs running.
+func (c *Client) Take(jobs []wire.Job) error {
+	_, err := c.call(wire.Request{Op: wire.OpTake, Take: jobs})
+	return err
 }
 
 // Held implements job.Holder.

@@ -15,5 +15,6 @@ import (
 func TestMain(m *testing.M) {
 	guardIfAsked()
 	serveIfAsked()
+	keeperIfAsked()
 	hivetest.Main(m, nil, func() error { return goleak.Find() })
 }

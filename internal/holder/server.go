@@ -80,12 +80,16 @@ type server struct {
 	quit     chan struct{} // closed by a quit request
 	stop     bool          // SIGTERM: every job is being stopped
 	mark     string        // EnvHolder=<instance>, in every job's and session's environment
+	inst     string        // the instance
+	keeps    bool          // it keeps jobs a daemon started (canKeep)
+	keepers  map[int]*keeper
 }
 
 // held is one job the holder holds.
 type held struct {
 	p   *job.HeldProc // a job, or
-	t   *pty.HeldPTY  // a PTY session
+	t   *pty.HeldPTY  // a PTY session, or
+	k   *kept         // a job its daemon runs and the holder keeps (keep.go)
 	end *wire.JobEnd  // once it ended, until acked
 }
 
@@ -94,6 +98,7 @@ type serverConn struct {
 	c  net.Conn
 	mu sync.Mutex // serialises writes
 	w  *bufio.Writer
+	fc *fdConn // what it reads, with the descriptors lines carry
 	// envs are the environments the daemon defined on this connection
 	// (wire.JobSpec.EnvRef), at most maxEnvs. Only the connection's
 	// reader uses them, before it hands the reading on (see read).
@@ -203,8 +208,11 @@ func Serve(ctx context.Context, o ServerOptions) error {
 	defer ln.Close()
 	s := &server{o: o, log: o.Logger, jobs: map[string]*held{}, reserved: map[string]bool{}, dirty: map[string]bool{},
 		poke: make(chan struct{}, 1), idle: make(chan struct{}, 1), quit: make(chan struct{})}
+	s.keepers = map[int]*keeper{}
+	s.keeps = canKeep()
+	defer s.closeKeepers()
 	if inst := Instance(os.Getpid()); inst != "" {
-		s.mark = EnvHolder + "=" + inst
+		s.mark, s.inst = EnvHolder+"="+inst, inst
 		if len(o.Guard) > 0 {
 			endGuard = startGuard(o.Guard, filepath.Dir(o.Socket), inst, o.Cgroups.Dir(), s.log)
 		}
@@ -266,8 +274,13 @@ func (s *server) shutdown() error {
 	s.stop = true
 	var ps []*job.HeldProc
 	var ts []*pty.HeldPTY
-	for _, h := range s.jobs {
+	for id, h := range s.jobs {
 		switch {
+		case h.k != nil:
+			// Its daemon runs it: kept no longer (the daemon stops its
+			// jobs itself, and would lose no job of a holder that goes).
+			delete(s.jobs, id)
+			s.forget(id, h)
 		case h.end != nil:
 		case h.p != nil:
 			ps = append(ps, h.p)
@@ -338,11 +351,18 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	sc := &serverConn{c: c, w: bufio.NewWriterSize(c, 64<<10)}
-	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir()}
+	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: s.o.Build, Pid: os.Getpid(), Tracking: s.o.Tracking, Cgroups: s.o.Cgroups.Dir(),
+		Instance: s.inst, Keeps: s.keeps && s.inst != ""}
 	if sc.send(wire.Message{Hello: &me}) != nil {
 		return
 	}
-	r := bufio.NewReaderSize(c, 64<<10)
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return
+	}
+	sc.fc = &fdConn{UnixConn: uc, oob: make([]byte, syscall.CmsgSpace(4*4))}
+	defer sc.fc.closeAll()
+	r := bufio.NewReaderSize(sc.fc, 64<<10)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := readLine(r)
 	if err != nil {
@@ -357,7 +377,8 @@ func (s *server) serve(c net.Conn) {
 		sc.send(wire.Message{Error: "the first line must be the daemon's hello"})
 		return
 	}
-	if _, err := compatible(me, *req.Hello); err != nil {
+	v, err := compatible(me, *req.Hello)
+	if err != nil {
 		sc.send(wire.Message{Error: err.Error()})
 		return
 	}
@@ -375,6 +396,9 @@ func (s *server) serve(c net.Conn) {
 		old.c.Close()
 	}
 	s.log.Info("a daemon connected", "pid", req.Hello.Pid, "build", req.Hello.Build)
+	if v >= 3 && me.Keeps {
+		s.welcome(sc, req.Hello.Pid)
+	}
 	reading = true
 	s.read(sc, r, req.Hello.Pid)
 }
@@ -411,6 +435,12 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		case wire.OpPTYClose:
 			go s.closePTY(sc, req) // waits for the last output
 			continue
+		case wire.OpKeep:
+			s.keep(sc, sc.fc, req, pid)
+			continue
+		case wire.OpTake:
+			s.take(sc, req, pid)
+			continue
 		}
 		if s.handle(sc, req) {
 			break
@@ -423,6 +453,7 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 	}
 	s.mu.Unlock()
 	s.log.Info("the daemon went", "pid", pid)
+	s.daemonWent(pid)
 	s.signalIdle()
 }
 
@@ -447,12 +478,17 @@ func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
 	case wire.OpAck:
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
-		if ok && h.end != nil {
+		kept := ok && h.k != nil
+		if ok && (h.end != nil || kept) {
 			delete(s.jobs, req.ID)
 		}
 		s.mu.Unlock()
 		if ok && h.end != nil && h.t != nil {
 			h.t.Close()
+		}
+		if kept {
+			s.forget(req.ID, h)
+			s.signalIdle()
 		}
 	case wire.OpHeld:
 		reply.Held, reply.Sessions = s.list()
@@ -489,6 +525,9 @@ func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 	out := make([]wire.Job, 0, len(s.jobs))
 	var ss []wire.PTYSession
 	for id, h := range s.jobs {
+		if h.k != nil {
+			continue // its daemon's still
+		}
 		if h.t != nil {
 			x := wire.PTYSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
 			if h.end != nil {

@@ -124,6 +124,7 @@ type JobCgroups struct {
 
 	v1dirs map[string][]string // under mu: the v1 cgroups of each running job, by id (SetLimits)
 	doneV1 []string            // under mu: ended jobs' v1 cgroups, to remove
+	lent   map[string]bool     // under mu: spares lent (Lend), not adopted or taken back yet
 }
 
 // spare is a cgroup made ahead, open and watched.
@@ -204,7 +205,7 @@ func OpenJobCgroups(owner string) (*JobCgroups, error) {
 	}
 	base := filepath.Join(own, baseName(owner))
 	g := &JobCgroups{mount: mount, base: base, slots: map[string]string{}, gen: newGenPath(base),
-		wds: map[string]int32{}, killed: map[string]bool{}, v1dirs: map[string][]string{},
+		wds: map[string]int32{}, killed: map[string]bool{}, v1dirs: map[string][]string{}, lent: map[string]bool{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	// The base may go meanwhile (a daemon removes it once empty, after
 	// a dead holder's jobs): made again, a few times.
@@ -741,6 +742,77 @@ func (g *JobCgroups) Close() {
 	}
 	os.Remove(g.base)
 	removeV1(g.v1Of(g.base))
+}
+
+// Lend takes up to n spares out of the pool for a daemon that starts
+// jobs itself (into a cgroup it opens by its path, CLONE_INTO_CGROUP) and
+// returns their paths. One becomes a job's by Adopt; those no job took
+// come back by Unlend. A lent spare is not watched (a write to it while
+// lent is not seen; once adopted it is watched as a job's).
+func (g *JobCgroups) Lend(n int) []string {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	g.drainLocked() // the spares written to are dropped
+	var out []string
+	for len(out) < n && len(g.spares) > 0 {
+		k := len(g.spares) - 1
+		sp := g.spares[k]
+		g.spares = g.spares[:k]
+		unix.Close(sp.fd)
+		if sp.wd >= 0 && g.w != nil {
+			delete(g.w.of, sp.wd)
+		}
+		g.lent[sp.path] = true
+		out = append(out, sp.path)
+	}
+	g.mu.Unlock()
+	if len(out) > 0 {
+		g.poke() // more spares
+	}
+	return out
+}
+
+// Adopt makes the lent cgroup path job id's, as Prepare makes a spare:
+// SlotOf, Killed and End know it from now on. It reports whether path
+// was lent.
+func (g *JobCgroups) Adopt(id, path string) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.lent[path] {
+		return false
+	}
+	if _, dup := g.slots[id]; dup {
+		return false
+	}
+	delete(g.lent, path)
+	g.slots[id] = path
+	if wd := g.watchLocked(watched{kind: watchJob, path: path, id: id}); wd >= 0 {
+		g.wds[id] = wd
+	}
+	return true
+}
+
+// Unlend takes back lent spares no job took: they are removed, and what
+// was started in one anyway (by a daemon that died before it told of
+// the job) is ended first.
+func (g *JobCgroups) Unlend(paths []string) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	for _, p := range paths {
+		if g.lent[p] {
+			delete(g.lent, p)
+			g.done = append(g.done, p)
+		}
+	}
+	g.mu.Unlock()
+	g.poke()
 }
 
 // SlotOf is job id's cgroup, "" if it has none.

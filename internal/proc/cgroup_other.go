@@ -19,9 +19,12 @@ type JobCgroups struct{}
 // OpenJobCgroups fails: cgroups are Linux's.
 func OpenJobCgroups(owner string) (*JobCgroups, error) { return nil, errors.New("cgroups are Linux's") }
 
-func (g *JobCgroups) Dir() string             { return "" }
-func (g *JobCgroups) Close()                  {}
-func (g *JobCgroups) SlotOf(id string) string { return "" }
+func (g *JobCgroups) Dir() string                { return "" }
+func (g *JobCgroups) Close()                     {}
+func (g *JobCgroups) SlotOf(id string) string    { return "" }
+func (g *JobCgroups) Lend(n int) []string        { return nil }
+func (g *JobCgroups) Adopt(id, path string) bool { return false }
+func (g *JobCgroups) Unlend(paths []string)      {}
 func (g *JobCgroups) Prepare(id string, cmd *exec.Cmd) (func(), error) {
 	return nil, errors.New("no cgroups")
 }

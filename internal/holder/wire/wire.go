@@ -16,9 +16,12 @@ import "time"
 
 // The protocol versions this build speaks: Proto is its newest, MinProto
 // its oldest. Version 2: a spawn may name an environment sent before on
-// its connection instead of carrying it whole (JobSpec.EnvRef).
+// its connection instead of carrying it whole (JobSpec.EnvRef). Version
+// 3: the daemon may start a job itself and have the holder keep it
+// (OpKeep, OpTake, EvSpares; docs/architecture.md, "the daemon forks, the
+// holder keeps").
 const (
-	Proto    = 2
+	Proto    = 3
 	MinProto = 1
 )
 
@@ -40,6 +43,14 @@ type Hello struct {
 	// Cgroups is the cgroup the holder makes its jobs' cgroups in
 	// (proc.JobCgroups), "" when it makes none.
 	Cgroups string `json:"cgroups,omitempty"`
+	// Instance is the holder's mark (EnvHolder=Instance in each of its
+	// jobs' environments), for the jobs a daemon starts and the holder
+	// keeps (version 3).
+	Instance string `json:"instance,omitempty"`
+	// Keeps: the holder keeps jobs a daemon started (OpKeep): it runs
+	// on a kernel that tells it the exit of a process it did not start
+	// (version 3).
+	Keeps bool `json:"keeps,omitempty"`
 }
 
 // Ops of a request.
@@ -56,6 +67,17 @@ const (
 	OpPTYSpawn = "pty_spawn"
 	OpPTYClose = "pty_close"
 	OpFD       = "fd"
+	// OpKeep (version 3): the daemon started a job itself and pumps and
+	// waits for it; the holder keeps it, to take it over should the
+	// daemon go. The line carries three descriptors (SCM_RIGHTS): the
+	// leader's pidfd and read ends of its stdout and stderr pipes. No
+	// answer is awaited. The daemon's ack of the job's end lets the
+	// holder close them.
+	OpKeep = "keep"
+	// OpTake (version 3): the daemon lets its kept jobs go (a restart
+	// that keeps them): the holder pumps and waits for each from the
+	// counts given, and answers once it does; the daemon then exits.
+	OpTake = "take"
 )
 
 // Request is a line from the daemon.
@@ -74,12 +96,29 @@ type Request struct {
 	// waiting for the answer: a holder that reads it later (it was
 	// stopped, or stuck) starts nothing and answers with an error.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Keep is OpKeep's job; Take OpTake's jobs (their ids and the
+	// counts of their streams as the daemon last wrote them).
+	Keep *Kept `json:"keep,omitempty"`
+	Take []Job `json:"take,omitempty"`
+}
+
+// Kept is a job a daemon started itself, as OpKeep tells the holder:
+// its spec (id, files, index, cap, owner, leftover grace, limits,
+// timeout; no command, environment or stdin) and its start (pid, start
+// time, the cgroup it took from EvSpares, how its limits are enforced).
+type Kept struct {
+	Spec  JobSpec  `json:"spec"`
+	Start JobStart `json:"start"`
 }
 
 // Events the holder sends on its own.
 const (
 	EvProgress = "progress"
 	EvEnd      = "end"
+	// EvSpares (version 3) lends the daemon cgroups for the jobs it
+	// starts itself (Message.Spares; a job's JobStart.Cgroup names the
+	// one it took); more come as it takes them.
+	EvSpares = "spares"
 )
 
 // Message is a line from the holder: its hello, an answer (Re: the
@@ -96,9 +135,10 @@ type Message struct {
 	// Sessions: held's PTY sessions, and pty_spawn's session.
 	Sessions []PTYSession `json:"sessions,omitempty"`
 
-	Ev     string  `json:"ev,omitempty"`
-	ID     string  `json:"id,omitempty"`
-	Stdout *Counts `json:"stdout,omitempty"`
-	Stderr *Counts `json:"stderr,omitempty"`
-	End    *JobEnd `json:"end,omitempty"`
+	Ev     string   `json:"ev,omitempty"`
+	ID     string   `json:"id,omitempty"`
+	Stdout *Counts  `json:"stdout,omitempty"`
+	Stderr *Counts  `json:"stderr,omitempty"`
+	End    *JobEnd  `json:"end,omitempty"`
+	Spares []string `json:"spares,omitempty"`
 }

@@ -16,7 +16,7 @@ import (
 var (
 	at     = time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	grace  = 1500 * time.Millisecond
-	hello  = Hello{Proto: 2, Min: 1, Build: "v1.2.3", Pid: 4242, Tracking: "cgroup", Cgroups: "/sys/fs/cgroup/hive"}
+	hello  = Hello{Proto: 2, Min: 1, Build: "v1.2.3", Pid: 4242, Tracking: "cgroup", Cgroups: "/sys/fs/cgroup/hive", Instance: "4242-99", Keeps: true}
 	sig    = 9
 	counts = Counts{Total: 10, InFile: 8, Dropped: 2}
 	jspec  = JobSpec{ID: "j1", Path: "/bin/sh", Argv: []string{"sh", "-c", "echo hi"}, Env: []string{"PATH=/bin"}, EnvRef: "e0", EnvBase: 1, Dir: "/tmp",
@@ -31,14 +31,15 @@ var (
 		Cols: 80, Rows: 24, Output: "/s/pty_1.out", FileCap: 4096}
 	psess = PTYSession{ID: "pty_1", Pid: 200, PidStart: 777, TTY: "/dev/pts/3",
 		Output: output.Stats{Total: 5, InFile: 4, Dropped: 1, Closed: true}, Exited: true, ExitCode: 1}
-	req = Request{Seq: 7, Op: OpSpawn, Hello: &hello, Spawn: &jspec, PTY: &pspec, ID: "j1", Force: true, Grace: &grace,
-		NoReply: true, Deadline: &at}
+	kept = Kept{Spec: JobSpec{ID: "j1", Stdout: "/s/j1.out", Stderr: "/s/j1.err"}, Start: JobStart{Pid: 100, Started: at, Cgroup: "s1"}}
+	req  = Request{Seq: 7, Op: OpSpawn, Hello: &hello, Spawn: &jspec, PTY: &pspec, ID: "j1", Force: true, Grace: &grace,
+		NoReply: true, Deadline: &at, Keep: &kept, Take: []Job{{ID: "j1", Stdout: counts}}}
 	msg = Message{Hello: &hello, Re: 7, Error: "bad", Code: "not_found", Start: &jstart, Held: []Job{job},
-		Sessions: []PTYSession{psess}, Ev: EvEnd, ID: "j1", Stdout: &counts, Stderr: &counts, End: &jend}
+		Sessions: []PTYSession{psess}, Ev: EvEnd, ID: "j1", Stdout: &counts, Stderr: &counts, End: &jend, Spares: []string{"/c/s1", "/c/s2"}}
 )
 
 const (
-	helloJSON  = `{"proto":2,"min":1,"build":"v1.2.3","pid":4242,"escape_tracking":"cgroup","cgroups":"/sys/fs/cgroup/hive"}`
+	helloJSON  = `{"proto":2,"min":1,"build":"v1.2.3","pid":4242,"escape_tracking":"cgroup","cgroups":"/sys/fs/cgroup/hive","instance":"4242-99","keeps":true}`
 	jspecJSON  = `{"id":"j1","path":"/bin/sh","argv":["sh","-c","echo hi"],"env":["PATH=/bin"],"env_ref":"e0","env_base":1,"dir":"/tmp","stdin":"aW4K","stdout":"/s/j1.out","stderr":"/s/j1.err","index":"/s/j1.idx","file_cap":1048576,"owner":"own","leftover_grace":2000000000,"limits":{"memory_mb":64,"pids":32,"cpus":0.5,"nofile":100},"timeout":60000000000}`
 	jstartJSON = `{"pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"}}`
 	countsJSON = `{"total":10,"in_file":8,"dropped":2}`
@@ -46,8 +47,8 @@ const (
 	pspecJSON  = `{"id":"pty_1","path":"/bin/bash","argv":["bash"],"env":["TERM=xterm"],"dir":"/home","cols":80,"rows":24,"output":"/s/pty_1.out","file_cap":4096}`
 	psessJSON  = `{"id":"pty_1","pid":200,"pid_start":777,"tty":"/dev/pts/3","output":{"Total":5,"InFile":4,"Dropped":1,"Closed":true},"exited":true,"exit_code":1}`
 	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"},"stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
-	reqJSON    = `{"seq":7,"op":"spawn","hello":` + helloJSON + `,"spawn":` + jspecJSON + `,"pty":` + pspecJSON + `,"id":"j1","force":true,"grace":1500000000,"no_reply":true,"deadline":"2024-05-06T07:08:09.123456789Z"}`
-	msgJSON    = `{"hello":` + helloJSON + `,"re":7,"error":"bad","code":"not_found","start":` + jstartJSON + `,"held":[` + jobJSON + `],"sessions":[` + psessJSON + `],"ev":"end","id":"j1","stdout":` + countsJSON + `,"stderr":` + countsJSON + `,"end":` + jendJSON + `}`
+	reqJSON    = `{"seq":7,"op":"spawn","hello":` + helloJSON + `,"spawn":` + jspecJSON + `,"pty":` + pspecJSON + `,"id":"j1","force":true,"grace":1500000000,"no_reply":true,"deadline":"2024-05-06T07:08:09.123456789Z","keep":{"spec":{"id":"j1","path":"","argv":null,"env":null,"stdout":"/s/j1.out","stderr":"/s/j1.err"},"start":{"pid":100,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"s1"}},"take":[{"id":"j1","pid":0,"started":"0001-01-01T00:00:00Z","stdout":` + countsJSON + `,"stderr":{"total":0,"in_file":0}}]}`
+	msgJSON    = `{"hello":` + helloJSON + `,"re":7,"error":"bad","code":"not_found","start":` + jstartJSON + `,"held":[` + jobJSON + `],"sessions":[` + psessJSON + `],"ev":"end","id":"j1","stdout":` + countsJSON + `,"stderr":` + countsJSON + `,"end":` + jendJSON + `,"spares":["/c/s1","/c/s2"]}`
 )
 
 func TestEncoding(t *testing.T) {
@@ -104,6 +105,7 @@ func TestWords(t *testing.T) {
 	for got, want := range map[string]string{
 		OpHello: "hello", OpSpawn: "spawn", OpStop: "stop", OpAck: "ack", OpHeld: "held", OpQuit: "quit",
 		OpPTYSpawn: "pty_spawn", OpPTYClose: "pty_close", OpFD: "fd", EvProgress: "progress", EvEnd: "end",
+		OpKeep: "keep", OpTake: "take", EvSpares: "spares",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)
@@ -112,7 +114,7 @@ func TestWords(t *testing.T) {
 	if EnvRefUnknown != "env_ref: unknown on this connection" {
 		t.Errorf("EnvRefUnknown %q: the daemon knows it by its words", EnvRefUnknown)
 	}
-	if Proto != 2 || MinProto != 1 {
+	if Proto != 3 || MinProto != 1 {
 		t.Errorf("versions %d..%d: a change of version is a change of this test too", MinProto, Proto)
 	}
 }

@@ -1,0 +1,269 @@
+//go:build unix
+
+package holder
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/errdefs"
+	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
+)
+
+// Jobs a daemon starts itself and the holder keeps (protocol 3, OpKeep;
+// docs/architecture.md, "the daemon forks, the holder keeps"): the
+// daemon pumps and waits for them, and the holder holds their pidfds
+// and duplicates of their pipes' read ends, and cgroups it lent the
+// daemon for them (EvSpares). Once the daemon's process is gone (its
+// connection ended and its pidfd says it exited), or it lets them go
+// (OpTake), the holder takes each over (job.TakeHeld): from then on it
+// is a held job like one the holder started.
+
+// kept is a job a daemon keeps with the holder, until it is taken over
+// or the daemon's ack of its end.
+type kept struct {
+	k                 wire.Kept
+	pidfd, outR, errR int
+	daemon            int // the pid of the daemon that started it
+}
+
+// keeper is a daemon that may keep jobs with the holder: its pidfd,
+// and the cgroups lent to it.
+type keeper struct {
+	pid   int
+	pidfd *os.File
+	lent  map[string]bool
+	gone  bool // it exited: its jobs were taken over
+	watch bool // a goroutine waits for its exit
+}
+
+// spareLoan is how many cgroups a daemon that keeps jobs has at hand.
+const spareLoan = 4
+
+// fdConn reads a daemon's connection with the descriptors that come with
+// its lines (SCM_RIGHTS) queued in order: a line that carries some takes
+// them from the queue (they arrive with its first byte, before the line
+// is read whole).
+type fdConn struct {
+	*net.UnixConn
+	mu  sync.Mutex
+	fds []int
+	oob []byte
+}
+
+func (c *fdConn) Read(p []byte) (int, error) {
+	n, oobn, _, _, err := c.ReadMsgUnix(p, c.oob)
+	n = max(n, 0) // -1 with some errors
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn]); perr == nil {
+			for _, m := range msgs {
+				if fds, ferr := unix.ParseUnixRights(&m); ferr == nil {
+					for _, fd := range fds {
+						unix.CloseOnExec(fd)
+					}
+					c.mu.Lock()
+					c.fds = append(c.fds, fds...)
+					over := len(c.fds) > maxQueuedFDs
+					c.mu.Unlock()
+					if over && err == nil {
+						// Descriptors no keep line takes: a daemon that
+						// cannot count, or one that would fill the
+						// holder's table. Its connection ends.
+						err = errors.New("a daemon sent more descriptors than its lines take")
+					}
+				}
+			}
+		}
+	}
+	return n, err
+}
+
+// maxQueuedFDs bounds the descriptors a connection has sent and no line
+// has taken yet: a keep carries three.
+const maxQueuedFDs = 3 * 64
+
+// take takes n descriptors from the queue, in order.
+func (c *fdConn) take(n int) ([]int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.fds) < n {
+		return nil, false
+	}
+	fds := append([]int(nil), c.fds[:n]...)
+	c.fds = c.fds[n:]
+	return fds, true
+}
+
+// closeAll closes what no line took.
+func (c *fdConn) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+}
+
+// lend lends kp up to n spares and tells it so.
+func (s *server) lend(sc *serverConn, kp *keeper, n int) {
+	if n <= 0 || s.o.Cgroups == nil {
+		return
+	}
+	paths := s.o.Cgroups.Lend(n)
+	if len(paths) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for _, p := range paths {
+		kp.lent[p] = true
+	}
+	s.mu.Unlock()
+	sc.send(wire.Message{Ev: wire.EvSpares, Spares: paths})
+}
+
+// keep keeps the job a keep line tells, with its descriptors.
+func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
+	fds, ok := fc.take(3)
+	var err error
+	switch {
+	case !ok:
+		err = errdefs.New(errdefs.ErrInvalid, "keep: the line carries no pidfd and pipes")
+	case req.Keep == nil || req.Keep.Spec.ID == "" || req.Keep.Start.Pid <= 0:
+		err = errdefs.New(errdefs.ErrInvalid, "keep: the job's id and its leader's pid are required")
+	case !s.keeps:
+		err = errdefs.New(errdefs.ErrUnavailable, "keep: this holder keeps no job it did not start")
+	}
+	var kp *keeper
+	if err == nil {
+		id := req.Keep.Spec.ID
+		s.mu.Lock()
+		kp = s.keepers[pid]
+		switch {
+		case kp == nil || kp.gone:
+			err = errdefs.New(errdefs.ErrInvalid, "keep: from no daemon that may keep jobs")
+		case s.jobs[id] != nil || s.reserved[id]:
+			err = errdefs.New(errdefs.ErrConflict, fmt.Sprintf("keep: %q is held already", id))
+		case s.stop:
+			err = errdefs.New(errdefs.ErrUnavailable, "keep: the holder is stopping")
+		default:
+			s.jobs[id] = &held{k: &kept{k: *req.Keep, pidfd: fds[0], outR: fds[1], errR: fds[2], daemon: pid}}
+			if slot := req.Keep.Start.Cgroup; slot != "" && kp.lent[slot] {
+				delete(kp.lent, slot)
+				s.o.Cgroups.Adopt(id, slot)
+			}
+		}
+		s.mu.Unlock()
+	}
+	if err != nil {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+		s.log.Warn("a job to keep was refused", "err", err)
+		sc.send(wire.Message{Re: req.Seq, Error: err.Error(), Code: errdefs.Code(err)})
+		return
+	}
+	if req.Keep.Start.Cgroup != "" {
+		s.lend(sc, kp, 1)
+	}
+}
+
+// forget drops a kept job whose end the daemon recorded (its ack): the
+// descriptors close, its cgroup goes.
+func (s *server) forget(id string, h *held) {
+	for _, fd := range []int{h.k.pidfd, h.k.outR, h.k.errR} {
+		unix.Close(fd)
+	}
+	s.o.Cgroups.End(id, 0, false)
+}
+
+// takeOver makes the kept job id a held one (job.TakeHeld) from the
+// counts at; the caller holds s.mu. It returns the job to wait for.
+func (s *server) takeOverLocked(id string, h *held, at [2]output.Stats) *job.HeldProc {
+	k := h.k
+	h.k = nil
+	var endCgroup func(time.Duration) int
+	if k.k.Start.Cgroup != "" {
+		endCgroup = func(grace time.Duration) int { return s.o.Cgroups.End(id, grace, true) }
+	}
+	p, err := job.TakeHeld(k.k.Spec, k.k.Start, k.pidfd, k.outR, k.errR, at, endCgroup, s.log, func() { s.wrote(id, false) })
+	if err != nil {
+		s.log.Warn("could not take over a kept job", "job", id, "err", err)
+		end := wire.JobEnd{ID: id, Error: "the holder could not take it over from the daemon that started it: " + err.Error(), Ended: time.Now()}
+		h.end = &end
+		return nil
+	}
+	h.p = p
+	return p
+}
+
+// takeOver takes over the kept jobs of daemon pid (all of them when
+// ids is nil), each from its counts in at (none: from its files).
+func (s *server) takeOver(pid int, ids map[string][2]output.Stats) int {
+	type started struct {
+		id string
+		h  *held
+		p  *job.HeldProc
+	}
+	var taken []started
+	s.mu.Lock()
+	for id, h := range s.jobs {
+		if h.k == nil || h.k.daemon != pid {
+			continue
+		}
+		at, ok := ids[id]
+		if ids != nil && !ok {
+			continue
+		}
+		if p := s.takeOverLocked(id, h, at); p != nil {
+			taken = append(taken, started{id, h, p})
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range taken {
+		go func() { s.ended(t.id, t.h, t.p.Wait()) }()
+	}
+	if len(taken) > 0 {
+		s.log.Info("took over the jobs a daemon started", "daemon", pid, "jobs", len(taken))
+	}
+	return len(taken)
+}
+
+// take answers OpTake: the daemon lets the jobs listed go.
+func (s *server) take(sc *serverConn, req wire.Request, pid int) {
+	ids := map[string][2]output.Stats{}
+	for _, x := range req.Take {
+		ids[x.ID] = [2]output.Stats{x.Stdout.Stats(false), x.Stderr.Stats(false)}
+	}
+	s.takeOver(pid, ids)
+	sc.send(wire.Message{Re: req.Seq})
+}
+
+// keepsOfLocked reports whether daemon pid keeps a job with the holder.
+func (s *server) keepsOfLocked(pid int) bool {
+	for _, h := range s.jobs {
+		if h.k != nil && h.k.daemon == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// closeKeepers ends the waits for the daemons that keep jobs: the holder
+// ends.
+func (s *server) closeKeepers() {
+	s.mu.Lock()
+	kps := s.keepers
+	s.keepers = map[int]*keeper{}
+	s.mu.Unlock()
+	for _, kp := range kps {
+		kp.pidfd.Close()
+	}
+}

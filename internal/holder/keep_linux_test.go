@@ -1,0 +1,322 @@
+package holder
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/output"
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// A job a daemon starts itself, as the daemon makes it: its own group,
+// its output in pipes the daemon pumps into the stream files, its marks.
+type ownJob struct {
+	cmd               *exec.Cmd
+	id                string
+	pidfd, outR, errR int // the daemon's
+	out               *output.Stream
+	pumped            chan struct{}
+	kept              wire.Kept
+}
+
+func startOwnJob(dir, id, instance, script string) (*ownJob, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Env = []string{"PATH=/usr/bin:/bin", job.EnvJobID + "=" + id, job.EnvJobOwner + "=" + dir, EnvHolder + "=" + instance}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := proc.Start(cmd); err != nil {
+		return nil, err
+	}
+	outW.Close()
+	errW.Close()
+	j := &ownJob{cmd: cmd, id: id, pumped: make(chan struct{})}
+	if j.pidfd, err = unix.PidfdOpen(cmd.Process.Pid, 0); err != nil {
+		return nil, err
+	}
+	fdOf := func(f *os.File) int {
+		fd := -1
+		if rc, err := f.SyscallConn(); err == nil {
+			rc.Control(func(x uintptr) { fd = int(x) })
+		}
+		return fd
+	}
+	j.outR, j.errR = fdOf(outR), fdOf(errR)
+	if j.out, err = output.Create(filepath.Join(dir, id+".out"), nil); err != nil {
+		return nil, err
+	}
+	// The daemon's pump, as far as the first line.
+	go func() {
+		defer close(j.pumped)
+		br := bufio.NewReaderSize(outR, 1) // one byte at a time: nothing read past the line
+		line, _ := br.ReadString('\n')
+		j.out.Write([]byte(line))
+	}()
+	st, _ := proc.Read(cmd.Process.Pid)
+	j.kept = wire.Kept{
+		Spec:  wire.JobSpec{ID: id, Stdout: filepath.Join(dir, id+".out"), Stderr: filepath.Join(dir, id+".err"), Owner: dir, LeftoverGrace: time.Second},
+		Start: wire.JobStart{Pid: cmd.Process.Pid, PidStart: st.Start, Started: time.Now()},
+	}
+	return j, nil
+}
+
+// keeperIfAsked runs the test binary as a daemon that starts a job
+// itself, has the holder keep it, and waits to be killed
+// (TestKeptJobOutlivesItsDaemon).
+func keeperIfAsked() {
+	sock := os.Getenv("HIVE_TEST_KEEPER_SOCK")
+	if sock == "" {
+		return
+	}
+	dir := os.Getenv("HIVE_TEST_KEEPER_DIR")
+	fail := func(err error) {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		fail(err)
+	}
+	keeps, inst := c.Keeps()
+	if !keeps {
+		fail(fmt.Errorf("the holder keeps no jobs"))
+	}
+	j, err := startOwnJob(dir, "k1", inst, "echo before; while [ ! -e "+filepath.Join(dir, "gate")+" ]; do sleep 0.01; done; echo after; echo oops >&2; exit 4")
+	if err != nil {
+		fail(err)
+	}
+	<-j.pumped
+	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
+		fail(err)
+	}
+	fmt.Println("kept", j.cmd.Process.Pid)
+	select {} // until killed
+}
+
+// A job its daemon started and had the holder keep outlives that daemon's
+// kill -9: the holder takes it over, its output goes on in its file
+// after what the daemon wrote, and its end (its exit status from its
+// pidfd once its new parent reaped it) reaches the next daemon.
+func TestKeptJobOutlivesItsDaemon(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	// The job's new parent once its daemon is gone: this process, which
+	// reaps it (init would, where it reaps).
+	r, err := proc.NewReaper()
+	if err != nil {
+		t.Skipf("no subreaper: %v", err)
+	}
+	defer r.Close()
+	// A job of a first daemon's keeps the holder up while no daemon is
+	// connected.
+	first, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keeps, _ := first.Keeps(); !keeps {
+		first.Close()
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	if _, err := first.Spawn(spec(dir, "j0", "/bin/sleep", "100")); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	helper := exec.Command(os.Args[0], "-test.run=^$")
+	helper.Env = append(os.Environ(), "HIVE_TEST_KEEPER_SOCK="+sock, "HIVE_TEST_KEEPER_DIR="+dir)
+	out, _ := helper.StdoutPipe()
+	helper.Stderr = os.Stderr
+	if err := proc.Start(helper); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			helper.Process.Kill()
+		}
+		proc.Wait(helper)
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "kept ") {
+		t.Fatalf("the daemon that keeps a job: %q %v", line, err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "kept ")))
+	defer syscall.Kill(-pid, syscall.SIGKILL) // the job's group, if the test fails
+	// The daemon is killed, and the next one comes.
+	helper.Process.Kill()
+	killed = true
+	c, s := listening(t, sock)
+	defer func() {
+		c.Stop("j0", true, 0)
+		c.Ack("j0")
+	}()
+	hivetest.Eventually(t, 10*time.Second, "the holder to take the job over", func() error {
+		held, err := c.Held()
+		for _, x := range held {
+			if x.ID == "k1" && x.Pid == pid && x.End == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("held %+v %v", held, err)
+	})
+	os.WriteFile(filepath.Join(dir, "gate"), nil, 0o600)
+	select {
+	case e := <-s.ends:
+		if e.ID != "k1" || !e.Exited || e.ExitCode != 4 || e.Stdout.Total != int64(len("before\nafter\n")) || e.Stderr.Total != 5 {
+			t.Fatalf("the taken job's end: %+v", e)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no end of the taken job")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "k1.out")); string(b) != "before\nafter\n" {
+		t.Errorf("its stdout file: %q", b)
+	}
+	if err := c.Ack("k1"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A daemon that lets its kept jobs go (a restart that keeps them) has
+// the holder take each over from the counts it gives; a kept job whose
+// end the daemon recorded itself is forgotten at its ack.
+func TestKeptJobTakenAndForgotten(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, s := listening(t, sock)
+	keeps, inst := c.Keeps()
+	if !keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	gate := filepath.Join(dir, "gate")
+	j, err := startOwnJob(dir, "t1", inst, "echo one; while [ ! -e "+gate+" ]; do sleep 0.01; done; echo two; exit 6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan error, 1)
+	go func() { reaped <- proc.Wait(j.cmd) }() // this test is its parent: it reaps it
+	defer func() {
+		syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+		<-reaped
+	}()
+	<-j.pumped
+	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := c.Held(); len(held) != 0 {
+		t.Errorf("a kept job listed as held: %+v", held)
+	}
+	if err := c.Take([]wire.Job{{ID: "t1", Stdout: wire.CountsOf(j.out.Stats())}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	select {
+	case e := <-s.ends:
+		if e.ID != "t1" || e.ExitCode != 6 || e.Stdout.Total != 8 {
+			t.Fatalf("the taken job's end: %+v", e)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no end of the taken job")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "t1.out")); string(b) != "one\ntwo\n" {
+		t.Errorf("its stdout file: %q", b)
+	}
+	c.Ack("t1")
+
+	// Kept, then ended by its daemon: the ack forgets it.
+	j2, err := startOwnJob(dir, "t2", inst, "echo x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Keep(j2.kept, j2.pidfd, j2.outR, j2.errR); err != nil {
+		t.Fatal(err)
+	}
+	proc.Wait(j2.cmd)
+	io.Copy(io.Discard, os.NewFile(uintptr(j2.outR), "out"))
+	if err := c.Ack("t2"); err != nil {
+		t.Fatal(err)
+	}
+	hivetest.Eventually(t, 5*time.Second, "the holder to forget the kept job", func() error {
+		// A spawn of the same id is refused while it is kept.
+		_, err := c.Spawn(spec(dir, "t2", "/bin/true"))
+		if err != nil {
+			return err
+		}
+		return nil
+	})
+	select {
+	case e := <-s.ends:
+		if e.ID == "t2" {
+			// the spawn's own end: fine
+		} else {
+			t.Errorf("an end no one asked for: %+v", e)
+		}
+	case <-time.After(5 * time.Second):
+	}
+}
+
+// A keep line without its descriptors, or without an id, is refused
+// naming what it lacks; the holder reads on.
+func TestKeepRefusedOnTheWire(t *testing.T) {
+	sock, _ := serve(t)
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hello wire.Message
+	json.Unmarshal([]byte(line), &hello)
+	if hello.Hello == nil || !hello.Hello.Keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	conn.Write([]byte(`{"op":"hello","hello":{"proto":3,"min":1,"pid":` + strconv.Itoa(os.Getpid()) + `}}` + "\n"))
+	read := func() wire.Message {
+		t.Helper()
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m wire.Message
+			json.Unmarshal([]byte(line), &m)
+			if m.Ev == "" {
+				return m
+			}
+		}
+	}
+	conn.Write([]byte(`{"seq":1,"op":"keep","keep":{"spec":{"id":"x","path":"","argv":null,"env":null,"stdout":"/dev/null","stderr":"/dev/null"},"start":{"pid":1,"started":"2024-01-01T00:00:00Z"}},"no_reply":true}` + "\n"))
+	if m := read(); m.Re != 1 || !strings.Contains(m.Error, "no pidfd") || m.Code != "invalid" {
+		t.Errorf("a keep without descriptors: %+v", m)
+	}
+	conn.Write([]byte(`{"seq":2,"op":"held"}` + "\n"))
+	if m := read(); m.Re != 2 || m.Error != "" {
+		t.Errorf("held after a refused keep: %+v", m)
+	}
+}

@@ -245,7 +245,7 @@ func (c *Client) dial() (net.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: %s", errRefused, m.Error)
 	}
-	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: c.o.Build, Pid: os.Getpid()}
+	me := wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Build: c.o.Build, Pid: os.Getpid(), Keeps: keepWanted()}
 	proto, err := compatible(me, *m.Hello)
 	if err != nil {
 		conn.Close()
@@ -267,7 +267,7 @@ func (c *Client) dial() (net.Conn, error) {
 	}
 	c.conn, c.w, c.hello, c.dead = conn, w, *m.Hello, false
 	c.proto, c.envSent = proto, nil
-	c.keeps, c.spares = proto >= 3 && m.Hello.Keeps && m.Hello.Instance != "", nil
+	c.keeps, c.spares = proto >= 3 && m.Hello.Keeps && m.Hello.Instance != "" && me.Keeps, nil
 	c.mu.Unlock()
 	go c.read(conn, r)
 	return conn, nil
@@ -951,13 +951,19 @@ func (c *Client) writeAcksLocked() bool {
 	return true
 }
 
+// keepWanted: the daemon starts its jobs itself and has the holder keep
+// them (protocol 3) only with HIVE_HOLDER_KEEP=on, until the reliability
+// rows hold that way too (docs/architecture.md, "the daemon forks, the
+// holder keeps"); otherwise every job is the holder's spawn.
+func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") == "on" }
+
 // Keeps reports whether the holder keeps the jobs this daemon starts
-// itself (Keep), and its instance, the mark those jobs carry
-// (EnvHolder=instance).
+// itself (Keep, job.Keeper), and the mark those jobs carry
+// (EnvHolder=<its instance>).
 func (c *Client) Keeps() (bool, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.keeps && !c.dead, c.hello.Instance
+	return c.keeps && !c.dead, EnvHolder + "=" + c.hello.Instance
 }
 
 // Spare takes a cgroup the holder lent for a job this daemon starts
@@ -1009,6 +1015,31 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 	if err != nil {
 		c.conn.Close()
 		return fmt.Errorf("keep: %w", err)
+	}
+	return nil
+}
+
+// KeepEnd tells the holder how a kept job ended, before this daemon
+// answers for it and before its record is committed: the holder keeps
+// that end until the ack, for the next daemon should this one die first.
+// It waits for no answer; once it returns without error the holder has
+// the line.
+func (c *Client) KeepEnd(id string, e wire.JobEnd) error {
+	b, err := json.Marshal(wire.Request{Op: wire.OpKeptEnd, ID: id, End: &e, NoReply: true})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.dead {
+		return errors.New("kept end: no holder")
+	}
+	c.conn.SetWriteDeadline(time.Now().Add(c.bound(wire.OpSpawn)))
+	c.writeAcksLocked()
+	c.w.Write(append(b, '\n'))
+	if err := c.w.Flush(); err != nil {
+		c.conn.Close()
+		return fmt.Errorf("kept end: %w", err)
 	}
 	return nil
 }

@@ -32,7 +32,8 @@ import (
 type kept struct {
 	k                 wire.Kept
 	pidfd, outR, errR int
-	daemon            int // the pid of the daemon that started it
+	daemon            int          // the pid of the daemon that started it
+	end               *wire.JobEnd // its end as the daemon told it (OpKeptEnd)
 }
 
 // keeper is a daemon that may keep jobs with the holder: its pidfd,
@@ -189,6 +190,16 @@ func (s *server) forget(id string, h *held) {
 func (s *server) takeOverLocked(id string, h *held, at [2]output.Stats) *job.HeldProc {
 	k := h.k
 	h.k = nil
+	if k.end != nil {
+		// It ended, and its daemon told how: that end it is (the next
+		// daemon records what this one answered).
+		for _, fd := range []int{k.pidfd, k.outR, k.errR} {
+			unix.Close(fd)
+		}
+		s.o.Cgroups.End(id, 0, false)
+		h.end, h.start = k.end, &k.k.Start
+		return nil
+	}
 	var endCgroup func(time.Duration) int
 	if k.k.Start.Cgroup != "" {
 		endCgroup = func(grace time.Duration) int { return s.o.Cgroups.End(id, grace, true) }
@@ -197,7 +208,7 @@ func (s *server) takeOverLocked(id string, h *held, at [2]output.Stats) *job.Hel
 	if err != nil {
 		s.log.Warn("could not take over a kept job", "job", id, "err", err)
 		end := wire.JobEnd{ID: id, Error: "the holder could not take it over from the daemon that started it: " + err.Error(), Ended: time.Now()}
-		h.end = &end
+		h.end, h.start = &end, &k.k.Start
 		return nil
 	}
 	h.p = p
@@ -213,6 +224,7 @@ func (s *server) takeOver(pid int, ids map[string][2]output.Stats) int {
 		p  *job.HeldProc
 	}
 	var taken []started
+	var told []wire.JobEnd
 	s.mu.Lock()
 	for id, h := range s.jobs {
 		if h.k == nil || h.k.daemon != pid {
@@ -224,9 +236,17 @@ func (s *server) takeOver(pid int, ids map[string][2]output.Stats) int {
 		}
 		if p := s.takeOverLocked(id, h, at); p != nil {
 			taken = append(taken, started{id, h, p})
+		} else if h.end != nil {
+			told = append(told, *h.end)
 		}
 	}
+	conn := s.conn
 	s.mu.Unlock()
+	if conn != nil {
+		for _, e := range told {
+			conn.send(wire.Message{Ev: wire.EvEnd, ID: e.ID, End: &e})
+		}
+	}
 	for _, t := range taken {
 		go func() { s.ended(t.id, t.h, t.p.Wait()) }()
 	}
@@ -234,6 +254,20 @@ func (s *server) takeOver(pid int, ids map[string][2]output.Stats) int {
 		s.log.Info("took over the jobs a daemon started", "daemon", pid, "jobs", len(taken))
 	}
 	return len(taken)
+}
+
+// keptEnd keeps the end of a kept job its daemon tells (OpKeptEnd).
+func (s *server) keptEnd(req wire.Request) {
+	if req.End == nil {
+		return
+	}
+	e := *req.End
+	s.mu.Lock()
+	if h := s.jobs[req.ID]; h != nil && h.k != nil {
+		e.ID = req.ID
+		h.k.end = &e
+	}
+	s.mu.Unlock()
 }
 
 // take answers OpTake: the daemon lets the jobs listed go.
@@ -267,3 +301,6 @@ func (s *server) closeKeepers() {
 		kp.pidfd.Close()
 	}
 }
+
+// The holder's client is what a job.Manager keeps its jobs with.
+var _ job.Keeper = (*Client)(nil)

@@ -35,7 +35,7 @@ type ownJob struct {
 	kept              wire.Kept
 }
 
-func startOwnJob(dir, id, instance, script string) (*ownJob, error) {
+func startOwnJob(dir, id, mark, script string) (*ownJob, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func startOwnJob(dir, id, instance, script string) (*ownJob, error) {
 	}
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.Env = []string{"PATH=/usr/bin:/bin", job.EnvJobID + "=" + id, job.EnvJobOwner + "=" + dir, EnvHolder + "=" + instance}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", job.EnvJobID + "=" + id, job.EnvJobOwner + "=" + dir, mark}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := proc.Start(cmd); err != nil {
 		return nil, err
@@ -121,6 +121,7 @@ func keeperIfAsked() {
 // after what the daemon wrote, and its end (its exit status from its
 // pidfd once its new parent reaped it) reaches the next daemon.
 func TestKeptJobOutlivesItsDaemon(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on") // and in the helper's environment
 	sock, _ := serve(t)
 	dir := t.TempDir()
 	// The job's new parent once its daemon is gone: this process, which
@@ -202,6 +203,7 @@ func TestKeptJobOutlivesItsDaemon(t *testing.T) {
 // the holder take each over from the counts it gives; a kept job whose
 // end the daemon recorded itself is forgotten at its ack.
 func TestKeptJobTakenAndForgotten(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
 	sock, _ := serve(t)
 	dir := t.TempDir()
 	c, s := listening(t, sock)
@@ -295,7 +297,7 @@ func TestKeepRefusedOnTheWire(t *testing.T) {
 	if hello.Hello == nil || !hello.Hello.Keeps {
 		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
 	}
-	conn.Write([]byte(`{"op":"hello","hello":{"proto":3,"min":1,"pid":` + strconv.Itoa(os.Getpid()) + `}}` + "\n"))
+	conn.Write([]byte(`{"op":"hello","hello":{"proto":3,"min":1,"keeps":true,"pid":` + strconv.Itoa(os.Getpid()) + `}}` + "\n"))
 	read := func() wire.Message {
 		t.Helper()
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))

@@ -91,6 +91,9 @@ type held struct {
 	t   *pty.HeldPTY  // a PTY session, or
 	k   *kept         // a job its daemon runs and the holder keeps (keep.go)
 	end *wire.JobEnd  // once it ended, until acked
+	// start is the start of a kept job whose daemon told its end and
+	// died (no p): what held lists of it.
+	start *wire.JobStart
 }
 
 // serverConn is a daemon's connection.
@@ -396,7 +399,7 @@ func (s *server) serve(c net.Conn) {
 		old.c.Close()
 	}
 	s.log.Info("a daemon connected", "pid", req.Hello.Pid, "build", req.Hello.Build)
-	if v >= 3 && me.Keeps {
+	if v >= 3 && me.Keeps && req.Hello.Keeps {
 		s.welcome(sc, req.Hello.Pid)
 	}
 	reading = true
@@ -440,6 +443,9 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 			continue
 		case wire.OpTake:
 			s.take(sc, req, pid)
+			continue
+		case wire.OpKeptEnd:
+			s.keptEnd(req)
 			continue
 		}
 		if s.handle(sc, req) {
@@ -526,7 +532,12 @@ func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 	var ss []wire.PTYSession
 	for id, h := range s.jobs {
 		if h.k != nil {
-			continue // its daemon's still
+			// Its daemon's, but for the end it told: kept until the ack,
+			// for a daemon that comes after (or reconnects) to record.
+			if e := h.k.end; e != nil {
+				out = append(out, wire.Job{ID: id, JobStart: h.k.k.Start, Stdout: e.Stdout, Stderr: e.Stderr, End: e})
+			}
+			continue
 		}
 		if h.t != nil {
 			x := wire.PTYSession{ID: id, Pid: h.t.Pid, PidStart: h.t.PidStart, TTY: h.t.TTY, Output: h.t.Stats()}
@@ -536,8 +547,16 @@ func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 			ss = append(ss, x)
 			continue
 		}
-		x := wire.Job{ID: id, JobStart: h.p.Start}
-		x.Stdout, x.Stderr = h.p.Counts()
+		var x wire.Job
+		switch {
+		case h.p != nil:
+			x = wire.Job{ID: id, JobStart: h.p.Start}
+			x.Stdout, x.Stderr = h.p.Counts()
+		case h.start != nil && h.end != nil:
+			x = wire.Job{ID: id, JobStart: *h.start}
+		default:
+			continue
+		}
 		if h.end != nil {
 			e := *h.end
 			x.End = &e

@@ -33,6 +33,12 @@ type child struct {
 	cmd   *exec.Cmd
 	pipes *jobPipes
 	pid   int
+	// release, for a job its holder keeps too (beginKept): closed when
+	// the manager lets the job go to the holder (Manager.Release); run
+	// then returns at once, its pumps detached (releasePumps).
+	release  chan struct{}
+	pumps    []*pumper // run's, under mu
+	released bool      // under mu: no pump starts from now on
 	// pidStart is the leader's start time once read, reaped set once it
 	// has been waited for (its pid may then name another process).
 	pidStart *atomic.Uint64
@@ -174,6 +180,7 @@ type childEnd struct {
 	note     string // why it ended, when hive did not end it: CgroupKilled
 	usage    limits.Usage
 	hit      string // the limit that ended or held it back (limits.Hit)
+	released bool   // let go to the holder before it ended: nothing else is known
 }
 
 // CgroupKilled is the note (Info.Error) of a job whose cgroup, or one
@@ -195,9 +202,19 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	pipes := c.pipes
 	pumped := make(chan struct{}, 2)
 	done := func() { pumped <- struct{}{} }
+	c.mu.Lock()
+	if c.released {
+		c.mu.Unlock()
+		return childEnd{released: true}
+	}
 	pumps := []*pumper{pump(pipes.outR, out, done), pump(pipes.errR, errw, done)}
+	c.pumps = pumps
+	c.mu.Unlock()
 
-	waitErr := proc.Wait(c.cmd)
+	waitErr, released := c.wait()
+	if released {
+		return childEnd{released: true}
+	}
 	c.reaped.Store(true)
 	var e childEnd
 	if c.cmd.ProcessState != nil {
@@ -256,6 +273,38 @@ func drainPumps(pumped chan struct{}, pumps []*pumper) {
 			}
 		}
 	}
+}
+
+// wait waits for the leader (proc.Wait), or, for a job that may be let
+// go (release), until it is: the wait goes on on a goroutine of its own
+// then, until the leader exits (the daemon exits meanwhile).
+func (c *child) wait() (err error, released bool) {
+	if c.release == nil {
+		return proc.Wait(c.cmd), false
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- proc.Wait(c.cmd) }()
+	select {
+	case err := <-waited:
+		return err, false
+	case <-c.release:
+		return nil, true
+	}
+}
+
+// releasePumps detaches the pumps (and keeps run from starting any):
+// what the pipes hold from now on is the holder's to read. It reports
+// whether they finished within wait.
+func (c *child) releasePumps(wait time.Duration) bool {
+	c.mu.Lock()
+	c.released = true
+	pumps := c.pumps
+	c.mu.Unlock()
+	ok := true
+	for _, p := range pumps {
+		ok = p.detach(wait) && ok
+	}
+	return ok
 }
 
 // oomKilled reports whether the memory limit killed a process of the

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,27 @@ type Holder interface {
 	// Held lists what the holder holds: running jobs, and ended ones not
 	// acknowledged.
 	Held() ([]wire.Job, error)
+}
+
+// A Keeper is a Holder that keeps jobs the manager starts itself (the
+// holder's protocol 3): the manager is their parent, pumps their output
+// and waits for them as it does without a Holder, and the holder holds
+// their pidfds and pipes, to take them over should the daemon go
+// (docs/architecture.md, "the daemon forks, the holder keeps").
+type Keeper interface {
+	// Keeps reports whether the holder keeps such jobs now, and the mark
+	// each carries (EnvHolder=<its instance>).
+	Keeps() (ok bool, mark string)
+	// Spare is a cgroup the holder lent for one (its path), if it makes
+	// cgroups and has one at hand.
+	Spare() (string, bool)
+	// Keep gives the holder the job: duplicates of its leader's pidfd
+	// and of its pipes' read ends go with it.
+	Keep(k wire.Kept, pidfd, outR, errR int) error
+	// KeepEnd tells the holder how a kept job ended, before the manager
+	// tells its callers: the holder keeps the end until the ack (Ack), so
+	// the end is told without waiting for its record (see Durable).
+	KeepEnd(id string, e wire.JobEnd) error
 }
 
 // ErrHolderLost is the error of a held job whose holder died.
@@ -282,6 +304,112 @@ func (j *Job) beginHeld() func() {
 	return j.watchHeld
 }
 
+// keeper is the manager's Holder as a Keeper, when it keeps j's kind of
+// job now: one without limits (the holder sets those on the cgroups it
+// makes) or stdin (the holder feeds it), where the holder makes no
+// cgroups or has one to lend. The mark and the cgroup's path come with it.
+func (j *Job) keeper() (k Keeper, mark, slot string, ok bool) {
+	k, ok = j.m.o.Holder.(Keeper)
+	if !ok || !j.spec.Limits.IsZero() || j.spec.Stdin != nil || !keepSupported {
+		return nil, "", "", false
+	}
+	if ok, mark = k.Keeps(); !ok || mark == "" {
+		return nil, "", "", false
+	}
+	if c, cg := j.m.o.Holder.(interface{ Info() wire.Hello }); cg && c.Info().Cgroups != "" {
+		if slot, ok = k.Spare(); !ok {
+			return nil, "", "", false // the holder's start puts it in a cgroup now
+		}
+	}
+	return k, mark, slot, true
+}
+
+// beginKept starts the job as a job of the manager's own (its child:
+// begin's path without a Holder) and has its holder keep it (k.Keep),
+// in the cgroup slot the holder lent ("" none). The running record of
+// a job waited for inline is committed now, while it runs, as a held
+// job's: should the daemon die, the holder takes the job over and the
+// next daemon adopts it from that record.
+func (j *Job) beginKept(k Keeper, mark, slot string) func() {
+	m := j.m
+	path, argv, env, err := j.command()
+	var cmd *exec.Cmd
+	var pipes *jobPipes
+	if err == nil {
+		cmd, pipes, err = newCmd(path, argv, j.spec.Dir, append(env[:len(env):len(env)], mark), nil, m.devNull)
+	}
+	var c *child
+	pidfd := -1
+	if err == nil {
+		release, cerr := startInto(cmd, slot, &pidfd)
+		if cerr != nil {
+			m.o.Logger.Warn("a job runs without a cgroup of its own", "job", j.info.ID, "cgroup", slot, "err", cerr)
+			slot = ""
+		}
+		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, leftover: m.o.LeftoverGrace,
+			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped, timeout: j.spec.Timeout,
+			release: make(chan struct{})}
+		if err = c.start(); err != nil {
+			err = fmt.Errorf("start: %w", err)
+		}
+		release()
+	}
+	if err != nil {
+		if pidfd >= 0 {
+			closeFD(pidfd)
+		}
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.starting = false
+		pipes.closeAll()
+		j.info.Error = err.Error()
+		j.finishLocked(Failed)
+		return nil
+	}
+	st := procStartTime(c.pid) // before any wait: the pid is the job's
+	j.pidStart.Store(st)
+	started := time.Now()
+	kept := wire.Kept{
+		Spec: wire.JobSpec{ID: j.info.ID, Stdout: j.info.StdoutPath, Stderr: j.info.StderrPath, Index: j.info.IndexPath(),
+			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace, Timeout: j.spec.Timeout},
+		Start: wire.JobStart{Pid: c.pid, PidStart: st, Started: started, Cgroup: slot, LimitsBy: c.by},
+	}
+	kerr := errors.New("no pidfd")
+	if pidfd >= 0 {
+		kerr = k.Keep(kept, pidfd, fdOf(pipes.outR), fdOf(pipes.errR))
+		closeFD(pidfd)
+	}
+	if kerr != nil {
+		// It runs all the same, as a job of the daemon's own: it ends
+		// with the daemon.
+		m.o.Logger.Warn("the holder does not keep a job: it ends if the daemon does", "job", j.info.ID, "err", kerr)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.starting = false
+	j.child = c
+	j.kept = kerr == nil
+	// Its streams now, while it runs (as a held job's exist once it
+	// is started): a caller may read them as soon as Start returns.
+	j.createStreamsLocked()
+	j.cgroup = slot
+	j.info.Pid = c.pid
+	j.info.PidStart = st
+	j.info.Started = started
+	j.info.LimitsBy = c.by
+	j.runningLocked()
+	if j.kept {
+		j.runSeq = j.seq.Load()
+		if !j.detached {
+			m.records.hurry() // see adoptLocked
+		}
+	}
+	if j.reason != "" { // stopped while it started
+		c.stop(j.stopForce, j.stopGrace)
+	}
+	return func() { j.watch(c) }
+}
+
 // wireLimits are the job's limits as a spawn carries them (nil: none).
 func (j *Job) wireLimits() *limits.Limits {
 	if j.spec.Limits.IsZero() {
@@ -441,6 +569,7 @@ func (m *Manager) Release(note string) error {
 	m.queue = nil
 	m.mu.Unlock()
 	interruptQueued(queue, note)
+	m.releaseKept()
 	close(m.released)
 	m.wg.Wait()
 	m.cancel()
@@ -450,6 +579,58 @@ func (m *Manager) Release(note string) error {
 	}
 	m.paths.close()
 	return nil
+}
+
+// releaseKept lets the running jobs the manager started itself and its
+// holder keeps go to the holder (Release): their pumps stop reading,
+// what their streams and indexes hold is written, and the holder takes
+// each over from there (holder OpTake); their goroutines stop waiting.
+func (m *Manager) releaseKept() {
+	k, ok := m.o.Holder.(interface{ Take([]wire.Job) error })
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	var kept []*Job
+	for _, j := range m.jobs {
+		kept = append(kept, j)
+	}
+	m.mu.Unlock()
+	var takes []wire.Job
+	var cs []*child
+	for _, j := range kept {
+		j.mu.Lock()
+		c, ok := j.child, j.kept && !j.info.State.Terminal()
+		j.mu.Unlock()
+		if !ok || c == nil {
+			continue
+		}
+		if !c.releasePumps(2 * time.Second) {
+			m.o.Logger.Warn("a job's pumps did not stop reading in time: the holder reads on from there", "job", j.info.ID)
+		}
+		j.mu.Lock()
+		x := wire.Job{ID: j.info.ID}
+		if j.index != nil {
+			j.index.Snapshot() // its marks in the file
+		}
+		if j.stdout != nil {
+			x.Stdout, x.Stderr = wire.CountsOf(j.stdout.Stats()), wire.CountsOf(j.stderr.Stats())
+		}
+		j.mu.Unlock()
+		takes = append(takes, x)
+		cs = append(cs, c)
+	}
+	if len(takes) == 0 {
+		return
+	}
+	if err := k.Take(takes); err != nil {
+		m.o.Logger.Warn("the holder did not take the jobs the daemon let go: it takes them over once the daemon is gone", "jobs", len(takes), "err", err)
+	} else {
+		m.o.Logger.Info("the holder took over the jobs the daemon ran", "jobs", len(takes))
+	}
+	for _, c := range cs {
+		close(c.release)
+	}
 }
 
 // terminateLeft terminates what is left of the jobs ins, proven theirs by
@@ -580,7 +761,7 @@ func (k heldKind) Supervised() (held, flight []*Job) {
 	for _, j := range all {
 		j.mu.Lock()
 		switch {
-		case j.held && !j.info.State.Terminal():
+		case (j.held || j.kept) && !j.info.State.Terminal():
 			held = append(held, j)
 		case j.starting || j.givenUp:
 			flight = append(flight, j)
@@ -616,6 +797,23 @@ func (k heldKind) Terminate(held, flight []*Job) int {
 }
 
 func (heldKind) Interrupt(j *Job) {
+	j.mu.Lock()
+	if j.kept {
+		// The manager's own child, ended as a held job is: as
+		// interrupted, its processes terminated (Terminate).
+		j.kept = false
+		if j.reason == "" {
+			j.reason = Interrupted
+		}
+		if j.info.Error == "" {
+			j.info.Error = ErrHolderLost.Error()
+		}
+		c := j.child
+		j.mu.Unlock()
+		c.stop(true, 0)
+		return
+	}
+	j.mu.Unlock()
 	select {
 	case j.heldEnd <- wire.JobEnd{ID: j.info.ID, Error: ErrHolderLost.Error(), Ended: time.Now()}:
 	default:

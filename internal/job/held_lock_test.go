@@ -27,6 +27,9 @@ type gatedHolder struct {
 	gate    chan struct{}
 }
 
+// Keeps: no, every job of this test goes through the gated Spawn.
+func (g *gatedHolder) Keeps() (bool, string) { return false, "" }
+
 const gatedMark = "gated-spawn"
 
 func (g *gatedHolder) Spawn(spec wire.JobSpec) (wire.JobStart, error) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -389,4 +390,45 @@ func TestAdoptedJobKeepsKillOnTimeout(t *testing.T) {
 		t.Errorf("killed %v after its timeout, want at once", late)
 	}
 	m2.Close(ctx)
+}
+
+// With HIVE_HOLDER_KEEP=on the manager starts a held-mode job itself and
+// the holder keeps it (holder protocol 3): the holder lists it not while
+// it runs (it is the daemon's), and the held-mode guarantees hold that
+// way too: adopted by the next manager after a release, its end told
+// before its record and kept by the holder until the ack, and adopted as
+// told.
+func TestKeptJobs(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the holder keeps jobs on Linux only")
+	}
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	t.Run("kept", func(t *testing.T) {
+		dir, sock, st := heldSetup(t, 0)
+		m, c := heldManager(t, dir, sock, st, time.Second)
+		defer c.Close()
+		ctx := context.Background()
+		defer m.Close(ctx)
+		if ok, _ := c.Keeps(); !ok {
+			t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+		}
+		j, err := m.Start(job.Spec{Cmd: "sleep 30"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held, err := c.Held(); err != nil || len(held) != 0 {
+			t.Errorf("a kept job listed by its holder while it runs: %+v %v", held, err)
+		}
+		if in := j.Info(); in.State != job.Running || in.Pid <= 0 {
+			t.Errorf("a kept job: %+v", in)
+		}
+		m.Kill(j.ID(), true)
+		if end, _ := j.Wait(ctx); end.State != job.Killed {
+			t.Errorf("a kept job killed: %+v", end)
+		}
+	})
+	t.Run("adopted after a release", TestHeldJobAdoptedByTheNextManager)
+	t.Run("end kept until recorded", TestHeldEndKeptUntilRecorded)
+	t.Run("told end adopted as told", TestToldEndAdoptedAsTold)
+	t.Run("calls and events do not deadlock", TestHeldCallsAndEventsDoNotDeadlock)
 }

@@ -238,6 +238,7 @@ type Job struct {
 	// how it ended).
 	child   *child
 	held    bool
+	kept    bool // child, kept by the holder too (beginKept)
 	heldEnd chan wire.JobEnd
 	cgroup  string // a held job's cgroup in its holder (wire.JobStart.Cgroup)
 	// runSeq is a held job's running record (its seq); endKept is set

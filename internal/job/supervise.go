@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hivetools/hive/internal/holder/wire"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 )
@@ -64,6 +65,9 @@ func (j *Job) begin() func() {
 	j.starting = true
 	j.mu.Unlock()
 	if m.o.Holder != nil {
+		if k, mark, slot, ok := j.keeper(); ok {
+			return j.beginKept(k, mark, slot)
+		}
 		return j.beginHeld()
 	}
 	cmd, pipes, err := j.prepare()
@@ -108,6 +112,19 @@ func (j *Job) begin() func() {
 	return func() { j.watch(c) }
 }
 
+// wireEndLocked is the job's end as a holder keeps it (OpKeptEnd).
+func (j *Job) wireEndLocked() wire.JobEnd {
+	e := wire.JobEnd{ID: j.info.ID, Exited: j.info.ExitCode != nil, Signal: j.info.Signal, Error: j.info.Error,
+		Leftover: j.info.Leftover, Stopped: j.reason != "", Ended: time.Now(), Usage: j.info.Usage, LimitHit: j.info.LimitHit,
+		Stdout: wire.Counts{Total: j.info.StdoutBytes, InFile: j.info.StdoutBytes - j.info.StdoutDropped, Dropped: j.info.StdoutDropped},
+		Stderr: wire.Counts{Total: j.info.StderrBytes, InFile: j.info.StderrBytes - j.info.StderrDropped, Dropped: j.info.StderrDropped}}
+	if j.info.ExitCode != nil {
+		e.ExitCode = *j.info.ExitCode
+	}
+	j.info.Ended = e.Ended // the same instant in the record and the holder's
+	return e
+}
+
 // runningLocked moves a started job to running.
 func (j *Job) runningLocked() {
 	j.info.State = Running
@@ -126,7 +143,9 @@ func (j *Job) watch(c *child) {
 	// The output files are created while the child already runs (its
 	// output waits in the pipes): file creation stays off the start path.
 	j.mu.Lock()
-	j.createStreamsLocked()
+	if j.stdout == nil {
+		j.createStreamsLocked()
+	}
 	j.mu.Unlock()
 	j.markStarted()
 	outW, errW := io.Writer(j.stdout), io.Writer(j.stderr)
@@ -134,9 +153,11 @@ func (j *Job) watch(c *child) {
 		outW, errW = j.index.Writer(0), j.index.Writer(1)
 	}
 	e := c.run(outW, errW)
+	if e.released {
+		return // its holder has it now (Release)
+	}
 
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	j.closeStreams()
 	if e.exited {
 		j.info.ExitCode = &e.code
@@ -156,7 +177,22 @@ func (j *Job) watch(c *child) {
 	if j.reason != "" {
 		end = j.reason
 	}
+	if j.kept && end == Done && j.info.Error == "" {
+		// Its holder keeps its end until the ack: its callers are told
+		// it without waiting for its record (see Durable), as a held
+		// job's.
+		if k, ok := j.m.o.Holder.(Keeper); ok && k.KeepEnd(j.info.ID, j.wireEndLocked()) == nil {
+			j.endKept = true
+		}
+	}
 	j.finishLocked(end)
+	kept := j.kept
+	j.mu.Unlock()
+	if kept {
+		// Its holder keeps it until the end is recorded (asked with no
+		// lock of the job's held: see heldKind.Recorded).
+		j.m.sup.AckWhenRecorded(j.info.ID)
+	}
 }
 
 type jobPipes struct {
@@ -199,6 +235,9 @@ func (j *Job) createStreamsLocked() {
 	}
 	// The arrival order of the two streams, for a merged view.
 	if x, err := output.NewInterleave(j.info.IndexPath(), j.stdout, j.stderr, 0); err == nil {
+		if j.kept {
+			x.FlushEachMark() // a holder that takes the job over goes on from the file
+		}
 		j.index = x
 	}
 }
@@ -348,7 +387,7 @@ func bulkChanged(d int32) {
 // once the pipe has something to read or reaches its end, so an idle
 // job's output costs no goroutine.
 func pump(r *os.File, s io.Writer, done func()) *pumper {
-	p := &pumper{r: r, s: s, done: done, pool: &smallBufPool}
+	p := &pumper{r: r, s: s, done: done, pool: &smallBufPool, exited: make(chan struct{})}
 	p.pooled = pooledReader(r)
 	go p.run()
 	return p
@@ -370,8 +409,30 @@ type pumper struct {
 	total, quietAt int64 // quietAt: total when it last went quiet
 	tuned          bool
 
-	stopped atomic.Bool   // stop: take what is there and finish
-	parked  atomic.Uint32 // its parkRead token while parked, else 0
+	stopped  atomic.Bool   // stop: take what is there and finish
+	detached atomic.Bool   // detach: read no more, leave what is there
+	parked   atomic.Uint32 // its parkRead token while parked, else 0
+	exited   chan struct{} // closed once it has finished
+}
+
+// detach makes p read no more and finish, leaving what its pipe holds
+// to another reader (a holder that takes the job over): it returns once
+// p has finished, or after wait (a pump pouring on a thread of its own
+// reads on until its read returns).
+func (p *pumper) detach(wait time.Duration) bool {
+	p.detached.Store(true)
+	if p.r.SetReadDeadline(time.Now()) != nil {
+		return false // no deadlines on this platform's pipes: it cannot be told
+	}
+	if t := p.parked.Load(); t != 0 {
+		unpark(t)
+	}
+	select {
+	case <-p.exited:
+		return true
+	case <-time.After(wait):
+		return false
+	}
 }
 
 // stop makes p take what its pipe holds, without waiting, and finish:
@@ -397,10 +458,14 @@ func (p *pumper) run() {
 		b.leave()
 		if finished {
 			p.done()
+			close(p.exited)
 		}
 	}()
 	r := p.r
 	for {
+		if p.detached.Load() {
+			return
+		}
 		var n int
 		var err error
 		idle := false
@@ -458,6 +523,9 @@ func (p *pumper) run() {
 		}
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if p.detached.Load() {
+					return // what is left is the next reader's
+				}
 				if idle && !p.stopped.Load() && p.park() {
 					finished = false
 					return
@@ -496,7 +564,7 @@ func (p *pumper) park() bool {
 		return false
 	}
 	p.parked.Store(t)
-	if p.stopped.Load() {
+	if p.stopped.Load() || p.detached.Load() {
 		unpark(t)
 	}
 	return true

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -201,3 +202,39 @@ func (t *taken) run(out, errw io.Writer) childEnd {
 	t.pidfd.Close()
 	return e
 }
+
+// keepSupported: a holder can keep the jobs a manager starts (TakeHeld).
+const keepSupported = true
+
+// startInto sets cmd to start in the cgroup at slot (its path; "" none)
+// and to make a pidfd of its leader into *pidfd. release closes the
+// cgroup's descriptor once cmd has started.
+func startInto(cmd *exec.Cmd, slot string, pidfd *int) (release func(), err error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	*pidfd = -1
+	cmd.SysProcAttr.PidFD = pidfd
+	release = func() {}
+	if slot == "" {
+		return release, nil
+	}
+	fd, err := unix.Open(slot, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return release, err
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = fd
+	return func() { unix.Close(fd) }, nil
+}
+
+// fdOf is f's descriptor, without taking it out of the poller.
+func fdOf(f *os.File) int {
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Control(func(x uintptr) { fd = int(x) })
+	}
+	return fd
+}
+
+func closeFD(fd int) { unix.Close(fd) }

@@ -5,6 +5,8 @@ package job
 import (
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
 	"time"
 
 	"github.com/hivetools/hive/internal/holder/wire"
@@ -16,3 +18,15 @@ import (
 func TakeHeld(spec wire.JobSpec, start wire.JobStart, pidfd, outR, errR int, at [2]output.Stats, endCgroup func(grace time.Duration) int, logger *slog.Logger, wrote func()) (*HeldProc, error) {
 	return nil, errors.ErrUnsupported
 }
+
+// keepSupported: no holder keeps the jobs a manager starts here.
+const keepSupported = false
+
+func startInto(cmd *exec.Cmd, slot string, pidfd *int) (release func(), err error) {
+	*pidfd = -1
+	return func() {}, nil
+}
+
+func fdOf(f *os.File) int { return -1 }
+
+func closeFD(fd int) {}

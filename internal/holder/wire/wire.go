@@ -47,9 +47,9 @@ type Hello struct {
 	// jobs' environments), for the jobs a daemon starts and the holder
 	// keeps (version 3).
 	Instance string `json:"instance,omitempty"`
-	// Keeps: the holder keeps jobs a daemon started (OpKeep): it runs
-	// on a kernel that tells it the exit of a process it did not start
-	// (version 3).
+	// Keeps, the holder's: it keeps jobs a daemon started (OpKeep): it
+	// runs on a kernel that tells it the exit of a process it did not
+	// start; the daemon's: it would have it keep its jobs (version 3).
 	Keeps bool `json:"keeps,omitempty"`
 }
 
@@ -78,6 +78,11 @@ const (
 	// that keeps them): the holder pumps and waits for each from the
 	// counts given, and answers once it does; the daemon then exits.
 	OpTake = "take"
+	// OpKeptEnd (version 3): a kept job ended, as the daemon answers its
+	// caller before its record is committed: the holder keeps this end
+	// (End) until the ack, and tells it to the next daemon should this
+	// one die first. No answer is awaited.
+	OpKeptEnd = "kept_end"
 )
 
 // Request is a line from the daemon.
@@ -98,8 +103,9 @@ type Request struct {
 	Deadline *time.Time `json:"deadline,omitempty"`
 	// Keep is OpKeep's job; Take OpTake's jobs (their ids and the
 	// counts of their streams as the daemon last wrote them).
-	Keep *Kept `json:"keep,omitempty"`
-	Take []Job `json:"take,omitempty"`
+	Keep *Kept   `json:"keep,omitempty"`
+	Take []Job   `json:"take,omitempty"`
+	End  *JobEnd `json:"end,omitempty"`
 }
 
 // Kept is a job a daemon started itself, as OpKeep tells the holder:

@@ -329,6 +329,9 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 		if m.Ev == wire.EvSpares {
 			c.mu.Lock()
 			if c.conn == conn {
+				if m.Void {
+					c.spares = nil
+				}
 				c.spares = append(c.spares, m.Spares...)
 			}
 			c.mu.Unlock()
@@ -1042,6 +1045,14 @@ func (c *Client) KeepEnd(id string, e wire.JobEnd) error {
 		return fmt.Errorf("kept end: %w", err)
 	}
 	return nil
+}
+
+// Killed implements job.Keeper: the holder's JobCgroups.Killed of the
+// cgroup it lent the kept job id; an error where the holder could not
+// be asked (job.ErrHolderLost once it is gone).
+func (c *Client) Killed(id string, wait time.Duration) (bool, error) {
+	m, err := c.call(wire.Request{Op: wire.OpKilled, ID: id, Grace: &wait})
+	return err == nil && m.Killed, err
 }
 
 // Take lets the jobs this daemon started and had the holder keep go: the

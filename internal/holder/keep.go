@@ -42,6 +42,7 @@ type keeper struct {
 	pid   int
 	pidfd *os.File
 	lent  map[string]bool
+	epoch int  // the cgroups' epoch when they were lent (JobCgroups.Epoch)
 	gone  bool // it exited: its jobs were taken over
 	watch bool // a goroutine waits for its exit
 }
@@ -113,22 +114,62 @@ func (c *fdConn) closeAll() {
 	c.fds = nil
 }
 
-// lend lends kp up to n spares and tells it so.
+// lend lends kp up to n spares and tells it so. Spares lent before the
+// generation was written to (a new epoch) are taken back first: the
+// daemon drops them (Void) and gets new ones.
 func (s *server) lend(sc *serverConn, kp *keeper, n int) {
-	if n <= 0 || s.o.Cgroups == nil {
+	if s.o.Cgroups == nil {
+		return
+	}
+	epoch := s.o.Cgroups.Epoch()
+	s.mu.Lock()
+	var void []string
+	if epoch != kp.epoch {
+		for p := range kp.lent {
+			void = append(void, p)
+		}
+		kp.lent = map[string]bool{}
+		kp.epoch = epoch
+		n = spareLoan
+	}
+	s.mu.Unlock()
+	if len(void) > 0 {
+		s.o.Cgroups.Unlend(void)
+	}
+	if n <= 0 && len(void) == 0 {
 		return
 	}
 	paths := s.o.Cgroups.Lend(n)
-	if len(paths) == 0 {
-		return
-	}
 	s.mu.Lock()
 	for _, p := range paths {
 		kp.lent[p] = true
 	}
 	s.mu.Unlock()
-	sc.send(wire.Message{Ev: wire.EvSpares, Spares: paths})
+	if len(paths) > 0 || len(void) > 0 {
+		sc.send(wire.Message{Ev: wire.EvSpares, Spares: paths, Void: len(void) > 0})
+	}
 }
+
+// killed answers OpKilled: whether a kept job's lent cgroup was written
+// cgroup.kill (up to the wait asked), and lends anew if that renewed
+// the spares.
+func (s *server) killed(sc *serverConn, req wire.Request, pid int) {
+	wait := cgroupKilledWait
+	if req.Grace != nil {
+		wait = min(max(*req.Grace, 0), time.Second)
+	}
+	killed := s.o.Cgroups.Killed(req.ID, wait)
+	s.mu.Lock()
+	kp := s.keepers[pid]
+	s.mu.Unlock()
+	if kp != nil {
+		s.lend(sc, kp, 0) // spares of a written generation go before the answer
+	}
+	sc.send(wire.Message{Re: req.Seq, Killed: killed})
+}
+
+// cgroupKilledWait is how long OpKilled waits by default.
+const cgroupKilledWait = 100 * time.Millisecond
 
 // keep keeps the job a keep line tells, with its descriptors.
 func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {

@@ -447,6 +447,9 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		case wire.OpKeptEnd:
 			s.keptEnd(req)
 			continue
+		case wire.OpKilled:
+			go s.killed(sc, req, pid) // waits a little for the write to be seen
+			continue
 		}
 		if s.handle(sc, req) {
 			break

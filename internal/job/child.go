@@ -39,6 +39,11 @@ type child struct {
 	release  chan struct{}
 	pumps    []*pumper // run's, under mu
 	released bool      // under mu: no pump starts from now on
+	// killedBy, if set, tells whether the job's cgroup (one its holder
+	// lent, and watches) was written cgroup.kill (see JobCgroups.Killed).
+	killedBy func(wait time.Duration) (bool, error)
+	// slot is the cgroup its holder lent it (a kept job's), "" none.
+	slot string
 	// pidStart is the leader's start time once read, reaped set once it
 	// has been waited for (its pid may then name another process).
 	pidStart *atomic.Uint64
@@ -181,6 +186,9 @@ type childEnd struct {
 	usage    limits.Usage
 	hit      string // the limit that ended or held it back (limits.Hit)
 	released bool   // let go to the holder before it ended: nothing else is known
+	// holderLost: killed by a SIGKILL hive did not send while the holder
+	// that keeps it could not be asked (it died: its guard ends its jobs).
+	holderLost bool
 }
 
 // CgroupKilled is the note (Info.Error) of a job whose cgroup, or one
@@ -223,8 +231,14 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	} else {
 		e.err = waitErr
 	}
-	if e.sig != nil && *e.sig == int(sigKill) && !c.stopped() && !c.oomKilled() && c.cgroups.Killed(c.id, cgroupKilledWait) {
-		e.note = CgroupKilled
+	if e.sig != nil && *e.sig == int(sigKill) && !c.stopped() && !c.oomKilled() {
+		killed, err := c.killed(cgroupKilledWait)
+		switch {
+		case err != nil:
+			e.holderLost = true // its holder, which lent its cgroup, is gone: its guard killed it
+		case killed:
+			e.note = CgroupKilled
+		}
 	}
 	// The leader is reaped. What is left of the group is cleaned up here
 	// (a pid that is still some group's id is never reused).
@@ -240,7 +254,11 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	// What is still in its cgroup left the group and has no marks (an
 	// `env -i` escape): with the marks' ones gone, usually nothing. The
 	// cgroup is looked at only if something may be left (orphans).
-	if n := c.cgroups.End(c.id, grace, orphans); n > 0 {
+	n := c.cgroups.End(c.id, grace, orphans)
+	if c.slot != "" && orphans {
+		n += proc.EndCgroup(c.slot, grace) // its holder's, lent: the holder removes it after the ack
+	}
+	if n > 0 {
 		c.logger.Info("terminated processes left in a job's cgroup", "job", c.id, "count", n)
 		e.leftover += n
 	}
@@ -305,6 +323,15 @@ func (c *child) releasePumps(wait time.Duration) bool {
 		ok = p.detach(wait) && ok
 	}
 	return ok
+}
+
+// killed reports whether the job's cgroup, or one above it, was written
+// cgroup.kill from outside hive (JobCgroups.Killed, or its holder's).
+func (c *child) killed(wait time.Duration) (bool, error) {
+	if c.killedBy != nil {
+		return c.killedBy(wait)
+	}
+	return c.cgroups.Killed(c.id, wait), nil
 }
 
 // oomKilled reports whether the memory limit killed a process of the

@@ -65,6 +65,11 @@ type Keeper interface {
 	// tells its callers: the holder keeps the end until the ack (Ack), so
 	// the end is told without waiting for its record (see Durable).
 	KeepEnd(id string, e wire.JobEnd) error
+	// Killed reports whether the cgroup the holder lent job id was
+	// written cgroup.kill while the job ran (waiting up to wait for the
+	// write to be seen): asked of a kept job killed by a SIGKILL hive
+	// did not send.
+	Killed(id string, wait time.Duration) (bool, error)
 }
 
 // ErrHolderLost is the error of a held job whose holder died.
@@ -349,6 +354,11 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		c = &child{id: j.info.ID, owner: m.o.Owner, reaper: m.o.Reaper, leftover: m.o.LeftoverGrace,
 			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped, timeout: j.spec.Timeout,
 			release: make(chan struct{})}
+		if slot != "" {
+			id := j.info.ID
+			c.killedBy = func(wait time.Duration) (bool, error) { return k.Killed(id, wait) }
+			c.slot = slot
+		}
 		if err = c.start(); err != nil {
 			err = fmt.Errorf("start: %w", err)
 		}

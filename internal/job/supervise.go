@@ -173,16 +173,24 @@ func (j *Job) watch(c *child) {
 		}
 		j.info.Error += e.note
 	}
+	if e.holderLost && j.reason == "" {
+		// As a held job whose holder died.
+		j.reason = Interrupted
+		if j.info.Error == "" {
+			j.info.Error = ErrHolderLost.Error()
+		}
+	}
 	end := Done
 	if j.reason != "" {
 		end = j.reason
 	}
-	if j.kept && end == Done && j.info.Error == "" {
-		// Its holder keeps its end until the ack: its callers are told
-		// it without waiting for its record (see Durable), as a held
-		// job's.
+	if j.kept {
+		// Its holder keeps its end until the ack, and tells it to the
+		// next daemon should this one die before its record: a plain
+		// end is told to its callers without waiting for its record
+		// (see Durable), as a held job's.
 		if k, ok := j.m.o.Holder.(Keeper); ok && k.KeepEnd(j.info.ID, j.wireEndLocked()) == nil {
-			j.endKept = true
+			j.endKept = end == Done && j.info.Error == ""
 		}
 	}
 	j.finishLocked(end)
@@ -221,7 +229,9 @@ func (p *jobPipes) closeAll() {
 // createStreamsLocked creates the output streams. If a file cannot be
 // created the stream stays in memory only (its ring) and Info.Error says so.
 func (j *Job) createStreamsLocked() {
-	so := &output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap}
+	// A kept job's bytes are read from its files, as a held job's are
+	// (a holder may write them next): none in memory.
+	so := &output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap, NoRing: j.kept}
 	for _, s := range []struct {
 		dst  **output.Stream
 		path string

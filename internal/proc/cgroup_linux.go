@@ -599,6 +599,18 @@ func isBaseName(name string) bool {
 	return err == nil
 }
 
+// EndCgroup ends what is in the cgroup dir and below it, as End does for
+// a job's own (SIGTERM, up to grace, then SIGKILL): for a job whose
+// cgroup another process's JobCgroups made and removes (a holder's, lent
+// to the daemon that started the job). It returns how many processes
+// there were.
+func EndCgroup(dir string, grace time.Duration) int {
+	if dir == "" || !populated(dir) {
+		return 0
+	}
+	return killDirs([]string{dir}, grace)[0]
+}
+
 // KillJobCgroups ends what is left in the generations of owner's job
 // cgroups that slots are in (what a holder said of each of its jobs, see
 // SlotOf), all at once, and removes them: a holder that died, all of its
@@ -772,6 +784,19 @@ func (g *JobCgroups) Lend(n int) []string {
 		g.poke() // more spares
 	}
 	return out
+}
+
+// Epoch counts the times the spares were dropped for a write to the
+// generation or the base (cgroup.kill, cgroup.freeze): spares lent before
+// the last are not to be used (see Lend).
+func (g *JobCgroups) Epoch() int {
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.drainLocked()
+	return g.epoch
 }
 
 // Adopt makes the lent cgroup path job id's, as Prepare makes a spare:

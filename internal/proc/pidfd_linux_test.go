@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,15 +49,15 @@ func TestPidfdExit(t *testing.T) {
 		t.Fatalf("after the reap: status %v exited %v code %d, reaped %v, err %v", ws, ws.Exited(), ws.ExitStatus(), reaped, err)
 	}
 
-	// Not a child: the subshell's parent, sh, reaps it.
-	sh := exec.Command("sh", "-c", "(read x; exit 5) & echo $!; wait")
-	stdin, _ := sh.StdinPipe()
+	// Not a child: the subshell's parent, sh, reaps it. (A background
+	// job's stdin is /dev/null: it waits for a file instead.)
+	gate := filepath.Join(t.TempDir(), "gate")
+	sh := exec.Command("sh", "-c", "(while [ ! -e "+gate+" ]; do sleep 0.01; done; exit 5) & echo $!; wait")
 	out, _ := sh.StdoutPipe()
 	if err := sh.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer sh.Wait()
-	defer stdin.Close()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func TestPidfdExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdin.Write([]byte("go\n")) // the subshell exits 5; sh, in its wait, reaps it
+	os.WriteFile(gate, nil, 0o600) // the subshell exits 5; sh, in its wait, reaps it
 	f.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var got syscall.WaitStatus
 	var gotErr error

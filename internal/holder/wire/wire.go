@@ -83,6 +83,10 @@ const (
 	// (End) until the ack, and tells it to the next daemon should this
 	// one die first. No answer is awaited.
 	OpKeptEnd = "kept_end"
+	// OpKilled (version 3): was the cgroup the holder lent kept job ID
+	// written cgroup.kill while it ran (Grace: how long to wait for the
+	// write to be seen)? The answer's Killed says.
+	OpKilled = "killed"
 )
 
 // Request is a line from the daemon.
@@ -147,4 +151,10 @@ type Message struct {
 	Stderr *Counts  `json:"stderr,omitempty"`
 	End    *JobEnd  `json:"end,omitempty"`
 	Spares []string `json:"spares,omitempty"`
+	// Void, with EvSpares: the spares lent before are no more to be used
+	// (their generation was written cgroup.kill or cgroup.freeze): drop
+	// them, take these.
+	Void bool `json:"void,omitempty"`
+	// Killed answers OpKilled.
+	Killed bool `json:"killed,omitempty"`
 }

@@ -35,7 +35,7 @@ var (
 	req  = Request{Seq: 7, Op: OpSpawn, Hello: &hello, Spawn: &jspec, PTY: &pspec, ID: "j1", Force: true, Grace: &grace,
 		NoReply: true, Deadline: &at, Keep: &kept, Take: []Job{{ID: "j1", Stdout: counts}}, End: &jend}
 	msg = Message{Hello: &hello, Re: 7, Error: "bad", Code: "not_found", Start: &jstart, Held: []Job{job},
-		Sessions: []PTYSession{psess}, Ev: EvEnd, ID: "j1", Stdout: &counts, Stderr: &counts, End: &jend, Spares: []string{"/c/s1", "/c/s2"}}
+		Sessions: []PTYSession{psess}, Ev: EvEnd, ID: "j1", Stdout: &counts, Stderr: &counts, End: &jend, Spares: []string{"/c/s1", "/c/s2"}, Void: true, Killed: true}
 )
 
 const (
@@ -48,7 +48,7 @@ const (
 	psessJSON  = `{"id":"pty_1","pid":200,"pid_start":777,"tty":"/dev/pts/3","output":{"Total":5,"InFile":4,"Dropped":1,"Closed":true},"exited":true,"exit_code":1}`
 	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"},"stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
 	reqJSON    = `{"seq":7,"op":"spawn","hello":` + helloJSON + `,"spawn":` + jspecJSON + `,"pty":` + pspecJSON + `,"id":"j1","force":true,"grace":1500000000,"no_reply":true,"deadline":"2024-05-06T07:08:09.123456789Z","keep":{"spec":{"id":"j1","path":"","argv":null,"env":null,"stdout":"/s/j1.out","stderr":"/s/j1.err"},"start":{"pid":100,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"s1"}},"take":[{"id":"j1","pid":0,"started":"0001-01-01T00:00:00Z","stdout":` + countsJSON + `,"stderr":{"total":0,"in_file":0}}],"end":` + jendJSON + `}`
-	msgJSON    = `{"hello":` + helloJSON + `,"re":7,"error":"bad","code":"not_found","start":` + jstartJSON + `,"held":[` + jobJSON + `],"sessions":[` + psessJSON + `],"ev":"end","id":"j1","stdout":` + countsJSON + `,"stderr":` + countsJSON + `,"end":` + jendJSON + `,"spares":["/c/s1","/c/s2"]}`
+	msgJSON    = `{"hello":` + helloJSON + `,"re":7,"error":"bad","code":"not_found","start":` + jstartJSON + `,"held":[` + jobJSON + `],"sessions":[` + psessJSON + `],"ev":"end","id":"j1","stdout":` + countsJSON + `,"stderr":` + countsJSON + `,"end":` + jendJSON + `,"spares":["/c/s1","/c/s2"],"void":true,"killed":true}`
 )
 
 func TestEncoding(t *testing.T) {
@@ -105,7 +105,7 @@ func TestWords(t *testing.T) {
 	for got, want := range map[string]string{
 		OpHello: "hello", OpSpawn: "spawn", OpStop: "stop", OpAck: "ack", OpHeld: "held", OpQuit: "quit",
 		OpPTYSpawn: "pty_spawn", OpPTYClose: "pty_close", OpFD: "fd", EvProgress: "progress", EvEnd: "end",
-		OpKeep: "keep", OpTake: "take", OpKeptEnd: "kept_end", EvSpares: "spares",
+		OpKeep: "keep", OpTake: "take", OpKeptEnd: "kept_end", OpKilled: "killed", EvSpares: "spares",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,12 +37,12 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 	t.Logf("escape_tracking %q", tracking)
 	// The jobs' parent, and so the subreaper that adopts their orphans,
 	// is the holder of the jobs; the daemon where it starts its jobs
-	// itself and the holder keeps them (HIVE_HOLDER_KEEP=on).
+	// itself and the holder keeps them.
 	daemon := hivetest.HolderPid(state)
 	if daemon == 0 {
 		t.Fatal("no holder of the jobs runs")
 	}
-	if os.Getenv("HIVE_HOLDER_KEEP") == "on" {
+	if _, keeps := holderInfo(t, state); keeps {
 		daemon = hivetest.DaemonPid(state)
 	}
 	for _, via := range []string{"tool", "cli"} {
@@ -111,6 +110,13 @@ func TestEscapesKilledWithTheirJob(t *testing.T) {
 // escapeTracking is the running daemon's escape_tracking (hive version
 // --json).
 func escapeTracking(t *testing.T, state string) string {
+	tracking, _ := holderInfo(t, state)
+	return tracking
+}
+
+// holderInfo is what `hive version --json` says of escape tracking, and
+// whether the daemon starts its jobs itself and its holder keeps them.
+func holderInfo(t *testing.T, state string) (tracking string, keepsJobs bool) {
 	t.Helper()
 	out, err := hivetest.Run(t, state, "version", "--json")
 	if err != nil {
@@ -118,11 +124,14 @@ func escapeTracking(t *testing.T, state string) string {
 	}
 	var v struct {
 		EscapeTracking string `json:"escape_tracking"`
+		Holder         *struct {
+			KeepsJobs bool `json:"keeps_jobs"`
+		} `json:"holder"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatalf("hive version --json: %s: %v", out, err)
 	}
-	return v.EscapeTracking
+	return v.EscapeTracking, v.Holder != nil && v.Holder.KeepsJobs
 }
 
 func zombieChildren(pid int) []int {

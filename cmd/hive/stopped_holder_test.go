@@ -45,6 +45,7 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 	if h == 0 {
 		t.Fatal("no holder runs")
 	}
+	_, keepingFor := holderInfo(t, state)
 	t.Cleanup(func() { syscall.Kill(h, syscall.SIGCONT) }) // never left stopped
 	if err := syscall.Kill(h, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -113,9 +114,10 @@ func TestStoppedHolderStallsNothing(t *testing.T) {
 
 	// The CLI's start is in flight once its job is listed, pending. A
 	// daemon that starts its jobs itself and has the holder keep them
-	// (HIVE_HOLDER_KEEP=on) needs the holder for no job's start: the job
-	// runs, and only the PTY session waits for the holder.
-	keeping := os.Getenv("HIVE_HOLDER_KEEP") == "on"
+	// (the default where the kernel allows it) needs the holder for no
+	// job's start: the job runs, and only the PTY session waits for the
+	// holder.
+	keeping := keepingFor
 	want := "pending"
 	if keeping {
 		want = "running"

@@ -30,6 +30,9 @@ func (d *daemon) Version(wantSum bool) proto.Response {
 	if d.holder != nil {
 		h := d.holder.Info()
 		resp.Holder = &proto.HolderInfo{Pid: h.Pid, Build: h.Build, Proto: min(h.Proto, holderProto), Cgroups: h.Cgroups}
+		if k, ok := d.holder.(interface{ Keeps() (bool, string) }); ok {
+			resp.Holder.KeepsJobs, _ = k.Keeps()
+		}
 	}
 	resp.Exe, _ = os.Executable()
 	resp.Cwd, _ = os.Getwd()

@@ -955,10 +955,11 @@ func (c *Client) writeAcksLocked() bool {
 }
 
 // keepWanted: the daemon starts its jobs itself and has the holder keep
-// them (protocol 3) only with HIVE_HOLDER_KEEP=on, until the reliability
-// rows hold that way too (docs/architecture.md, "the daemon forks, the
-// holder keeps"); otherwise every job is the holder's spawn.
-func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") == "on" }
+// them (protocol 3; docs/architecture.md, "the daemon forks, the holder
+// keeps") unless HIVE_HOLDER_KEEP=off: then every job is the holder's
+// spawn (to measure one way against the other, or should the other be
+// needed).
+func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") != "off" }
 
 // Keeps reports whether the holder keeps the jobs this daemon starts
 // itself (Keep, job.Keeper), and the mark those jobs carry

@@ -354,4 +354,8 @@ type HolderInfo struct {
 	// Cgroups is the cgroup the holder makes its jobs' cgroups in (with
 	// escape_tracking cgroup+subreaper).
 	Cgroups string `json:"cgroups,omitempty"`
+	// KeepsJobs: the daemon starts its jobs itself (those without limits
+	// or stdin) and the holder keeps them, to take them over should the
+	// daemon go (protocol 3; HIVE_HOLDER_KEEP=off turns it off).
+	KeepsJobs bool `json:"keeps_jobs,omitempty"`
 }

@@ -956,10 +956,11 @@ func (c *Client) writeAcksLocked() bool {
 
 // keepWanted: the daemon starts its jobs itself and has the holder keep
 // them (protocol 3; docs/architecture.md, "the daemon forks, the holder
-// keeps") unless HIVE_HOLDER_KEEP=off: then every job is the holder's
-// spawn (to measure one way against the other, or should the other be
-// needed).
-func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") != "off" }
+// keeps") with HIVE_HOLDER_KEEP=on; otherwise every job is the holder's
+// spawn. Off by default while TestHolderKilled fails now and then with
+// it on (a CI run of this session: no job interrupted after the
+// holder's kill -9).
+func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") == "on" }
 
 // Keeps reports whether the holder keeps the jobs this daemon starts
 // itself (Keep, job.Keeper), and the mark those jobs carry

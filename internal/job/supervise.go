@@ -180,18 +180,22 @@ func (j *Job) watch(c *child) {
 			j.info.Error = ErrHolderLost.Error()
 		}
 	}
-	end := Done
-	if j.reason != "" {
-		end = j.reason
-	}
-	if j.kept {
+	if k, ok := j.m.o.Holder.(Keeper); ok && j.kept {
 		// Its holder keeps its end until the ack, and tells it to the
 		// next daemon should this one die before its record: a plain
 		// end is told to its callers without waiting for its record
-		// (see Durable), as a held job's.
-		if k, ok := j.m.o.Holder.(Keeper); ok && k.KeepEnd(j.info.ID, j.wireEndLocked()) == nil {
-			j.endKept = end == Done && j.info.Error == ""
-		}
+		// (see Durable), as a held job's. Told with no lock held: a
+		// holder that does not read (stopped) must stall no view of
+		// the job.
+		e := j.wireEndLocked()
+		j.mu.Unlock()
+		told := k.KeepEnd(e.ID, e) == nil
+		j.mu.Lock()
+		j.endKept = told && j.reason == "" && j.info.Error == ""
+	}
+	end := Done
+	if j.reason != "" {
+		end = j.reason
 	}
 	j.finishLocked(end)
 	kept := j.kept

@@ -70,6 +70,10 @@ type Keeper interface {
 	// write to be seen): asked of a kept job killed by a SIGKILL hive
 	// did not send.
 	Killed(id string, wait time.Duration) (bool, error)
+	// HolderGone reports whether the holder's process is gone: its guard
+	// then ends the processes of the jobs it kept (their marks), and a
+	// kept job that dies of a signal is interrupted, as a held one is.
+	HolderGone() bool
 }
 
 // ErrHolderLost is the error of a held job whose holder died.

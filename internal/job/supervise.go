@@ -173,6 +173,13 @@ func (j *Job) watch(c *child) {
 		}
 		j.info.Error += e.note
 	}
+	if !e.holderLost && j.kept && e.sig != nil && j.reason == "" {
+		// Killed by a signal hive did not send: its holder's guard's,
+		// if the holder is gone (it ends what the holder kept, by marks).
+		if k, ok := j.m.o.Holder.(Keeper); ok && k.HolderGone() {
+			e.holderLost = true
+		}
+	}
 	if e.holderLost && j.reason == "" {
 		// As a held job whose holder died.
 		j.reason = Interrupted

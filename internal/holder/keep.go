@@ -217,10 +217,10 @@ func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
 	}
 }
 
-// forget drops a kept job whose end the daemon recorded (its ack): the
-// descriptors close, its cgroup goes.
-func (s *server) forget(id string, h *held) {
-	for _, fd := range []int{h.k.pidfd, h.k.outR, h.k.errR} {
+// forget drops kept job id, k (its daemon recorded its end, or told it
+// before it died): the descriptors close, its cgroup goes.
+func (s *server) forget(id string, k *kept) {
+	for _, fd := range []int{k.pidfd, k.outR, k.errR} {
 		unix.Close(fd)
 	}
 	s.o.Cgroups.End(id, 0, false)
@@ -234,10 +234,7 @@ func (s *server) takeOverLocked(id string, h *held, at [2]output.Stats) *job.Hel
 	if k.end != nil {
 		// It ended, and its daemon told how: that end it is (the next
 		// daemon records what this one answered).
-		for _, fd := range []int{k.pidfd, k.outR, k.errR} {
-			unix.Close(fd)
-		}
-		s.o.Cgroups.End(id, 0, false)
+		s.forget(id, k)
 		h.end, h.start = k.end, &k.k.Start
 		return nil
 	}

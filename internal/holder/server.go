@@ -283,7 +283,7 @@ func (s *server) shutdown() error {
 			// Its daemon runs it: kept no longer (the daemon stops its
 			// jobs itself, and would lose no job of a holder that goes).
 			delete(s.jobs, id)
-			s.forget(id, h)
+			s.forget(id, h.k)
 		case h.end != nil:
 		case h.p != nil:
 			ps = append(ps, h.p)
@@ -364,7 +364,11 @@ func (s *server) serve(c net.Conn) {
 		return
 	}
 	sc.fc = &fdConn{UnixConn: uc, oob: make([]byte, syscall.CmsgSpace(4*4))}
-	defer sc.fc.closeAll()
+	defer func() {
+		if !reading {
+			sc.fc.closeAll() // else the last reader does (read)
+		}
+	}()
 	r := bufio.NewReaderSize(sc.fc, 64<<10)
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	line, err := readLine(r)
@@ -456,6 +460,9 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		}
 	}
 	sc.c.Close()
+	if sc.fc != nil {
+		sc.fc.closeAll() // the descriptors no keep line took
+	}
 	s.mu.Lock()
 	if s.conn == sc {
 		s.conn = nil
@@ -496,7 +503,7 @@ func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
 			h.t.Close()
 		}
 		if kept {
-			s.forget(req.ID, h)
+			s.forget(req.ID, h.k)
 			s.signalIdle()
 		}
 	case wire.OpHeld:

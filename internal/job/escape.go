@@ -45,19 +45,27 @@ func (c *child) sweepEscapes(pgid int, grace time.Duration, hadLeft bool) (n int
 	if !need {
 		return 0, orphans
 	}
-	// Up to a few rounds: a process may have forked between a scan and
-	// its signal (what it forked carries the marks too).
+	n = terminateEscapees(c.id, c.owner, since, pgid, grace)
+	if n > 0 {
+		c.logger.Info("terminated processes that left a job's group", "job", c.id, "count", n)
+	}
+	r.Reap() // what else was killed (Terminate reaped the escapees by their pidfds)
+	return n, true
+}
+
+// terminateEscapees terminates the processes outside group pgid proven
+// job id's (escapees), and returns how many. Up to a few rounds: a
+// process may have forked between a scan and its signal (what it forked
+// carries the marks too).
+func terminateEscapees(id, owner string, since uint64, pgid int, grace time.Duration) int {
+	n := 0
 	for round := 0; round < 3; round++ {
-		found := escapees(c.id, c.owner, since, pgid)
+		found := escapees(id, owner, since, pgid)
 		if len(found) == 0 {
 			break
 		}
 		n += proc.Terminate(found, grace)
 		grace = 0 // the rest of a tree that kept forking gets no more time
 	}
-	if n > 0 {
-		c.logger.Info("terminated processes that left a job's group", "job", c.id, "count", n)
-	}
-	r.Reap() // what else was killed (Terminate reaped the escapees by their pidfds)
-	return n, true
+	return n
 }

@@ -159,30 +159,56 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 	// in the pipes), off the start's path, as a daemon's own jobs do: an
 	// old file of the name goes, and a file that cannot be made leaves
 	// the stream counting what it drops.
-	so := &output.Options{FileCap: spec.FileCap, NoRing: true}
-	for _, x := range []struct {
-		dst  **output.Stream
-		path string
-	}{{&h.stdout, spec.Stdout}, {&h.stderr, spec.Stderr}} {
-		st, err := output.Create(x.path, so)
-		if err != nil {
-			logger.Warn("a held job's output file", "job", spec.ID, "err", err)
-			st, _ = output.Create("", so)
-		}
-		*x.dst = st
-	}
-	if spec.Index != "" {
-		if x, err := output.NewInterleave(spec.Index, h.stdout, h.stderr, 0); err == nil {
-			x.FlushEachMark() // the daemon reads it as it grows
-			h.index = x
-		}
-	}
+	h.openStreams(logger, nil)
 	st := procStartTime(h.c.pid)
 	h.pidStart.Store(st)
 	h.Start = wire.JobStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID),
 		LimitsBy: h.c.by}
 	h.wrote = wrote
 	return h, nil
+}
+
+// openStreams makes h's stream files and index (h.Spec's): anew, or,
+// with at (a job taken over: TakeHeld), going on from where their last
+// writer left them, at its counts. A file that cannot be made or opened
+// leaves its stream counting what it drops; an index that cannot,
+// none.
+func (h *HeldProc) openStreams(logger *slog.Logger, at *[2]output.Stats) {
+	spec := h.Spec
+	so := &output.Options{FileCap: spec.FileCap, NoRing: true}
+	for i, x := range []struct {
+		dst  **output.Stream
+		path string
+	}{{&h.stdout, spec.Stdout}, {&h.stderr, spec.Stderr}} {
+		var st *output.Stream
+		var err error
+		if at != nil {
+			st, err = output.Continue(x.path, so, at[i])
+		} else {
+			st, err = output.Create(x.path, so)
+		}
+		if err != nil {
+			logger.Warn("a held job's output file", "job", spec.ID, "err", err)
+			st, _ = output.Create("", so)
+		}
+		*x.dst = st
+	}
+	if spec.Index == "" {
+		return
+	}
+	var x *output.Interleave
+	var err error
+	if at != nil {
+		x, err = output.ContinueInterleave(spec.Index, h.stdout, h.stderr, 0)
+	} else {
+		x, err = output.NewInterleave(spec.Index, h.stdout, h.stderr, 0)
+	}
+	if err != nil {
+		logger.Warn("a held job's index", "job", spec.ID, "err", err)
+		return
+	}
+	x.FlushEachMark() // the daemon reads it as it grows
+	h.index = x
 }
 
 // Stop signals the job: see Holder.Stop.

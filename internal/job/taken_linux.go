@@ -65,26 +65,7 @@ func TakeHeld(spec wire.JobSpec, start wire.JobStart, pidfd, outR, errR int, at 
 	}
 	spec.Env, spec.Argv, spec.Path, spec.Stdin = nil, nil, "", nil
 	h := &HeldProc{Spec: spec, Start: start, wrote: wrote}
-	so := &output.Options{FileCap: spec.FileCap, NoRing: true}
-	for i, x := range []struct {
-		dst  **output.Stream
-		path string
-	}{{&h.stdout, spec.Stdout}, {&h.stderr, spec.Stderr}} {
-		st, err := output.Continue(x.path, so, at[i])
-		if err != nil {
-			logger.Warn("a taken job's output file", "job", spec.ID, "err", err)
-			st, _ = output.Create("", so)
-		}
-		*x.dst = st
-	}
-	if spec.Index != "" {
-		if x, err := output.ContinueInterleave(spec.Index, h.stdout, h.stderr, 0); err == nil {
-			x.FlushEachMark()
-			h.index = x
-		} else {
-			logger.Warn("a taken job's index", "job", spec.ID, "err", err)
-		}
-	}
+	h.openStreams(logger, &at)
 	t := &taken{id: spec.ID, owner: spec.Owner, pid: start.Pid, pidStart: start.PidStart,
 		leftover: spec.LeftoverGrace, logger: logger, endCgroup: endCgroup, reaped: &h.reaped,
 		pidfd: os.NewFile(uintptr(pidfd), "pidfd"),
@@ -185,14 +166,7 @@ func (t *taken) run(out, errw io.Writer) childEnd {
 	// process's to reap: init's or a subreaper's), and its cgroup.
 	e.leftover = cleanupGroup(t.pid, grace)
 	if t.owner != "" && t.pidStart != 0 {
-		for round := 0; round < 3; round++ {
-			found := escapees(t.id, t.owner, t.pidStart, t.pid)
-			if len(found) == 0 {
-				break
-			}
-			e.leftover += proc.Terminate(found, grace)
-			grace = 0
-		}
+		e.leftover += terminateEscapees(t.id, t.owner, t.pidStart, t.pid, grace)
 	}
 	if t.endCgroup != nil {
 		e.leftover += t.endCgroup(grace)

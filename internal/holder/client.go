@@ -77,6 +77,9 @@ type Client struct {
 	// for them, not taken yet.
 	keeps  bool
 	spares []string
+	// out are the spares taken (Spare) and not used yet: one whose job
+	// did not start is given back (Unspare) unless voided since.
+	out map[string]bool
 	// sentHook, if set (by tests), sees each request's line as it is
 	// written, under mu.
 	sentHook func([]byte)
@@ -267,7 +270,7 @@ func (c *Client) dial() (net.Conn, error) {
 	}
 	c.conn, c.w, c.hello, c.dead = conn, w, *m.Hello, false
 	c.proto, c.envSent = proto, nil
-	c.keeps, c.spares = proto >= 3 && m.Hello.Keeps && m.Hello.Instance != "" && me.Keeps, nil
+	c.keeps, c.spares, c.out = proto >= 4 && m.Hello.Keeps && m.Hello.Instance != "" && me.Keeps, nil, nil
 	c.mu.Unlock()
 	go c.read(conn, r)
 	return conn, nil
@@ -330,7 +333,7 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 			c.mu.Lock()
 			if c.conn == conn {
 				if m.Void {
-					c.spares = nil
+					c.spares, c.out = nil, nil
 				}
 				c.spares = append(c.spares, m.Spares...)
 			}
@@ -955,7 +958,7 @@ func (c *Client) writeAcksLocked() bool {
 }
 
 // keepWanted: the daemon starts its jobs itself and has the holder keep
-// them (protocol 3; docs/architecture.md, "the daemon forks, the holder
+// them (protocol 4; docs/architecture.md, "the daemon forks, the holder
 // keeps") with HIVE_HOLDER_KEEP=on; otherwise every job is the holder's
 // spawn. Off by default until the race-enabled suite has run with it on
 // a few times more: a CI run failed TestHolderKilled with it on (the
@@ -983,7 +986,23 @@ func (c *Client) Spare() (string, bool) {
 	}
 	p := c.spares[n-1]
 	c.spares = c.spares[:n-1]
+	if c.out == nil {
+		c.out = map[string]bool{}
+	}
+	c.out[p] = true
 	return p, true
+}
+
+// Unspare gives back a spare taken (Spare) for a job that did not start:
+// no process is in it, and the next job takes it. A spare voided since
+// (or lent on a connection before this one) is not given back.
+func (c *Client) Unspare(p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.out[p] && !c.dead {
+		c.spares = append(c.spares, p)
+	}
+	delete(c.out, p)
 }
 
 // Keep has the holder keep a job this daemon started (wire.OpKeep):
@@ -1000,6 +1019,7 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 	b = append(b, '\n')
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.out, k.Start.Cgroup) // its job is in it
 	if c.closed || c.dead || !c.keeps {
 		return errors.New("keep: no holder that keeps jobs")
 	}
@@ -1031,21 +1051,34 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 // It waits for no answer; once it returns without error the holder has
 // the line.
 func (c *Client) KeepEnd(id string, e wire.JobEnd) error {
-	b, err := json.Marshal(wire.Request{Op: wire.OpKeptEnd, ID: id, End: &e, NoReply: true})
+	return c.tell("kept end", wire.Request{Op: wire.OpKeptEnd, ID: id, End: &e, NoReply: true})
+}
+
+// KeepStop tells the holder that this daemon stops a kept job, before it
+// signals it (wire.OpStop, version 4): a holder that takes the job over
+// goes on with the stop. It waits for no answer.
+func (c *Client) KeepStop(id string, force bool, grace time.Duration) error {
+	return c.tell("kept stop", wire.Request{Op: wire.OpStop, ID: id, Force: force, Grace: &grace, NoReply: true})
+}
+
+// tell writes req, a line that waits for no answer, after what is
+// buffered; once it returns without error the holder has the line.
+func (c *Client) tell(what string, req wire.Request) error {
+	b, err := json.Marshal(req)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.dead {
-		return errors.New("kept end: no holder")
+		return errors.New(what + ": no holder")
 	}
 	c.conn.SetWriteDeadline(time.Now().Add(c.bound(wire.OpSpawn)))
 	c.writeAcksLocked()
 	c.w.Write(append(b, '\n'))
 	if err := c.w.Flush(); err != nil {
 		c.conn.Close()
-		return fmt.Errorf("kept end: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

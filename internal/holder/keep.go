@@ -34,6 +34,28 @@ type kept struct {
 	pidfd, outR, errR int
 	daemon            int          // the pid of the daemon that started it
 	end               *wire.JobEnd // its end as the daemon told it (OpKeptEnd)
+	stop              *keptStop    // its daemon stops it (OpStop)
+}
+
+// keptStop is a kept job's stop as its daemon told it: when the holder
+// read it, its grace, whether any stop forced it.
+type keptStop struct {
+	at    time.Time
+	grace time.Duration
+	force bool
+}
+
+// stopKeptLocked notes that kept job k's daemon stops it (OpStop): the
+// first stop's time and grace, SIGKILL if any forces. The caller holds
+// s.mu.
+func stopKeptLocked(k *kept, req wire.Request) {
+	if k.stop == nil {
+		k.stop = &keptStop{at: time.Now(), grace: 10 * time.Second}
+		if req.Grace != nil {
+			k.stop.grace = *req.Grace
+		}
+	}
+	k.stop.force = k.stop.force || req.Force
 }
 
 // keeper is a daemon that may keep jobs with the holder: its pidfd,
@@ -248,6 +270,9 @@ func (s *server) takeOverLocked(id string, h *held, at [2]output.Stats) *job.Hel
 		end := wire.JobEnd{ID: id, Error: "the holder could not take it over from the daemon that started it: " + err.Error(), Ended: time.Now()}
 		h.end, h.start = &end, &k.k.Start
 		return nil
+	}
+	if st := k.stop; st != nil {
+		p.GoOnStopping(st.at, st.force, st.grace)
 	}
 	h.p = p
 	return p

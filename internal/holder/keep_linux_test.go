@@ -83,6 +83,28 @@ func startOwnJob(dir, id, mark, script string) (*ownJob, error) {
 	return j, nil
 }
 
+// keepOwnJob starts a job as a daemon does (startOwnJob), this test its
+// parent and reaper (its group is killed at the test's end), and has the
+// holder keep it once its first line is pumped.
+func keepOwnJob(t *testing.T, c *Client, dir, id, inst, script string) *ownJob {
+	t.Helper()
+	j, err := startOwnJob(dir, id, inst, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan error, 1)
+	go func() { reaped <- proc.Wait(j.cmd) }()
+	t.Cleanup(func() {
+		syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+		<-reaped
+	})
+	<-j.pumped
+	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
 // keeperIfAsked runs the test binary as a daemon that starts a job
 // itself, has the holder keep it, and waits to be killed
 // (TestKeptJobOutlivesItsDaemon).
@@ -212,20 +234,7 @@ func TestKeptJobTakenAndForgotten(t *testing.T) {
 		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
 	}
 	gate := filepath.Join(dir, "gate")
-	j, err := startOwnJob(dir, "t1", inst, "echo one; while [ ! -e "+gate+" ]; do sleep 0.01; done; echo two; exit 6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reaped := make(chan error, 1)
-	go func() { reaped <- proc.Wait(j.cmd) }() // this test is its parent: it reaps it
-	defer func() {
-		syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-		<-reaped
-	}()
-	<-j.pumped
-	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
-		t.Fatal(err)
-	}
+	j := keepOwnJob(t, c, dir, "t1", inst, "echo one; while [ ! -e "+gate+" ]; do sleep 0.01; done; echo two; exit 6")
 	if held, _ := c.Held(); len(held) != 0 {
 		t.Errorf("a kept job listed as held: %+v", held)
 	}
@@ -276,6 +285,46 @@ func TestKeptJobTakenAndForgotten(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 	}
+}
+
+// A kept job its daemon stops is stopped still if the holder takes it
+// over mid-stop: the daemon tells the holder before it signals (here it
+// never gets to: it "dies" between), and the holder goes on with the
+// stop: SIGKILL once the grace is over, no second SIGINT, an end that
+// says stopped.
+func TestKeptJobStopGoesOnWhenTakenOver(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, s := listening(t, sock)
+	keeps, inst := c.Keeps()
+	if !keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	// A SIGINT would print "int" (and kill the sleep): the loop runs on.
+	j := keepOwnJob(t, c, dir, "s1", inst, "trap 'echo int' INT; echo up; while :; do sleep 0.01; done")
+	asked := time.Now()
+	if err := c.KeepStop("s1", false, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Take([]wire.Job{{ID: "s1", Stdout: wire.CountsOf(j.out.Stats())}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-s.ends:
+		if e.ID != "s1" || !e.Stopped || e.Signal == nil || *e.Signal != int(syscall.SIGKILL) {
+			t.Fatalf("the taken job's end: %+v (want stopped, by SIGKILL)", e)
+		}
+		if d := time.Since(asked); d < 300*time.Millisecond {
+			t.Errorf("killed %v after the stop: before its grace of 300ms was over", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stop was not gone on with: no end of the taken job")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "s1.out")); string(b) != "up\n" {
+		t.Errorf("its stdout file: %q (a SIGINT from the holder prints int)", b)
+	}
+	c.Ack("s1")
 }
 
 // A keep line without its descriptors, or without an id, is refused

@@ -481,10 +481,16 @@ func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		ended := ok && h.end != nil
+		kept := ok && h.k != nil
+		if kept {
+			stopKeptLocked(h.k, req) // its daemon signals it
+		}
 		s.mu.Unlock()
-		if !ok || h.p == nil {
+		switch {
+		case kept:
+		case !ok || h.p == nil:
 			reply.Error, reply.Code = fmt.Sprintf("job %q: not held", req.ID), errdefs.CodeNotFound
-		} else if !ended {
+		case !ended:
 			g := 10 * time.Second
 			if req.Grace != nil {
 				g = *req.Grace

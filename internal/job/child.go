@@ -84,13 +84,38 @@ func (s *stops) stop(force bool, grace time.Duration) {
 		return
 	}
 	s.signalLocked(sigInt)
+	s.killAfterLocked(s.stopGrace)
+}
+
+// killAfterLocked sends SIGKILL once d is over (the first call's d).
+func (s *stops) killAfterLocked(d time.Duration) {
 	if s.graceT == nil {
-		s.graceT = time.AfterFunc(s.stopGrace, func() {
+		s.graceT = time.AfterFunc(d, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.signalLocked(sigKill) // no-op once reaped
 		})
 	}
+}
+
+// goOnStopping goes on with a stop begun at at by another process (see
+// HeldProc.GoOnStopping): it is this one's first stop, at and grace its
+// time and grace; SIGKILL comes once that grace is over, at once if
+// forced or over already. A stop asked here before stays as it was, but
+// for force.
+func (s *stops) goOnStopping(at time.Time, force bool, grace time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopAt.IsZero() {
+		s.stopAt, s.stopGrace = at, grace
+	}
+	s.forced = s.forced || force
+	left := time.Until(s.stopAt.Add(s.stopGrace))
+	if s.forced || left <= 0 {
+		s.signalLocked(sigKill)
+		return
+	}
+	s.killAfterLocked(left)
 }
 
 func (s *stops) signalLocked(sig jobSignal) {

@@ -58,6 +58,9 @@ type Keeper interface {
 	// Spare is a cgroup the holder lent for one (its path), if it makes
 	// cgroups and has one at hand.
 	Spare() (string, bool)
+	// Unspare gives back a spare taken for a job that did not start: no
+	// process is in it, the next job takes it.
+	Unspare(string)
 	// Keep gives the holder the job: duplicates of its leader's pidfd
 	// and of its pipes' read ends go with it.
 	Keep(k wire.Kept, pidfd, outR, errR int) error
@@ -65,6 +68,10 @@ type Keeper interface {
 	// tells its callers: the holder keeps the end until the ack (Ack), so
 	// the end is told without waiting for its record (see Durable).
 	KeepEnd(id string, e wire.JobEnd) error
+	// KeepStop tells the holder that the manager stops a kept job,
+	// before it signals it: a holder that takes the job over goes on
+	// with the stop.
+	KeepStop(id string, force bool, grace time.Duration) error
 	// Killed reports whether the cgroup the holder lent job id was
 	// written cgroup.kill while the job ran (waiting up to wait for the
 	// write to be seen): asked of a kept job killed by a SIGKILL hive
@@ -106,6 +113,7 @@ type HeldProc struct {
 type heldRunner interface {
 	run(out, errw io.Writer) childEnd
 	stop(force bool, grace time.Duration)
+	goOnStopping(at time.Time, force bool, grace time.Duration)
 	stopped() bool
 }
 
@@ -213,6 +221,14 @@ func (h *HeldProc) openStreams(logger *slog.Logger, at *[2]output.Stats) {
 
 // Stop signals the job: see Holder.Stop.
 func (h *HeldProc) Stop(force bool, grace time.Duration) { h.r.stop(force, grace) }
+
+// GoOnStopping goes on with a stop that another process began at at (the
+// daemon that started a job the holder took over, TakeHeld): SIGKILL
+// once grace since at is over, at once if force; the group is not sent
+// SIGINT again. Its end says Stopped.
+func (h *HeldProc) GoOnStopping(at time.Time, force bool, grace time.Duration) {
+	h.r.goOnStopping(at, force, grace)
+}
 
 // Counts are the streams' counters now.
 func (h *HeldProc) Counts() (stdout, stderr wire.Counts) {
@@ -398,6 +414,9 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		if pidfd >= 0 {
 			closeFD(pidfd)
 		}
+		if slot != "" {
+			k.Unspare(slot) // a failed exec's child has left it: empty
+		}
 		j.mu.Lock()
 		defer j.mu.Unlock()
 		j.starting = false
@@ -445,9 +464,25 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		}
 	}
 	if j.reason != "" { // stopped while it started
-		c.stop(j.stopForce, j.stopGrace)
+		force, grace, kept := j.stopForce, j.stopGrace, j.kept
+		return func() {
+			j.stopChild(c, kept, force, grace)
+			j.watch(c)
+		}
 	}
 	return func() { j.watch(c) }
+}
+
+// stopChild stops the job's own child c; a kept job's holder is told
+// first (Keeper.KeepStop). No lock of the job's is held: a holder that
+// does not read (stopped) must stall no view of the job.
+func (j *Job) stopChild(c *child, kept bool, force bool, grace time.Duration) {
+	if k, ok := j.m.o.Holder.(Keeper); ok && kept {
+		if err := k.KeepStop(j.info.ID, force, grace); err != nil {
+			j.m.o.Logger.Warn("the holder was not told of a kept job's stop", "job", j.info.ID, "err", err)
+		}
+	}
+	c.stop(force, grace)
 }
 
 // wireLimits are the job's limits as a spawn carries them (nil: none).

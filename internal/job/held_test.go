@@ -17,6 +17,7 @@ import (
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -169,7 +170,7 @@ func TestHeldCallsAndEventsDoNotDeadlock(t *testing.T) {
 // heldSetup runs a holder in this process (its progress every
 // progressEvery; 0: the default) and opens a store in a temp dir; both
 // end with the test.
-func heldSetup(t *testing.T, progressEvery time.Duration) (dir, sock string, st *store.Store) {
+func heldSetup(t *testing.T, progressEvery time.Duration, opts ...func(*holder.ServerOptions)) (dir, sock string, st *store.Store) {
 	t.Helper()
 	dir = t.TempDir()
 	sockDir, err := os.MkdirTemp("", "held") // short: a unix socket path
@@ -181,9 +182,11 @@ func heldSetup(t *testing.T, progressEvery time.Duration) (dir, sock string, st 
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	ready := make(chan struct{})
-	go func() {
-		served <- holder.Serve(ctx, holder.ServerOptions{Socket: sock, FirstWait: time.Minute, ProgressEvery: progressEvery, Ready: func() { close(ready) }})
-	}()
+	o := holder.ServerOptions{Socket: sock, FirstWait: time.Minute, ProgressEvery: progressEvery, Ready: func() { close(ready) }}
+	for _, f := range opts {
+		f(&o)
+	}
+	go func() { served <- holder.Serve(ctx, o) }()
 	<-ready
 	t.Cleanup(func() { cancel(); <-served })
 	if st, err = store.Open(filepath.Join(dir, "hive.db")); err != nil {
@@ -425,6 +428,92 @@ func TestKeptJobs(t *testing.T) {
 		m.Kill(j.ID(), true)
 		if end, _ := j.Wait(ctx); end.State != job.Killed {
 			t.Errorf("a kept job killed: %+v", end)
+		}
+	})
+	t.Run("a stop goes on after a release", func(t *testing.T) {
+		// Killed with a grace, then let go mid-grace: the holder that
+		// takes it over was told the stop, and ends it when the grace is
+		// over (it ignores SIGINT: only the SIGKILL ends it).
+		dir, sock, st := heldSetup(t, 0)
+		m1, c1 := heldManager(t, dir, sock, st, 2*time.Second)
+		if ok, _ := c1.Keeps(); !ok {
+			c1.Close()
+			t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+		}
+		j, err := m1.Start(job.Spec{Cmd: "trap 'echo int' INT; echo up; while :; do sleep 0.01; done", Name: "stubborn"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hivetest.Eventually(t, 10*time.Second, "the job's trap set", func() error {
+			if n := j.Stdout().Stats().Total; n < 3 {
+				return fmt.Errorf("%d bytes", n)
+			}
+			return nil
+		})
+		if _, err := m1.Kill(j.ID(), false); err != nil {
+			t.Fatal(err)
+		}
+		if err := m1.Release(""); err != nil {
+			t.Fatal(err)
+		}
+		c1.Close()
+		m2, c2 := heldManager(t, dir, sock, st, 2*time.Second)
+		defer c2.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		defer m2.Close(context.Background())
+		j2, err := m2.Get("stubborn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, ok := j2.Wait(ctx)
+		if !ok || end.State != job.Killed || end.Signal == nil || *end.Signal != 9 {
+			t.Fatalf("a kept job killed, then let go mid-grace: %+v (want killed by SIGKILL)", end)
+		}
+	})
+	t.Run("a spare of a job that did not start is given back", func(t *testing.T) {
+		// The holder lends a few cgroups at a time, one more for each
+		// kept job that took one: a start that fails must give its
+		// spare back, or a few failures leave none and every job goes
+		// through the holder's spawn.
+		g, err := proc.OpenJobCgroups(t.TempDir())
+		if err != nil {
+			t.Skipf("no cgroups here: %v", err)
+		}
+		t.Cleanup(g.Close) // after the holder's end
+		dir, sock, st := heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
+		m, c := heldManager(t, dir, sock, st, time.Second)
+		defer c.Close()
+		ctx := context.Background()
+		defer m.Close(ctx)
+		if ok, _ := c.Keeps(); !ok || c.Info().Cgroups == "" {
+			t.Skip("this holder keeps no jobs here, or makes no cgroups")
+		}
+		kept := func() error {
+			j, err := m.Start(job.Spec{Cmd: "sleep 30"})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				m.Kill(j.ID(), true)
+				j.Wait(ctx)
+			}()
+			if held, err := c.Held(); err != nil || len(held) != 0 {
+				return fmt.Errorf("started through the holder's spawn, not kept in a lent cgroup: %+v %v", held, err)
+			}
+			return nil
+		}
+		hivetest.Eventually(t, 10*time.Second, "the holder's first spares", kept)
+		for i := range 12 {
+			j, err := m.Start(job.Spec{Argv: []string{"true"}, Dir: filepath.Join(dir, "no-such-dir")})
+			if err == nil {
+				if in, _ := j.Wait(ctx); in.State != job.Failed {
+					t.Fatalf("start %d in no directory: %+v", i, in)
+				}
+			}
+		}
+		if err := kept(); err != nil {
+			t.Fatalf("after 12 starts that failed: %v", err)
 		}
 	})
 	t.Run("adopted after a release", TestHeldJobAdoptedByTheNextManager)

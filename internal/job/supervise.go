@@ -744,11 +744,11 @@ func (j *Job) stopWithin(reason State, force bool, grace time.Duration, note str
 		return j.snapshotLocked(), nil
 	}
 	in := j.snapshotLocked()
-	c, held := j.child, j.held
+	c, held, kept := j.child, j.held, j.kept
 	j.mu.Unlock()
 	switch {
 	case c != nil:
-		c.stop(force, grace)
+		j.stopChild(c, kept, force, grace)
 	case held:
 		return in, j.stopHeld(force, grace)
 	}

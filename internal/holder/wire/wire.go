@@ -19,9 +19,11 @@ import "time"
 // its connection instead of carrying it whole (JobSpec.EnvRef). Version
 // 3: the daemon may start a job itself and have the holder keep it
 // (OpKeep, OpTake, EvSpares; docs/architecture.md, "the daemon forks, the
-// holder keeps").
+// holder keeps"). Version 4: OpStop may name a kept job: the holder
+// notes the stop and goes on with it should it take the job over (a
+// daemon keeps its jobs with a holder of version 4 only).
 const (
-	Proto    = 3
+	Proto    = 4
 	MinProto = 1
 )
 
@@ -57,10 +59,16 @@ type Hello struct {
 const (
 	OpHello = "hello" // the daemon's hello
 	OpSpawn = "spawn"
-	OpStop  = "stop"
-	OpAck   = "ack"
-	OpHeld  = "held"
-	OpQuit  = "quit" // exit if no job is held
+	// OpStop stops a held job (Force, Grace). Of a kept job (version 4;
+	// NoReply) it tells the holder that its daemon stops it, before the
+	// daemon signals it: a holder that takes the job over goes on with
+	// the stop (SIGKILL once the grace, counted from when the holder
+	// read the line, is over; SIGINT is not sent again), and its end
+	// says Stopped.
+	OpStop = "stop"
+	OpAck  = "ack"
+	OpHeld = "held"
+	OpQuit = "quit" // exit if no job is held
 	// PTY sessions: start one; close its master once it exited; and, as
 	// the first line of a connection of its own, ask for a duplicate of
 	// its master (one byte with the descriptor, then the holder hangs up).

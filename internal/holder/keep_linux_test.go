@@ -30,9 +30,13 @@ type ownJob struct {
 	cmd               *exec.Cmd
 	id                string
 	pidfd, outR, errR int // the daemon's
-	out               *output.Stream
-	pumped            chan struct{}
-	kept              wire.Kept
+	// readers are the pipes' read ends the numbers above are of: kept
+	// reachable, or a finalizer closes a number the test still uses (and
+	// that another test's descriptor may have taken since).
+	readers [2]*os.File
+	out     *output.Stream
+	pumped  chan struct{}
+	kept    wire.Kept
 }
 
 func startOwnJob(dir, id, mark, script string) (*ownJob, error) {
@@ -65,6 +69,7 @@ func startOwnJob(dir, id, mark, script string) (*ownJob, error) {
 		return fd
 	}
 	j.outR, j.errR = fdOf(outR), fdOf(errR)
+	j.readers = [2]*os.File{outR, errR}
 	if j.out, err = output.Create(filepath.Join(dir, id+".out"), nil); err != nil {
 		return nil, err
 	}
@@ -83,6 +88,13 @@ func startOwnJob(dir, id, mark, script string) (*ownJob, error) {
 	return j, nil
 }
 
+// close closes the daemon's descriptors of the job.
+func (j *ownJob) close() {
+	j.readers[0].Close()
+	j.readers[1].Close()
+	unix.Close(j.pidfd)
+}
+
 // keepOwnJob starts a job as a daemon does (startOwnJob), this test its
 // parent and reaper (its group is killed at the test's end), and has the
 // holder keep it once its first line is pumped.
@@ -97,6 +109,7 @@ func keepOwnJob(t *testing.T, c *Client, dir, id, inst, script string) *ownJob {
 	t.Cleanup(func() {
 		syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
 		<-reaped
+		j.close()
 	})
 	<-j.pumped
 	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
@@ -260,11 +273,12 @@ func TestKeptJobTakenAndForgotten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer j2.close()
 	if err := c.Keep(j2.kept, j2.pidfd, j2.outR, j2.errR); err != nil {
 		t.Fatal(err)
 	}
 	proc.Wait(j2.cmd)
-	io.Copy(io.Discard, os.NewFile(uintptr(j2.outR), "out"))
+	io.Copy(io.Discard, j2.readers[0])
 	if err := c.Ack("t2"); err != nil {
 		t.Fatal(err)
 	}

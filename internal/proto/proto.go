@@ -356,6 +356,6 @@ type HolderInfo struct {
 	Cgroups string `json:"cgroups,omitempty"`
 	// KeepsJobs: the daemon starts its jobs itself (those without limits
 	// or stdin) and the holder keeps them, to take them over should the
-	// daemon go (protocol 3; HIVE_HOLDER_KEEP=off turns it off).
+	// daemon go (protocol 4; HIVE_HOLDER_KEEP=off turns it off).
 	KeepsJobs bool `json:"keeps_jobs,omitempty"`
 }

@@ -240,7 +240,11 @@ func (c *child) run(out, errw io.Writer) childEnd {
 		c.mu.Unlock()
 		return childEnd{released: true}
 	}
-	pumps := []*pumper{pump(pipes.outR, out, done), pump(pipes.errR, errw, done)}
+	mk := pump
+	if c.release != nil {
+		mk = pumpSpliced // its holder reads on should this process die
+	}
+	pumps := []*pumper{mk(pipes.outR, out, done), mk(pipes.errR, errw, done)}
 	c.pumps = pumps
 	c.mu.Unlock()
 

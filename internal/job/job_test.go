@@ -24,8 +24,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if testHelper != nil {
+		testHelper() // returns unless the environment asks for it
+	}
 	goleak.VerifyTestMain(m)
 }
+
+// testHelper, if set (by a platform's test file), runs the test binary as
+// a helper process when its environment asks for one, and never returns
+// then.
+var testHelper func()
 
 type harness struct {
 	t    *testing.T

@@ -3,6 +3,7 @@
 package job
 
 import (
+	"errors"
 	"io"
 	"os"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -197,6 +199,73 @@ func drainNow(r *os.File, s io.Writer, buf []byte) {
 			}
 		}
 	})
+}
+
+// splicer is a stream that takes its bytes straight from a pipe
+// (output.Stream.SpliceFrom, and an index's writer of one).
+type splicer interface {
+	SpliceFrom(pipeFD, max int) (int, error)
+}
+
+// spliceMax is the most a splice moves at once: a tuned pipe's size.
+const spliceMax = 1 << 20
+
+// splicedReader moves what r holds into to's file (splicer.SpliceFrom)
+// and returns how much, waiting as r.Read does, deadlines included:
+// (0, io.EOF) at r's end, output.ErrNoSplice once to's bytes must be
+// read and written. nil if to is no splicer or r has no raw descriptor.
+func splicedReader(r *os.File, to io.Writer) func() (int, error) {
+	sp, ok := to.(splicer)
+	if !ok {
+		return nil
+	}
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return func() (int, error) {
+		var n int
+		var serr error
+		if err := rc.Read(func(fd uintptr) bool {
+			n, serr = sp.SpliceFrom(int(fd), spliceMax)
+			return !errors.Is(serr, syscall.EAGAIN) // nothing yet: wait
+		}); err != nil {
+			return 0, err
+		}
+		if n == 0 && serr == nil {
+			return 0, io.EOF
+		}
+		return n, serr
+	}
+}
+
+// drainSpliced moves what r holds now into to's file without waiting (a
+// stopped pump's last take, as drainNow): false, with nothing moved
+// since, once to's bytes must be read and written (drainNow then).
+func drainSpliced(r *os.File, to io.Writer) bool {
+	sp, ok := to.(splicer)
+	if !ok {
+		return false
+	}
+	r.SetReadDeadline(time.Time{})
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	spliced := true
+	rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := sp.SpliceFrom(int(fd), spliceMax)
+			if errors.Is(err, output.ErrNoSplice) {
+				spliced = false
+				return true
+			}
+			if n <= 0 || err != nil {
+				return true // done: empty (EAGAIN), EOF or an error
+			}
+		}
+	})
+	return spliced
 }
 
 // pooledReader reads r as r.Read does, deadlines included, into a buffer

@@ -173,6 +173,13 @@ func tunePipe(f *os.File)          {}
 // pooledReader is none here: pumps read with r.Read.
 func pooledReader(r *os.File) func(pool *sync.Pool, bp **[]byte) (int, error) { return nil }
 
+// splicedReader: no splice(2) here; every stream's bytes are read and
+// written.
+func splicedReader(r *os.File, to io.Writer) func() (int, error) { return nil }
+
+// drainSpliced: see splicedReader.
+func drainSpliced(r *os.File, to io.Writer) bool { return false }
+
 // bulkReader has no thread of its own here: pouring streams stay in the
 // poller.
 func bulkReader(r *os.File) func([]byte) (int, error) { return nil }

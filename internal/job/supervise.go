@@ -414,6 +414,20 @@ func pump(r *os.File, s io.Writer, done func()) *pumper {
 	return p
 }
 
+// pumpSpliced is pump for a job whose pipes another process reads on
+// should this one die (a kept job's: its holder takes it over): where s
+// takes them so (output.Stream.SpliceFrom: a stream that keeps no ring,
+// Linux), the bytes go from the pipe into the file by splice(2), never
+// through this process, so none is lost whenever it dies; else, or once
+// s says no more (past the file's cap...), they are read and written.
+func pumpSpliced(r *os.File, s io.Writer, done func()) *pumper {
+	p := &pumper{r: r, s: s, done: done, pool: &smallBufPool, exited: make(chan struct{})}
+	p.pooled = pooledReader(r)
+	p.spliced = splicedReader(r, s)
+	go p.run()
+	return p
+}
+
 // pumpIdle is how long a pump waits in the poller for a pipe that gives
 // nothing before it parks: a job quiet for longer holds no goroutine for
 // its output until it writes again or ends.
@@ -425,6 +439,9 @@ type pumper struct {
 	s      io.Writer
 	done   func()
 	pooled func(pool *sync.Pool, bp **[]byte) (int, error)
+	// spliced, if set, moves what r holds into s's file (pumpSpliced);
+	// nil once s takes no more so.
+	spliced func() (int, error)
 
 	pool           *sync.Pool
 	total, quietAt int64 // quietAt: total when it last went quiet
@@ -489,10 +506,20 @@ func (p *pumper) run() {
 		}
 		var n int
 		var err error
-		idle := false
+		idle, spliced := false, false
 		switch {
 		case b != nil:
 			n, err = b.read(*bp)
+		case p.spliced != nil:
+			if parkable && !p.stopped.Load() {
+				idle = r.SetReadDeadline(time.Now().Add(pumpIdle)) == nil
+			}
+			n, err = p.spliced()
+			if errors.Is(err, output.ErrNoSplice) {
+				p.spliced = nil // read and written from now on
+				continue
+			}
+			spliced = true
 		case p.pooled != nil:
 			// A stopped pump keeps the deadline stop set; another waits
 			// pumpIdle at most, then parks.
@@ -511,7 +538,9 @@ func (p *pumper) run() {
 			buf = *bp
 		}
 		if n > 0 {
-			p.s.Write(buf[:n])
+			if !spliced {
+				p.s.Write(buf[:n])
+			}
 			p.total += int64(n)
 			if b == nil && p.total-p.quietAt >= bulkOutput {
 				// A job with this much output may have more: a larger
@@ -521,6 +550,9 @@ func (p *pumper) run() {
 				if !p.tuned {
 					tunePipe(r)
 					p.tuned = true
+				}
+				if spliced {
+					continue // the kernel moves its bytes: no thread to pour
 				}
 				if idle {
 					r.SetReadDeadline(time.Time{})
@@ -553,6 +585,9 @@ func (p *pumper) run() {
 				}
 				if !p.stopped.Load() {
 					continue // an idle deadline it could not park at: wait on
+				}
+				if p.spliced != nil && drainSpliced(r, p.s) {
+					return
 				}
 				if bp == nil {
 					bp = p.pool.Get().(*[]byte)

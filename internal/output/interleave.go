@@ -151,28 +151,55 @@ func (x *Interleave) write(s int, p []byte) (int, error) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.full {
-		now := time.Now()
-		if x.last != s || now.Sub(x.lastT) >= MarkEvery {
-			cut := x.n+2 > x.max
-			x.markLocked(s, cut, now)
-			if cut { // full: no more marks
-				x.full = true
-				x.flushLocked()
-			}
-		}
-	}
+	x.markIfDueLocked(s, x.streams[0].Stats().Total, x.streams[1].Stats().Total)
 	return x.streams[s].Write(p)
 }
 
-func (x *Interleave) markLocked(s int, cut bool, t time.Time) {
+// SpliceFrom is Stream.SpliceFrom into stream w's file, marked as Write
+// marks (the mark goes after the bytes it marks are in the file: a
+// writer that dies between loses it, as it loses the marks it has not
+// flushed). An index that flushes each mark (FlushEachMark) takes none.
+func (w streamWriter) SpliceFrom(pipeFD int, max int) (int, error) {
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.eager {
+		return 0, ErrNoSplice // its marks must come before the bytes
+	}
+	t0, t1 := x.streams[0].Stats().Total, x.streams[1].Stats().Total
+	n, err := x.streams[w.s].SpliceFrom(pipeFD, max)
+	if n > 0 {
+		x.markIfDueLocked(w.s, t0, t1)
+	}
+	return n, err
+}
+
+// markIfDueLocked marks a chunk of stream s that begins where the
+// streams' totals are t0 and t1, if the last mark was another stream's
+// or a while ago (and the index is not full).
+func (x *Interleave) markIfDueLocked(s int, t0, t1 int64) {
+	if x.full {
+		return
+	}
+	now := time.Now()
+	if x.last != s || now.Sub(x.lastT) >= MarkEvery {
+		cut := x.n+2 > x.max
+		x.markLocked(s, cut, now, t0, t1)
+		if cut { // full: no more marks
+			x.full = true
+			x.flushLocked()
+		}
+	}
+}
+
+func (x *Interleave) markLocked(s int, cut bool, t time.Time, t0, t1 int64) {
 	var rec [MarkSize]byte
-	w0 := uint64(x.streams[0].Stats().Total) | uint64(s)<<63
+	w0 := uint64(t0) | uint64(s)<<63
 	if cut {
 		w0 |= 1 << 62
 	}
 	binary.LittleEndian.PutUint64(rec[:8], w0)
-	binary.LittleEndian.PutUint64(rec[8:16], uint64(x.streams[1].Stats().Total))
+	binary.LittleEndian.PutUint64(rec[8:16], uint64(t1))
 	binary.LittleEndian.PutUint64(rec[16:], uint64(t.UnixNano()))
 	x.buf = append(x.buf, rec[:]...)
 	x.n++

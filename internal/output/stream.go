@@ -85,7 +85,13 @@ type Stream struct {
 	follow bool
 	// cont: the file holds another writer's bytes, kept (Continue).
 	cont bool
+	// noSplice: the file takes no splice(2) (SpliceFrom).
+	noSplice bool
 }
+
+// ErrNoSplice is SpliceFrom's error when a stream's bytes must be read
+// and written (Write) instead.
+var ErrNoSplice = errors.New("output: this stream's bytes are written, not spliced")
 
 // Create makes a stream whose file is path (created at the first write;
 // an existing file of that name is removed now). An empty path keeps
@@ -254,6 +260,30 @@ func (s *Stream) Write(p []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	n := int64(len(p))
+	// File first, up to the cap.
+	toFile := s.fileRoomLocked(n)
+	if toFile > 0 {
+		w, err := s.f.Write(p[:toFile])
+		s.inFile += int64(w)
+		if err != nil {
+			s.werr = fmt.Errorf("write output file %q: %w", s.path, err)
+			toFile = int64(w)
+		}
+	}
+	if s.path != "" {
+		s.dropped += n - toFile
+	}
+	if !s.noRing {
+		s.appendRing(p)
+	}
+	s.total += n
+	s.wakeLocked()
+	return len(p), nil
+}
+
+// fileRoomLocked is how much of n bytes go to the file now (its cap, the
+// room on its disk); the file is created if it is not yet.
+func (s *Stream) fileRoomLocked(n int64) int64 {
 	if s.f == nil && s.path != "" && s.werr == nil {
 		// 0600, never through a symlink planted at the path.
 		flag := os.O_CREATE | os.O_TRUNC | os.O_WRONLY
@@ -274,7 +304,6 @@ func (s *Stream) Write(p []byte) (int, error) {
 			s.f = f
 		}
 	}
-	// File first, up to the cap.
 	toFile := n
 	if s.f == nil || s.werr != nil {
 		toFile = 0
@@ -284,23 +313,7 @@ func (s *Stream) Write(p []byte) (int, error) {
 	if toFile > 0 && s.reserve > 0 && s.inFile+toFile > s.nextCheck {
 		toFile = s.roomLocked(toFile)
 	}
-	if toFile > 0 {
-		w, err := s.f.Write(p[:toFile])
-		s.inFile += int64(w)
-		if err != nil {
-			s.werr = fmt.Errorf("write output file %q: %w", s.path, err)
-			toFile = int64(w)
-		}
-	}
-	if s.path != "" {
-		s.dropped += n - toFile
-	}
-	if !s.noRing {
-		s.appendRing(p)
-	}
-	s.total += n
-	s.wakeLocked()
-	return len(p), nil
+	return toFile
 }
 
 // roomLocked is how much of want bytes the file may take without leaving

@@ -1,0 +1,133 @@
+package job
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/output"
+)
+
+func init() { testHelper = splicePumpHelper }
+
+// splicePumpHelper pumps the pipe at descriptor 3 into the stream file
+// $HIVE_TEST_SPLICE_PUMP as a daemon pumps a kept job's output
+// (pumpSpliced into a stream without a ring; pump with
+// HIVE_TEST_SPLICE_PLAIN set), says "pumping", and waits to be killed.
+func splicePumpHelper() {
+	path := os.Getenv("HIVE_TEST_SPLICE_PUMP")
+	if path == "" {
+		return
+	}
+	s, err := output.Create(path, &output.Options{NoRing: true, FileCap: -1, Reserve: -1})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	unix.SetNonblock(3, true) // to the runtime's poller, as a daemon's pipes are
+	mk := pumpSpliced
+	if os.Getenv("HIVE_TEST_SPLICE_PLAIN") != "" {
+		mk = pump
+	}
+	mk(os.NewFile(3, "pipe"), s, func() {})
+	fmt.Println("pumping")
+	select {}
+}
+
+// A kept job's output, pumped by splice(2) (pumpSpliced), is in the pipe
+// or in the file whenever its daemon is killed -9: what the file holds
+// and what the pipe still holds are, together, every byte written, in
+// order (the holder goes on from the file's end). A pump that reads and
+// then writes loses what it had read when it dies (run with
+// HIVE_TEST_SPLICE_PLAIN=1 to see: most rounds lose bytes).
+func TestSplicedPumpLosesNothingAtKill9(t *testing.T) {
+	line := func(i int) []byte { return fmt.Appendf(nil, "%08d\n", i) }
+	for round := range 6 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "out")
+		helper := exec.Command(os.Args[0], "-test.run=^$")
+		helper.Env = append(os.Environ(), "HIVE_TEST_SPLICE_PUMP="+path)
+		helper.ExtraFiles = []*os.File{r}
+		out, _ := helper.StdoutPipe()
+		helper.Stderr = os.Stderr
+		if err := helper.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if l, err := bufio.NewReader(out).ReadString('\n'); err != nil || l != "pumping\n" {
+			helper.Process.Kill()
+			helper.Wait()
+			t.Fatalf("the pumping helper: %q %v", l, err)
+		}
+		// The job: numbered lines, as fast as the pipe takes them, 64 KiB
+		// a write (the pump busy reading and writing, not waiting).
+		var stop atomic.Bool
+		lines := make(chan int, 1)
+		go func() {
+			i := 0
+			var b []byte
+			for !stop.Load() {
+				b = b[:0]
+				for range 7000 {
+					b = append(b, line(i)...)
+					i++
+				}
+				if _, err := w.Write(b); err != nil {
+					break
+				}
+			}
+			w.Close()
+			lines <- i
+		}()
+		want := int64((round + 1) * 1 << 20)
+		hivetest.Eventually(t, 10*time.Second, "the pump's file to grow", func() error {
+			if fi, err := os.Stat(path); err != nil || fi.Size() < want {
+				return fmt.Errorf("%v %v", fi, err)
+			}
+			return nil
+		})
+		helper.Process.Kill() // SIGKILL, mid-flood
+		helper.Wait()
+		// The rest, as the holder reads it: from the pipe, after the file.
+		unix.SetNonblock(int(r.Fd()), false)
+		rest := make(chan []byte, 1)
+		go func() {
+			b, _ := io.ReadAll(r)
+			rest <- b
+		}()
+		stop.Store(true)
+		n := <-lines
+		tail := <-rest
+		r.Close()
+		file, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var all bytes.Buffer
+		for i := range n {
+			all.Write(line(i))
+		}
+		got := append(file, tail...)
+		if !bytes.Equal(got, all.Bytes()) {
+			i := 0
+			for i < len(got) && i < all.Len() && got[i] == all.Bytes()[i] {
+				i++
+			}
+			t.Fatalf("round %d: the file (%d bytes) and the pipe's rest (%d) are not the %d bytes written: they part at byte %d (%q, want %q)",
+				round, len(file), len(tail), all.Len(), i, strings.TrimSpace(string(got[i:min(i+9, len(got))])), strings.TrimSpace(string(all.Bytes()[i:min(i+9, all.Len())])))
+		}
+	}
+}

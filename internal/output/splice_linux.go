@@ -1,0 +1,64 @@
+package output
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// SpliceFrom moves up to max bytes that the pipe pipeFD holds now into
+// the stream's file with splice(2), without their passing through this
+// process: a writer that dies at any moment leaves each byte either in
+// the pipe or in the file, for the next reader of the pipe to go on
+// after the file's end (Continue). Only a stream that keeps no ring
+// (Options.NoRing) and has a file takes its bytes so.
+//
+// It returns the bytes moved; 0 and nil at the pipe's end (no writer
+// left, nothing in it); unix.EAGAIN when the pipe holds nothing now;
+// ErrNoSplice, with nothing moved, when the stream's bytes must be read
+// and written (Write) from now on: no file, past its cap, a file that
+// failed or a disk nearly full (the bytes are then counted as dropped),
+// or a file splice(2) cannot write.
+func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.follow {
+		return 0, ErrClosed
+	}
+	if !s.noRing || s.path == "" || s.noSplice {
+		return 0, ErrNoSplice
+	}
+	room := s.fileRoomLocked(int64(max))
+	if room <= 0 {
+		return 0, ErrNoSplice
+	}
+	var fd int
+	if rc, err := s.f.SyscallConn(); err != nil || rc.Control(func(x uintptr) { fd = int(x) }) != nil {
+		s.noSplice = true
+		return 0, ErrNoSplice
+	}
+	for {
+		n, err := unix.Splice(pipeFD, nil, fd, nil, int(room), unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
+		if n > 0 {
+			s.inFile += n
+			s.total += n
+			s.wakeLocked()
+			return int(n), nil
+		}
+		switch {
+		case err == nil:
+			return 0, nil // the pipe's end
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EAGAIN):
+			return 0, unix.EAGAIN
+		case errors.Is(err, unix.EINVAL):
+			// Not a file splice(2) writes (some filesystems): Write.
+			s.noSplice = true
+			return 0, ErrNoSplice
+		}
+		s.werr = fmt.Errorf("write output file %q: %w", s.path, err)
+		return 0, ErrNoSplice
+	}
+}

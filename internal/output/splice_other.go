@@ -1,0 +1,7 @@
+//go:build !linux
+
+package output
+
+// SpliceFrom is Linux's (splice(2)): here every stream's bytes are read
+// and written (Write).
+func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) { return 0, ErrNoSplice }

@@ -22,17 +22,19 @@ import (
 func init() { testHelper = splicePumpHelper }
 
 // splicePumpHelper pumps the pipe at descriptor 3 into the stream file
-// $HIVE_TEST_SPLICE_PUMP as a daemon pumps a kept job's output
-// (pumpSpliced into a stream without a ring; pump with
-// HIVE_TEST_SPLICE_PLAIN set), says "pumping", and waits to be killed.
+// $HIVE_TEST_SPLICE_PUMP as a daemon pumps a kept job's stdout
+// (pumpSpliced into its index's writer of a stream without a ring,
+// newStreams; pump with HIVE_TEST_SPLICE_PLAIN set), says "pumping", and
+// waits to be killed.
 func splicePumpHelper() {
 	path := os.Getenv("HIVE_TEST_SPLICE_PUMP")
 	if path == "" {
 		return
 	}
-	s, err := output.Create(path, &output.Options{NoRing: true, FileCap: -1, Reserve: -1})
-	if err != nil {
-		fmt.Println("error:", err)
+	// A kept job's streams, as the daemon makes them (its index too).
+	_, _, x, note := newStreams(path, path+".err", path+".idx", output.Options{FileCap: -1, Reserve: -1}, true)
+	if note != "" || x == nil {
+		fmt.Println("error:", note)
 		os.Exit(1)
 	}
 	unix.SetNonblock(3, true) // to the runtime's poller, as a daemon's pipes are
@@ -40,7 +42,7 @@ func splicePumpHelper() {
 	if os.Getenv("HIVE_TEST_SPLICE_PLAIN") != "" {
 		mk = pump
 	}
-	mk(os.NewFile(3, "pipe"), s, func() {})
+	mk(os.NewFile(3, "pipe"), x.Writer(0), func() {})
 	fmt.Println("pumping")
 	select {}
 }
@@ -53,7 +55,7 @@ func splicePumpHelper() {
 // HIVE_TEST_SPLICE_PLAIN=1 to see: most rounds lose bytes).
 func TestSplicedPumpLosesNothingAtKill9(t *testing.T) {
 	line := func(i int) []byte { return fmt.Appendf(nil, "%08d\n", i) }
-	for round := range 6 {
+	for round := range 10 {
 		r, w, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)

@@ -240,27 +240,41 @@ func (p *jobPipes) closeAll() {
 // createStreamsLocked creates the output streams. If a file cannot be
 // created the stream stays in memory only (its ring) and Info.Error says so.
 func (j *Job) createStreamsLocked() {
-	// A kept job's bytes are read from its files, as a held job's are
-	// (a holder may write them next): none in memory.
-	so := &output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap, NoRing: j.kept}
+	var note string
+	j.stdout, j.stderr, j.index, note = newStreams(j.info.StdoutPath, j.info.StderrPath, j.info.IndexPath(),
+		output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap}, j.kept)
+	if note != "" {
+		j.info.Error = note
+	}
+}
+
+// newStreams makes a job's output streams, files stdout and stderr, and
+// the index of their arrival order (nil if it cannot be made); note says
+// why a stream is in memory only (its file could not be made), "" none.
+// A kept job's bytes are read from its files, as a held job's are (a
+// holder may write them next): none in memory, and each mark in the
+// index file before the bytes it marks (the holder goes on from it).
+func newStreams(stdout, stderr, index string, o output.Options, kept bool) (out, errs *output.Stream, x *output.Interleave, note string) {
+	o.NoRing = kept
 	for _, s := range []struct {
 		dst  **output.Stream
 		path string
-	}{{&j.stdout, j.info.StdoutPath}, {&j.stderr, j.info.StderrPath}} {
-		st, err := output.Create(s.path, so)
+	}{{&out, stdout}, {&errs, stderr}} {
+		st, err := output.Create(s.path, &o)
 		if err != nil {
-			j.info.Error = err.Error() + " (output kept in memory only)"
-			st, _ = output.Create("", so)
+			note = err.Error() + " (output kept in memory only)"
+			st, _ = output.Create("", &o)
 		}
 		*s.dst = st
 	}
 	// The arrival order of the two streams, for a merged view.
-	if x, err := output.NewInterleave(j.info.IndexPath(), j.stdout, j.stderr, 0); err == nil {
-		if j.kept {
-			x.FlushEachMark() // a holder that takes the job over goes on from the file
+	if ix, err := output.NewInterleave(index, out, errs, 0); err == nil {
+		if kept {
+			ix.FlushEachMark()
 		}
-		j.index = x
+		x = ix
 	}
+	return out, errs, x, note
 }
 
 // prepare creates the pipes and the command (see command).

@@ -155,25 +155,6 @@ func (x *Interleave) write(s int, p []byte) (int, error) {
 	return x.streams[s].Write(p)
 }
 
-// SpliceFrom is Stream.SpliceFrom into stream w's file, marked as Write
-// marks (the mark goes after the bytes it marks are in the file: a
-// writer that dies between loses it, as it loses the marks it has not
-// flushed). An index that flushes each mark (FlushEachMark) takes none.
-func (w streamWriter) SpliceFrom(pipeFD int, max int) (int, error) {
-	x := w.x
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.eager {
-		return 0, ErrNoSplice // its marks must come before the bytes
-	}
-	t0, t1 := x.streams[0].Stats().Total, x.streams[1].Stats().Total
-	n, err := x.streams[w.s].SpliceFrom(pipeFD, max)
-	if n > 0 {
-		x.markIfDueLocked(w.s, t0, t1)
-	}
-	return n, err
-}
-
 // markIfDueLocked marks a chunk of stream s that begins where the
 // streams' totals are t0 and t1, if the last mark was another stream's
 // or a while ago (and the index is not full).

@@ -62,3 +62,27 @@ func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) {
 		return 0, ErrNoSplice
 	}
 }
+
+// SpliceFrom is Stream.SpliceFrom into stream w's file, marked as Write
+// marks. An index that flushes each mark (FlushEachMark: another process
+// goes on from its file) has the mark in its file before the bytes are
+// in theirs, once the pipe holds some; else the mark follows the bytes
+// (a writer that dies between loses it, as it loses the marks it has
+// not flushed: the merged view shows that chunk stream by stream).
+func (w streamWriter) SpliceFrom(pipeFD int, max int) (int, error) {
+	x := w.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	t0, t1 := x.streams[0].Stats().Total, x.streams[1].Stats().Total
+	if x.eager {
+		// FIONREAD (TIOCINQ on Linux): what the pipe holds.
+		if n, err := unix.IoctlGetInt(pipeFD, unix.TIOCINQ); err == nil && n > 0 {
+			x.markIfDueLocked(w.s, t0, t1)
+		}
+	}
+	n, err := x.streams[w.s].SpliceFrom(pipeFD, max)
+	if n > 0 {
+		x.markIfDueLocked(w.s, t0, t1) // none again if marked above
+	}
+	return n, err
+}

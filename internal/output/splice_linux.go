@@ -29,15 +29,36 @@ func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) {
 	if !s.noRing || s.path == "" || s.noSplice {
 		return 0, ErrNoSplice
 	}
-	room := s.fileRoomLocked(int64(max))
+	if s.f == nil && s.werr == nil {
+		// No file before the first byte, as Write's: an empty stream
+		// costs none.
+		if n, err := unix.IoctlGetInt(pipeFD, unix.TIOCINQ); err == nil && n == 0 {
+			fds := []unix.PollFd{{Fd: int32(pipeFD), Events: unix.POLLIN}}
+			if k, _ := unix.Poll(fds, 0); k > 0 && fds[0].Revents&unix.POLLHUP != 0 && fds[0].Revents&unix.POLLIN == 0 {
+				return 0, nil // the pipe's end
+			}
+			return 0, unix.EAGAIN
+		}
+	}
+	// Up to the next look at the disk's room, if it is due: a short
+	// job's output costs no statfs, as Write's (see firstDiskCheck).
+	want := int64(max)
+	if s.reserve > 0 && s.inFile < s.nextCheck {
+		want = min(want, s.nextCheck-s.inFile)
+	}
+	room := s.fileRoomLocked(want)
 	if room <= 0 {
 		return 0, ErrNoSplice
 	}
-	var fd int
-	if rc, err := s.f.SyscallConn(); err != nil || rc.Control(func(x uintptr) { fd = int(x) }) != nil {
-		s.noSplice = true
-		return 0, ErrNoSplice
+	if s.fileFD == 0 {
+		fd := -1
+		if rc, err := s.f.SyscallConn(); err != nil || rc.Control(func(x uintptr) { fd = int(x) }) != nil || fd < 0 {
+			s.noSplice = true
+			return 0, ErrNoSplice
+		}
+		s.fileFD = fd + 1
 	}
+	fd := s.fileFD - 1
 	for {
 		n, err := unix.Splice(pipeFD, nil, fd, nil, int(room), unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
 		if n > 0 {

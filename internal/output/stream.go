@@ -85,8 +85,10 @@ type Stream struct {
 	follow bool
 	// cont: the file holds another writer's bytes, kept (Continue).
 	cont bool
-	// noSplice: the file takes no splice(2) (SpliceFrom).
+	// noSplice: the file takes no splice(2) (SpliceFrom); fileFD is f's
+	// descriptor plus one once SpliceFrom has read it (0: not yet).
 	noSplice bool
+	fileFD   int
 }
 
 // ErrNoSplice is SpliceFrom's error when a stream's bytes must be read

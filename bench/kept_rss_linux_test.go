@@ -72,6 +72,9 @@ func BenchmarkKeptRSS(b *testing.B) {
 		h20k += holder[len(holder)-1]
 		d1k += daemon[0]
 		d20k += daemon[len(daemon)-1]
+		for _, s := range sessions {
+			s.close(b) // before their daemon stops
+		}
 		d.stop(b)
 	}
 	n := float64(b.N)

@@ -308,6 +308,12 @@ func heldManager(t *testing.T, dir, sock string, st *store.Store, grace time.Dur
 	return m, c
 }
 
+// goneHolder is a holder whose process is gone (Keeper.HolderGone), as
+// its guard ends what it kept.
+type goneHolder struct{ *holder.Client }
+
+func (goneHolder) HolderGone() bool { return true }
+
 // awaitRecordedRunning waits until the store has id's running record,
 // and returns it.
 func awaitRecordedRunning(t *testing.T, st *store.Store, id string) store.Job {
@@ -514,6 +520,43 @@ func TestKeptJobs(t *testing.T) {
 		}
 		if err := kept(); err != nil {
 			t.Fatalf("after 12 starts that failed: %v", err)
+		}
+	})
+	t.Run("killed while its holder is gone", func(t *testing.T) {
+		// The holder's guard ends what the holder kept, marked process by
+		// marked process: a job dies of its signal, or its shell sees its
+		// child die first and exits 128+n. Either is interrupted, as a
+		// held job of a dead holder is; a plain end is not.
+		dir, sock, st := heldSetup(t, 0)
+		c, err := holder.Open(holder.ClientOptions{Socket: sock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if ok, _ := c.Keeps(); !ok {
+			t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+		}
+		m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: goneHolder{c}, Owner: dir, Grace: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		defer m.Close(ctx)
+		for _, tc := range []struct {
+			cmd  string
+			want job.State
+		}{
+			{"kill -TERM $$", job.Interrupted},
+			{"exit 143", job.Interrupted},
+			{"exit 3", job.Done},
+		} {
+			j, err := m.Start(job.Spec{Cmd: tc.cmd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end, _ := j.Wait(ctx); end.State != tc.want {
+				t.Errorf("%q, its holder gone: %+v, want %s", tc.cmd, end, tc.want)
+			}
 		}
 	})
 	t.Run("adopted after a release", TestHeldJobAdoptedByTheNextManager)

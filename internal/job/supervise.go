@@ -173,9 +173,11 @@ func (j *Job) watch(c *child) {
 		}
 		j.info.Error += e.note
 	}
-	if !e.holderLost && j.kept && e.sig != nil && j.reason == "" {
-		// Killed by a signal hive did not send: its holder's guard's,
-		// if the holder is gone (it ends what the holder kept, by marks).
+	if !e.holderLost && j.kept && (e.sig != nil || e.code > 128) && j.reason == "" {
+		// Killed by a signal hive did not send, or a shell whose child
+		// was (exit 128+n): its holder's guard's, if the holder is gone
+		// (it ends what the holder kept, by marks, one by one: a shell
+		// may see its child die and exit before its own signal comes).
 		if k, ok := j.m.o.Holder.(Keeper); ok && k.HolderGone() {
 			e.holderLost = true
 		}

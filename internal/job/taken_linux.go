@@ -76,6 +76,10 @@ func TakeHeld(spec wire.JobSpec, start wire.JobStart, pidfd, outR, errR int, at 
 	return h, nil
 }
 
+// reapRaceTries bounds the looks, a millisecond apart, for the exit of a
+// leader whose pidfd says it is reaped but tells no exit yet.
+const reapRaceTries = 100
+
 // reapWait bounds the wait for a taken job's leader to be reaped once it
 // has exited: a parent that never reaps (a subreaper that does not)
 // leaves the end without an exit status, not the job running forever.
@@ -122,6 +126,14 @@ func (t *taken) wait() (syscall.WaitStatus, error) {
 	err = rc.Read(func(fd uintptr) bool {
 		var reaped bool
 		ws, reaped, werr = proc.PidfdExit(int(fd))
+		for i := 0; i < reapRaceTries && errors.Is(werr, unix.ESRCH); i++ {
+			// Reaped this instant, its exit not stored yet (the reap
+			// unhashes the process a moment before it stores the exit):
+			// a kernel that keeps a job (proc.PidfdExit worked when the
+			// holder started) has it within microseconds.
+			time.Sleep(time.Millisecond)
+			ws, reaped, werr = proc.PidfdExit(int(fd))
+		}
 		if reaped || werr != nil {
 			return true
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,14 @@ type psJob struct {
 	Ended       time.Time `json:"ended"`
 	StdoutBytes int64     `json:"stdout_bytes"`
 	Error       string    `json:"error"`
+}
+
+// ptrString is *p as text, "-" for nil.
+func ptrString(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p)
 }
 
 // psAll lists every job by name (the newest of a name), or by id when
@@ -294,13 +303,16 @@ func TestHolderKilled(t *testing.T) {
 	waitGone(t, h, "the killed holder")
 	if err := hivetest.Wait(20*time.Second, func() error { // ps reads without clearing loose ends
 		n := 0
+		var others []string
 		for _, j := range psAll(t, state) {
 			if j.State == "interrupted" {
 				n++
+			} else if slices.Contains(ids, j.ID) {
+				others = append(others, fmt.Sprintf("%s %s exit %v signal %v error %q", j.ID, j.State, ptrString(j.ExitCode), ptrString(j.Signal), j.Error))
 			}
 		}
 		if n != len(ids) {
-			return fmt.Errorf("%d of %d jobs interrupted after their holder's kill -9", n, len(ids))
+			return fmt.Errorf("%d of %d jobs interrupted after their holder's kill -9; the others: %s", n, len(ids), strings.Join(others, "; "))
 		}
 		return nil
 	}); err != nil {

@@ -1094,9 +1094,12 @@ func (c *Client) Killed(id string, wait time.Duration) (bool, error) {
 // client last spoke with) is gone.
 func (c *Client) HolderGone() bool {
 	c.mu.Lock()
-	pid := c.hello.Pid
+	pid, conn, dead := c.hello.Pid, c.conn, c.dead
 	c.mu.Unlock()
-	return pid > 0 && processGone(pid)
+	// Its guard acts once the holder's descriptors close, which is a
+	// moment before the holder is a zombie: a hung-up connection says
+	// it as soon.
+	return dead || pid > 0 && processGone(pid) || peerHungUp(conn)
 }
 
 // Take lets the jobs this daemon started and had the holder keep go: the

@@ -1,9 +1,11 @@
 package holder
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -111,4 +113,25 @@ func (s *server) daemonWent(pid int) {
 		}
 		s.signalIdle()
 	}()
+}
+
+// peerHungUp reports whether conn's peer has closed its end (no read is
+// made: what is buffered stays the reader's).
+func peerHungUp(conn net.Conn) bool {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	hup := false
+	rc.Control(func(fd uintptr) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			hup = fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP) != 0
+		}
+	})
+	return hup
 }

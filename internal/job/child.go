@@ -238,6 +238,7 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	c.mu.Lock()
 	if c.released {
 		c.mu.Unlock()
+		go c.reapReleased(nil) // let go before it was waited for
 		return childEnd{released: true}
 	}
 	mk := pump
@@ -335,8 +336,25 @@ func (c *child) wait() (err error, released bool) {
 	case err := <-waited:
 		return err, false
 	case <-c.release:
+		go c.reapReleased(waited)
 		return nil, true
 	}
+}
+
+// reapReleased reaps the leader of a job let go to its holder (Release)
+// once it exits, then closes this process's ends of its pipes (the
+// holder reads its own). The leader is still this process's child: a
+// process that lives on after a release (a test; a daemon whose exit is
+// slow) must reap it, or it stays a zombie, and the holder, which learns
+// its exit status from its pidfd only once it is reaped, ends it without
+// one (taken.wait). waited, if set, is a wait already under way.
+func (c *child) reapReleased(waited <-chan error) {
+	if waited == nil {
+		proc.Wait(c.cmd)
+	} else {
+		<-waited
+	}
+	c.pipes.closeAll()
 }
 
 // releasePumps detaches the pumps (and keeps run from starting any):

@@ -959,12 +959,11 @@ func (c *Client) writeAcksLocked() bool {
 
 // keepWanted: the daemon starts its jobs itself and has the holder keep
 // them (protocol 4; docs/architecture.md, "the daemon forks, the holder
-// keeps") with HIVE_HOLDER_KEEP=on (off by default again: see
-// docs/architecture.md); otherwise every job is the holder's
-// spawn (to measure one way against the other, or should the other be
-// needed). A holder that cannot keep (a kernel before 6.15) says so in
+// keeps") unless HIVE_HOLDER_KEEP=off; with it off every job is the
+// holder's spawn (to measure one way against the other, or should the
+// other be needed). A holder that cannot keep (a kernel before 6.15) says so in
 // its hello, and every job is its spawn then too.
-func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") == "on" }
+func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") != "off" }
 
 // Keeps reports whether the holder keeps the jobs this daemon starts
 // itself (Keep, job.Keeper), and the mark those jobs carry

@@ -36,7 +36,10 @@ type child struct {
 	// release, for a job its holder keeps too (beginKept): closed when
 	// the manager lets the job go to the holder (Manager.Release); run
 	// then returns at once, its pumps detached (releasePumps).
-	release  chan struct{}
+	release chan struct{}
+	// waited, if set, is called once its leader is reaped or it is let
+	// go (run), before its end is recorded.
+	waited   func()
 	pumps    []*pumper // run's, under mu
 	released bool      // under mu: no pump starts from now on
 	// killedBy, if set, tells whether the job's cgroup (one its holder
@@ -239,6 +242,7 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	if c.released {
 		c.mu.Unlock()
 		go c.reapReleased(nil) // let go before it was waited for
+		c.done()
 		return childEnd{released: true}
 	}
 	mk := pump
@@ -250,6 +254,7 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	c.mu.Unlock()
 
 	waitErr, released := c.wait()
+	c.done()
 	if released {
 		return childEnd{released: true}
 	}
@@ -295,6 +300,13 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	drainPumps(pumped, pumps)
 	pipes.closeAll()
 	return e
+}
+
+// done calls waited, if set.
+func (c *child) done() {
+	if c.waited != nil {
+		c.waited()
+	}
 }
 
 // drainPumps returns once both pumps are done. Every process of the job's

@@ -559,6 +559,71 @@ func TestKeptJobs(t *testing.T) {
 			}
 		}
 	})
+	t.Run("at most maxKept at once", func(t *testing.T) {
+		// A job the manager starts is in its session, and shares its
+		// part of the CPU where the scheduler shares it by session: past
+		// maxKept running ones, a job is the holder's spawn (in the
+		// holder's session). Once a kept one is reaped, the next start
+		// is kept again.
+		dir, sock, st := heldSetup(t, 0)
+		m, c := heldManager(t, dir, sock, st, time.Second)
+		defer c.Close()
+		ctx := context.Background()
+		defer m.Close(ctx)
+		if ok, _ := c.Keeps(); !ok {
+			t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+		}
+		var jobs []*job.Job
+		defer func() {
+			for _, j := range jobs {
+				m.Kill(j.ID(), true)
+				j.Wait(ctx)
+			}
+		}()
+		start := func() *job.Job {
+			t.Helper()
+			j, err := m.Start(job.Spec{Cmd: "sleep 30"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			jobs = append(jobs, j)
+			return j
+		}
+		// Kept: not listed by its holder while it runs (a spawn is).
+		kept := func(j *job.Job) bool {
+			held, err := c.Held()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range held {
+				if h.ID == j.ID() {
+					return false
+				}
+			}
+			return true
+		}
+		n := int(job.MaxKept())
+		var first *job.Job
+		for i := range n + 2 {
+			j := start()
+			if want := i < n; kept(j) != want {
+				t.Fatalf("job %d of %d started (at most %d kept): kept %v, want %v", i+1, n+2, n, !want, want)
+			}
+			if first == nil {
+				first = j
+			}
+		}
+		if held, err := c.Held(); err != nil || len(held) != 2 {
+			t.Errorf("the holder's spawns past %d kept: %d %v, want 2", n, len(held), err)
+		}
+		m.Kill(first.ID(), true)
+		if end, _ := first.Wait(ctx); end.State != job.Killed {
+			t.Fatalf("a kept job killed: %+v", end)
+		}
+		if j := start(); !kept(j) {
+			t.Errorf("a job started after a kept one ended: the holder's spawn, want kept")
+		}
+	})
 	t.Run("adopted after a release", TestHeldJobAdoptedByTheNextManager)
 	t.Run("end kept until recorded", TestHeldEndKeptUntilRecorded)
 	t.Run("told end adopted as told", TestToldEndAdoptedAsTold)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hivetools/hive/internal/errdefs"
@@ -141,6 +142,9 @@ type Manager struct {
 	sup *supervise.Core[*Job, wire.Job, wire.JobEnd]
 	// released is closed by Release: held jobs' watchers stop waiting.
 	released chan struct{}
+	// kept counts the jobs it started itself and its holder keeps, from
+	// their start (keeper) until their watch returns: at most maxKept.
+	kept atomic.Int32
 }
 
 // maxEndedInMemory is how many ended jobs keep their Job in memory; older

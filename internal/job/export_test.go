@@ -1,0 +1,4 @@
+package job
+
+// MaxKept is maxKept, for the tests of package job_test.
+var MaxKept = maxKept

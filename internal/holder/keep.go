@@ -45,15 +45,24 @@ type keptStop struct {
 	force bool
 }
 
+// defaultStopGrace is the time between SIGINT and SIGKILL of a stop
+// (OpStop) that names none.
+const defaultStopGrace = 10 * time.Second
+
+// stopGrace is the grace a stop request asks, or defaultStopGrace.
+func stopGrace(req wire.Request) time.Duration {
+	if req.Grace != nil {
+		return *req.Grace
+	}
+	return defaultStopGrace
+}
+
 // stopKeptLocked notes that kept job k's daemon stops it (OpStop): the
 // first stop's time and grace, SIGKILL if any forces. The caller holds
 // s.mu.
 func stopKeptLocked(k *kept, req wire.Request) {
 	if k.stop == nil {
-		k.stop = &keptStop{at: time.Now(), grace: 10 * time.Second}
-		if req.Grace != nil {
-			k.stop.grace = *req.Grace
-		}
+		k.stop = &keptStop{at: time.Now(), grace: stopGrace(req)}
 	}
 	k.stop.force = k.stop.force || req.Force
 }

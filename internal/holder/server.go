@@ -491,11 +491,7 @@ func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
 		case !ok || h.p == nil:
 			reply.Error, reply.Code = fmt.Sprintf("job %q: not held", req.ID), errdefs.CodeNotFound
 		case !ended:
-			g := 10 * time.Second
-			if req.Grace != nil {
-				g = *req.Grace
-			}
-			h.p.Stop(req.Force, g)
+			h.p.Stop(req.Force, stopGrace(req))
 		}
 	case wire.OpAck:
 		s.mu.Lock()

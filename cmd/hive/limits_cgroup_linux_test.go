@@ -146,8 +146,16 @@ func TestLimitsCgroups(t *testing.T) {
 				if rc < 0.8 && j.Usage.Throttled == 0 {
 					t.Skipf("the machine is too busy to show a CPU limit: the unlimited loop beside it got %.2f of a core, the limited one %.2f, never throttled", rc, r)
 				}
-				if r < 0.25 || r > 0.75 || j.Usage.Throttled == 0 {
-					t.Errorf("a busy loop under --cpus 0.5: usage %+v over %d ms, %.2f of a core (the unlimited one: %.2f); want about 0.5, throttled", j.Usage, j.DurationMs, r, rc)
+				// On a busy machine (the unlimited loop got less than 0.8)
+				// the limited one may get less than its half, throttled
+				// all the same (CI: 0.20, the unlimited 0.76): only the
+				// limit's side is checked then.
+				low := 0.25
+				if rc < 0.8 {
+					low = 0
+				}
+				if r < low || r > 0.75 || j.Usage.Throttled == 0 {
+					t.Errorf("a busy loop under --cpus 0.5: usage %+v over %d ms, %.2f of a core (the unlimited one: %.2f); want about 0.5 (at least %.2f), throttled", j.Usage, j.DurationMs, r, rc, low)
 				}
 			})
 		})

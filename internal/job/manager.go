@@ -143,7 +143,8 @@ type Manager struct {
 	// released is closed by Release: held jobs' watchers stop waiting.
 	released chan struct{}
 	// kept counts the jobs it started itself and its holder keeps, from
-	// their start (keeper) until their watch returns: at most maxKept.
+	// their start (keeper) until their leader is reaped or let go
+	// (child.waited): at most maxKept.
 	kept atomic.Int32
 }
 

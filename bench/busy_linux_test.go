@@ -65,10 +65,11 @@ func psUnderBusyJobs(b *testing.B, keep bool) []float64 {
 	b.Helper()
 	dir := hivetest.StateDir(b)
 	cmd := hivetest.Command(b, dir, "daemon", "--max-running", fmt.Sprint(busyJobs+50))
-	env := append(slices.Clone(cmd.Env), "HIVE_HOLDER_KEEP=off")
+	keeping := "off"
 	if keep {
-		env[len(env)-1] = "HIVE_HOLDER_KEEP=on"
+		keeping = "on"
 	}
+	env := append(slices.Clone(cmd.Env), "HIVE_HOLDER_KEEP="+keeping)
 	setsid, err := exec.LookPath("setsid")
 	if err != nil {
 		b.Skip("no setsid here")

@@ -360,10 +360,11 @@ func (j *Job) beginHeld() func() {
 // at once; past it a job is the holder's spawn. A job the daemon starts
 // is in the daemon's session, and where the scheduler shares the CPU by
 // session (autogroup: Linux's default where no cgroup controls the CPU)
-// the daemon gets only its part of its session's share: 100 busy jobs of
-// its own made `hive ps` take 1.3-3.3 s where, held (in the holder's
-// session), they left it at 0.06-0.14 s, and TestJobsOutliveTheDaemon's
-// MCP session could not connect under -race. The common call (a short
+// the daemon gets only its part of its session's share: unbounded, 100
+// busy jobs of its own made ps take 2.0 s where, held (in the holder's
+// session), they left it at 41 ms (BenchmarkPsUnderBusyJobs; bounded: 86
+// against 29 ms), and TestJobsOutliveTheDaemon's MCP session could not
+// connect under -race. The common call (a short
 // command) stays kept: it ends before the next one starts.
 func maxKept() int32 { return int32(max(4, 2*runtime.NumCPU())) }
 

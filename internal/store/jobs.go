@@ -336,7 +336,7 @@ func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, 
 	var changed []Todo
 	now := time.Now()
 	for _, t := range todos {
-		got, ch, err := upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, t.News, now)
+		got, ch, err := s.upsertTodo(ctx, tx, t.Subsystem, t.Key, t.Summary, t.News, now)
 		if err != nil {
 			return nil, err
 		}

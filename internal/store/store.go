@@ -26,8 +26,10 @@ var ErrNotFound = errors.New("not found")
 // Store is an open database.
 type Store struct {
 	db *sql.DB
-	// Prepared statements of the hot paths (every job start and end).
-	putJob, getJob, delTodoKey *sql.Stmt
+	// Prepared statements of the hot paths (every job start and end; a
+	// detached job's loose end goes with each of its records): a statement
+	// prepared at each use costs more than the write it makes.
+	putJob, getJob, delTodoKey, getTodo, addTodo, setTodo *sql.Stmt
 }
 
 // migrations are applied in order; migrations[i] brings the schema to
@@ -175,6 +177,9 @@ func Open(path string) (*Store, error) {
 			ON CONFLICT(id) DO UPDATE SET ` + upsertSet},
 		{&s.getJob, `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`},
 		{&s.delTodoKey, `DELETE FROM todos WHERE subsystem = ? AND key = ? RETURNING id, subsystem, key, summary, created_at, updated_at`},
+		{&s.getTodo, `SELECT id, summary, created_at FROM todos WHERE subsystem = ? AND key = ?`},
+		{&s.addTodo, `INSERT INTO todos (subsystem, key, summary, created_at, updated_at, news) VALUES (?,?,?,?,?,?)`},
+		{&s.setTodo, `UPDATE todos SET summary = ?, updated_at = ?, news = (news OR ?) WHERE id = ?`},
 	} {
 		st, err := db.Prepare(p.q)
 		if err != nil {
@@ -207,7 +212,7 @@ func prepareFiles(path string) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.putJob, s.getJob, s.delTodoKey} {
+	for _, st := range []*sql.Stmt{s.putJob, s.getJob, s.delTodoKey, s.getTodo, s.addTodo, s.setTodo} {
 		st.Close()
 	}
 	return s.db.Close()

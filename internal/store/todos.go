@@ -54,7 +54,7 @@ func (s *Store) UpsertTodoLimit(ctx context.Context, subsystem, key, summary str
 	if limit > 0 && exists == 0 && n >= limit {
 		return Todo{}, false, fmt.Errorf("%w: %d todos are open, the limit", ErrFull, n)
 	}
-	t, changed, err = upsertTodo(ctx, tx, subsystem, key, summary, true, time.Now())
+	t, changed, err = s.upsertTodo(ctx, tx, subsystem, key, summary, true, time.Now())
 	if err != nil {
 		return Todo{}, false, err
 	}
@@ -65,15 +65,13 @@ func (s *Store) UpsertTodoLimit(ctx context.Context, subsystem, key, summary str
 }
 
 // upsertTodo is UpsertTodo within a transaction.
-func upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string, news bool, now time.Time) (t Todo, changed bool, err error) {
+func (s *Store) upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string, news bool, now time.Time) (t Todo, changed bool, err error) {
 	var id, created int64
 	var old string
-	err = tx.QueryRowContext(ctx, `SELECT id, summary, created_at FROM todos WHERE subsystem = ? AND key = ?`,
-		subsystem, key).Scan(&id, &old, &created)
+	err = tx.StmtContext(ctx, s.getTodo).QueryRowContext(ctx, subsystem, key).Scan(&id, &old, &created)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		res, err := tx.ExecContext(ctx, `INSERT INTO todos (subsystem, key, summary, created_at, updated_at, news) VALUES (?,?,?,?,?,?)`,
-			subsystem, key, summary, now.UnixMilli(), now.UnixMilli(), news)
+		res, err := tx.StmtContext(ctx, s.addTodo).ExecContext(ctx, subsystem, key, summary, now.UnixMilli(), now.UnixMilli(), news)
 		if err != nil {
 			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 		}
@@ -83,8 +81,7 @@ func upsertTodo(ctx context.Context, tx *sql.Tx, subsystem, key, summary string,
 	case err != nil:
 		return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 	case old != summary:
-		if _, err := tx.ExecContext(ctx, `UPDATE todos SET summary = ?, updated_at = ?, news = (news OR ?) WHERE id = ?`,
-			summary, now.UnixMilli(), news, id); err != nil {
+		if _, err := tx.StmtContext(ctx, s.setTodo).ExecContext(ctx, summary, now.UnixMilli(), news, id); err != nil {
 			return Todo{}, false, fmt.Errorf("upsert todo %s/%s: %w", subsystem, key, err)
 		}
 		changed = true

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -121,6 +122,7 @@ type JobCgroups struct {
 	wake   chan struct{}     // the worker: make spares, remove done
 	stop   chan struct{}     // closed by Close
 	worker sync.WaitGroup
+	pokes  atomic.Int64 // the worker's wake-ups (tests)
 
 	v1dirs map[string][]string // under mu: the v1 cgroups of each running job, by id (SetLimits)
 	doneV1 []string            // under mu: ended jobs' v1 cgroups, to remove
@@ -174,6 +176,14 @@ const spares = 4
 
 // workDelay is how long the worker waits after a poke.
 const workDelay = 3 * time.Millisecond
+
+// lowSpares: a Lend that leaves fewer spares made ahead wakes the worker
+// to make more. Above it they are made again with the removal of the
+// cgroup of a job that ended (End wakes the worker): one pass of the
+// worker a kept job, not two (one at its start, one at its end). A pass
+// is a wake-up of the holder on its own, which costs it more processor
+// time than the work (issue 20).
+const lowSpares = spares / 2
 
 // OpenJobCgroups makes a generation of cgroups for owner's jobs (owner
 // is the state dir) when this machine lets the calling process manage
@@ -537,6 +547,7 @@ func (g *JobCgroups) Killed(id string, wait time.Duration) bool {
 }
 
 func (g *JobCgroups) poke() {
+	g.pokes.Add(1)
 	select {
 	case g.wake <- struct{}{}:
 	default:
@@ -779,9 +790,10 @@ func (g *JobCgroups) Lend(n int) []string {
 		g.lent[sp.path] = true
 		out = append(out, sp.path)
 	}
+	low := len(g.spares) < lowSpares
 	g.mu.Unlock()
-	if len(out) > 0 {
-		g.poke() // more spares
+	if len(out) > 0 && low {
+		g.poke() // more spares now; else with the next End
 	}
 	return out
 }

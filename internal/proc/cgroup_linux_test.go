@@ -459,3 +459,60 @@ func TestCgroupUsageFiles(t *testing.T) {
 		t.Error("a cgroup that is gone: ok, want not")
 	}
 }
+
+// A kept job's cgroup (lent, adopted, the job run in it, ended) costs
+// one pass of the worker, at its end, which both removes it and makes
+// the spare its start took again: a Lend wakes the worker only when the
+// spares made ahead run low (issue 20: each pass is a wake-up of the
+// holder on its own).
+func TestJobCgroupsOnePassAJob(t *testing.T) {
+	g := openCgroups(t, t.TempDir())
+	full := func() error {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if len(g.spares) < spares {
+			return fmt.Errorf("%d spares of %d", len(g.spares), spares)
+		}
+		return nil
+	}
+	hivetest.Eventually(t, 5*time.Second, "the spares made at the open", full)
+	const jobs = 3 * spares
+	pokes := g.pokes.Load()
+	for i := range jobs {
+		lent := g.Lend(1)
+		if len(lent) != 1 {
+			t.Fatalf("job %d: lent %v", i, lent)
+		}
+		id := fmt.Sprintf("k%d", i)
+		if !g.Adopt(id, lent[0]) {
+			t.Fatalf("job %d: %s not adopted", i, lent[0])
+		}
+		fd, err := syscall.Open(lent[0], syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+		err = cmd.Run()
+		syscall.Close(fd)
+		if err != nil {
+			t.Fatalf("job %d: true in %s: %v", i, lent[0], err)
+		}
+		g.End(id, 0, false)
+		hivetest.Eventually(t, 5*time.Second, "the ended job's cgroup to go", absent(lent[0]))
+		hivetest.Eventually(t, 5*time.Second, "the spare made again", full)
+	}
+	if n := g.pokes.Load() - pokes; n != jobs {
+		t.Errorf("%d jobs woke the worker %d times, not once each", jobs, n)
+	}
+
+	// Lent below lowSpares: the worker makes them again, unasked.
+	pokes = g.pokes.Load()
+	if lent := g.Lend(spares); len(lent) != spares {
+		t.Fatalf("lent %v", lent)
+	}
+	if g.pokes.Load() == pokes {
+		t.Error("a Lend that took every spare did not wake the worker")
+	}
+	hivetest.Eventually(t, 5*time.Second, "the worker to make the spares again", full)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -127,7 +128,8 @@ func TestPlantedSocketRefused(t *testing.T) {
 }
 
 // After a session through the bridge every file hive made in the state
-// dir is 0600 and every dir 0700, the store's -wal and -shm included.
+// dir is 0600 and every dir 0700, the store's -wal included (it has no
+// -shm: the daemon's store is exclusive, its index in memory).
 func TestStateDirIsPrivate(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no unix modes on Windows")
@@ -136,10 +138,13 @@ func TestStateDirIsPrivate(t *testing.T) {
 	s := hivetest.Connect(t, state, t.TempDir())
 	s.MustCall("run", map[string]any{"cmd": "echo out; echo err >&2", "wait_seconds": 20}, nil)
 	s.MustCall("set_status", map[string]any{"text": "private"}, nil)
-	for _, name := range []string{"hive.db", "hive.db-wal", "hive.db-shm", "daemon.lock", "daemon.log", "hive.sock", "hyperhive-status"} {
+	for _, name := range []string{"hive.db", "hive.db-wal", "daemon.lock", "daemon.log", "hive.sock", "hyperhive-status"} {
 		if _, err := os.Lstat(filepath.Join(state, name)); err != nil {
 			t.Errorf("%s missing after a session: %v", name, err)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(state, "hive.db-shm")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("hive.db-shm after a session (%v): the store is not exclusive", err)
 	}
 	filepath.WalkDir(state, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {

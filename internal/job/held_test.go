@@ -189,7 +189,8 @@ func heldSetup(t *testing.T, progressEvery time.Duration, opts ...func(*holder.S
 	go func() { served <- holder.Serve(ctx, o) }()
 	<-ready
 	t.Cleanup(func() { cancel(); <-served })
-	if st, err = store.Open(filepath.Join(dir, "hive.db")); err != nil {
+	// Shared: gatedRecorded makes it fail through a connection of its own.
+	if st, err = store.OpenShared(filepath.Join(dir, "hive.db")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })

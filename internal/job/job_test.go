@@ -46,8 +46,20 @@ type harness struct {
 
 func newHarness(t *testing.T, o Options) *harness {
 	t.Helper()
+	return newHarnessOpen(t, o, store.Open)
+}
+
+// newSharedHarness is newHarness with a store other connections may open
+// too (store.OpenShared): a test that makes the store fail through one.
+func newSharedHarness(t *testing.T, o Options) *harness {
+	t.Helper()
+	return newHarnessOpen(t, o, store.OpenShared)
+}
+
+func newHarnessOpen(t *testing.T, o Options, open func(string) (*store.Store, error)) *harness {
+	t.Helper()
 	h := &harness{t: t, dir: t.TempDir()}
-	st, err := store.Open(filepath.Join(h.dir, "hive.db"))
+	st, err := open(filepath.Join(h.dir, "hive.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -954,7 +966,7 @@ func TestOldEndedJobsCompactTheirOutput(t *testing.T) {
 // recorded is never reported ended; new work is refused until the store
 // takes writes again, and then the queued records land.
 func TestStoreFailureStartsNothing(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newSharedHarness(t, Options{})
 	dbPath := filepath.Join(h.dir, "hive.db")
 	db, err := sql.Open("sqlite", "file:"+dbPath+"?_pragma=busy_timeout(5000)")
 	if err != nil {

@@ -25,8 +25,15 @@ import (
 // in, first out).
 func newStore(t *testing.T) (*store.Store, string) {
 	t.Helper()
+	return newStoreOpen(t, store.Open)
+}
+
+// newStoreOpen is newStore with open (store.OpenShared: a test that makes
+// the store fail through a connection of its own).
+func newStoreOpen(t *testing.T, open func(string) (*store.Store, error)) (*store.Store, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "hive.db")
-	st, err := store.Open(path)
+	st, err := open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,9 +223,10 @@ func TestManagerCloseRecordsInterrupted(t *testing.T) {
 func TestOpenUnrecorded(t *testing.T) {
 	for _, c := range []struct {
 		name  string
+		open  func(string) (*store.Store, error)
 		spoil func(t *testing.T, st *store.Store, path string)
 	}{
-		{"writes fail", func(t *testing.T, st *store.Store, path string) {
+		{"writes fail", store.OpenShared, func(t *testing.T, st *store.Store, path string) {
 			// Another connection to the same file adds a trigger that
 			// refuses every new session record, as a full disk would.
 			db, err := sql.Open("sqlite", "file:"+path)
@@ -230,10 +238,10 @@ func TestOpenUnrecorded(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"store closed", func(t *testing.T, st *store.Store, path string) { st.Close() }},
+		{"store closed", store.Open, func(t *testing.T, st *store.Store, path string) { st.Close() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st, path := newStore(t)
+			st, path := newStoreOpen(t, c.open)
 			owner, dir := t.TempDir(), t.TempDir()
 			m := newManager(t, Options{Dir: dir, Owner: owner, Store: st})
 			c.spoil(t, st, path)

@@ -37,18 +37,7 @@ func BenchmarkPutJobLife(b *testing.B) {
 	w0 := wal()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		now := time.Now()
-		j := Job{ID: fmt.Sprintf("%08x", uint32(i)*2654435761), Cmd: "true", Argv: []string{"true"}, ShellKind: "direct", Cwd: "/tmp", Source: "terminal",
-			State: "running", Created: now, Started: now, Pid: 1234, PidStart: 5678, StdoutPath: "/x/a.out", StderrPath: "/x/a.err"}
-		if err := s.PutJob(ctx, j); err != nil {
-			b.Fatal(err)
-		}
-		j.State, j.Ended = "done", time.Now()
-		code := 0
-		j.ExitCode = &code
-		if err := s.PutJob(ctx, j); err != nil {
-			b.Fatal(err)
-		}
+		putLife(b, s, i)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(wal()-w0)/4120/float64(b.N), "frames/job")
@@ -117,4 +106,60 @@ func BenchmarkPutJobTodo(b *testing.B) {
 	b.ReportMetric(float64(put.Microseconds())/float64(b.N), "put-us")
 	b.ReportMetric(float64(unp.Microseconds())/float64(b.N), "unprepared-us")
 	b.ReportMetric(float64(put)/float64(unp), "ratio")
+}
+
+// BenchmarkExclusiveStore puts a short job's two records (running, then
+// ended; each its own commit) in a store Open made (exclusive locking:
+// the WAL index in this process's memory) and in one OpenShared made
+// (SQLite's normal locking, the index in a shared -shm file), taking
+// turns, each on a database of its own with some history. Metrics:
+// exclusive-us, shared-us (the means) and ratio (exclusive / shared).
+func BenchmarkExclusiveStore(b *testing.B) {
+	ctx := context.Background()
+	var stores [2]*Store
+	for k, open := range []func(string) (*Store, error){Open, OpenShared} {
+		s, err := open(filepath.Join(b.TempDir(), "hive.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		for i := range 2000 {
+			j := Job{ID: fmt.Sprintf("%08x", i*7919+1), Cmd: "true", State: "done", Created: time.Now(), Started: time.Now(), Ended: time.Now(), StdoutPath: "/x/y.out"}
+			if err := s.PutJob(ctx, j); err != nil {
+				b.Fatal(err)
+			}
+		}
+		stores[k] = s
+	}
+	var took [2]time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for n := range 2 {
+			k := (i + n) % 2
+			t0 := time.Now()
+			putLife(b, stores[k], i)
+			took[k] += time.Since(t0)
+		}
+	}
+	b.ReportMetric(float64(took[0].Microseconds())/float64(b.N), "exclusive-us")
+	b.ReportMetric(float64(took[1].Microseconds())/float64(b.N), "shared-us")
+	b.ReportMetric(float64(took[0])/float64(took[1]), "ratio")
+}
+
+// putLife puts the i-th short job's running record, then its end: two
+// commits, as the daemon makes for a short job.
+func putLife(b *testing.B, s *Store, i int) {
+	ctx := context.Background()
+	now := time.Now()
+	j := Job{ID: fmt.Sprintf("%08x", uint32(i)*2654435761), Cmd: "true", Argv: []string{"true"}, ShellKind: "direct", Cwd: "/tmp", Source: "terminal",
+		State: "running", Created: now, Started: now, Pid: 1234, PidStart: 5678, StdoutPath: "/x/a.out", StderrPath: "/x/a.err"}
+	if err := s.PutJob(ctx, j); err != nil {
+		b.Fatal(err)
+	}
+	j.State, j.Ended = "done", time.Now()
+	code := 0
+	j.ExitCode = &code
+	if err := s.PutJob(ctx, j); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -149,12 +149,35 @@ var migrations = []string{
 // paths.SecureFile). Fixing a mode opens and closes the file, which drops
 // this process's POSIX locks on it: do not Open a database this process
 // has open already.
-func Open(path string) (*Store, error) {
+//
+// The store is this process's alone: SQLite's locking mode is exclusive
+// (its locks on the file are taken at the first read and write and kept
+// until Close), so no other process, nor another connection of this one,
+// can open the database while it is open. A commit then costs no lock
+// and unlock of the shared memory index each (in WAL mode the index is
+// kept in this process's memory: there is no -shm file to map): the
+// daemon, the one process that opens it (under the state dir's lock),
+// commits at least once for every job (BenchmarkPutJobLife).
+func Open(path string) (*Store, error) { return open(path, true) }
+
+// OpenShared is Open with SQLite's normal locking: other connections
+// (another process, a test that makes the database fail under the
+// store) may open the database beside it.
+func OpenShared(path string) (*Store, error) { return open(path, false) }
+
+func open(path string, exclusive bool) (*Store, error) {
 	if err := prepareFiles(path); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
+	if exclusive {
+		// Set before the first access of the WAL, it keeps the index out
+		// of shared memory. The driver runs the _pragma values before the
+		// _journal_mode key (and sorts them: a journal_mode among them
+		// would run first).
+		q.Add("_pragma", "locking_mode(EXCLUSIVE)")
+	}
+	q.Add("_journal_mode", "WAL")
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(ON)")

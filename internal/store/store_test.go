@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -72,32 +74,85 @@ func TestTodoUpsertSemantics(t *testing.T) {
 }
 
 // The database and SQLite's -wal and -shm are 0600 while in use, also
-// when an older hive left a 0644 database behind.
+// when an older hive left a 0644 database behind. The store Open makes
+// (exclusive) has no -shm: its index is in memory; one OpenShared makes
+// has one.
 func TestFilesArePrivate(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no unix modes on Windows")
 	}
-	for _, old := range []bool{false, true} {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "hive.db")
-		if old {
-			os.WriteFile(path, nil, 0o644)
-			os.Chmod(path, 0o644)
+	for _, shared := range []bool{false, true} {
+		for _, old := range []bool{false, true} {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "hive.db")
+			if old {
+				os.WriteFile(path, nil, 0o644)
+				os.Chmod(path, 0o644)
+			}
+			open := Open
+			if shared {
+				open = OpenShared
+			}
+			for again := range 2 { // a new database, then one in WAL mode already
+				s, err := open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.PutJob(context.Background(), Job{ID: "j1", Cmd: "true", State: "done", Created: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range []string{path, path + "-wal", path + "-shm"} {
+					fi, err := os.Stat(p)
+					if !shared && strings.HasSuffix(p, "-shm") {
+						if !errors.Is(err, fs.ErrNotExist) {
+							t.Errorf("old db %v, open %d: exclusive: %s exists (%v), want none", old, again, filepath.Base(p), err)
+						}
+						continue
+					}
+					if err != nil || fi.Mode() != 0o600 {
+						t.Errorf("old db %v, shared %v, open %d: %s: %v %v, want mode 0600", old, shared, again, filepath.Base(p), fi.Mode(), err)
+					}
+				}
+				s.Close()
+			}
 		}
-		s, err := Open(path)
+	}
+}
+
+// The store Open makes is its process's alone: another connection can
+// neither read nor write the database while it is open, and can once it
+// is closed; one OpenShared makes lets another connection in.
+func TestStoreIsExclusive(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		path := filepath.Join(t.TempDir(), "hive.db")
+		open := Open
+		if shared {
+			open = OpenShared
+		}
+		s, err := open(path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := s.PutJob(context.Background(), Job{ID: "j1", Cmd: "true", State: "done", Created: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []string{path, path + "-wal", path + "-shm"} {
-			fi, err := os.Stat(p)
-			if err != nil || fi.Mode() != 0o600 {
-				t.Errorf("old db %v: %s: %v %v, want mode 0600", old, filepath.Base(p), fi.Mode(), err)
-			}
+		other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = other.QueryRow(`SELECT count(*) FROM jobs`).Scan(&n)
+		switch {
+		case shared && (err != nil || n != 1):
+			t.Errorf("shared: another connection read %d jobs, err %v; want 1", n, err)
+		case !shared && err == nil:
+			t.Errorf("exclusive: another connection read the database (%d jobs) while the store was open", n)
 		}
 		s.Close()
+		if err := other.QueryRow(`SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("shared %v: after the store's Close another connection read %d jobs, err %v; want 1", shared, n, err)
+		}
+		other.Close()
 	}
 }
 

@@ -331,10 +331,10 @@ func (j *Job) command() (path string, argv, env []string, err error) {
 func newCmd(path string, argv []string, dir string, env []string, stdin []byte, devNull *os.File) (*exec.Cmd, *jobPipes, error) {
 	var err error
 	p := &jobPipes{}
-	if p.outR, p.outW, err = os.Pipe(); err != nil {
+	if p.outR, p.outW, err = outputPipe(); err != nil {
 		return nil, nil, fmt.Errorf("stdout pipe: %w", err)
 	}
-	if p.errR, p.errW, err = os.Pipe(); err != nil {
+	if p.errR, p.errW, err = outputPipe(); err != nil {
 		p.closeAll()
 		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
 	}

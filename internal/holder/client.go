@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -77,6 +78,7 @@ type Client struct {
 	// for them, not taken yet.
 	keeps  bool
 	spares []string
+	lends  atomic.Int64 // the holder's messages lending spares (Lends)
 	// out are the spares taken (Spare) and not used yet: one whose job
 	// did not start is given back (Unspare) unless voided since.
 	out map[string]bool
@@ -330,6 +332,7 @@ func (c *Client) read(conn net.Conn, r *bufio.Reader) {
 			continue
 		}
 		if m.Ev == wire.EvSpares {
+			c.lends.Add(1)
 			c.mu.Lock()
 			if c.conn == conn {
 				if m.Void {
@@ -973,6 +976,10 @@ func (c *Client) Keeps() (bool, string) {
 	defer c.mu.Unlock()
 	return c.keeps && !c.dead, EnvHolder + "=" + c.hello.Instance
 }
+
+// Lends is how many times the holder has lent this daemon spares (one
+// message each, whatever their number).
+func (c *Client) Lends() int64 { return c.lends.Load() }
 
 // Spare takes a cgroup the holder lent for a job this daemon starts
 // itself: its path, to open and start the job into (the keep names it).

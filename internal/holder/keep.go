@@ -79,6 +79,10 @@ type keeper struct {
 }
 
 // spareLoan is how many cgroups a daemon that keeps jobs has at hand.
+// Those its kept jobs took are lent again once half the loan is taken,
+// together: one message to the daemon every spareLoan/2 jobs, not one a
+// job (a message is a wake-up of the daemon, while the job it just
+// started runs).
 const spareLoan = 4
 
 // fdConn reads a daemon's connection with the descriptors that come with
@@ -244,7 +248,13 @@ func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
 		return
 	}
 	if req.Keep.Start.Cgroup != "" {
-		s.lend(sc, kp, 1)
+		s.mu.Lock()
+		n := spareLoan - len(kp.lent)
+		s.mu.Unlock()
+		if n < spareLoan/2 {
+			n = 0 // lent again with the next: lend still voids a written generation's
+		}
+		s.lend(sc, kp, n)
 	}
 }
 

@@ -483,34 +483,8 @@ func TestKeptJobs(t *testing.T) {
 		// kept job that took one: a start that fails must give its
 		// spare back, or a few failures leave none and every job goes
 		// through the holder's spawn.
-		g, err := proc.OpenJobCgroups(t.TempDir())
-		if err != nil {
-			t.Skipf("no cgroups here: %v", err)
-		}
-		t.Cleanup(g.Close) // after the holder's end
-		dir, sock, st := heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
-		m, c := heldManager(t, dir, sock, st, time.Second)
-		defer c.Close()
+		m, _, dir, kept := lentSetup(t)
 		ctx := context.Background()
-		defer m.Close(ctx)
-		if ok, _ := c.Keeps(); !ok || c.Info().Cgroups == "" {
-			t.Skip("this holder keeps no jobs here, or makes no cgroups")
-		}
-		kept := func() error {
-			j, err := m.Start(job.Spec{Cmd: "sleep 30"})
-			if err != nil {
-				return err
-			}
-			defer func() {
-				m.Kill(j.ID(), true)
-				j.Wait(ctx)
-			}()
-			if held, err := c.Held(); err != nil || len(held) != 0 {
-				return fmt.Errorf("started through the holder's spawn, not kept in a lent cgroup: %+v %v", held, err)
-			}
-			return nil
-		}
-		hivetest.Eventually(t, 10*time.Second, "the holder's first spares", kept)
 		for i := range 12 {
 			j, err := m.Start(job.Spec{Argv: []string{"true"}, Dir: filepath.Join(dir, "no-such-dir")})
 			if err == nil {
@@ -521,6 +495,22 @@ func TestKeptJobs(t *testing.T) {
 		}
 		if err := kept(); err != nil {
 			t.Fatalf("after 12 starts that failed: %v", err)
+		}
+	})
+	t.Run("spares lent again two at a time", func(t *testing.T) {
+		// Each kept job takes a spare; the holder lends them again once
+		// half its loan is taken, in one message: a daemon is woken by
+		// a loan every other job, not every job, and never runs out.
+		_, c, _, kept := lentSetup(t)
+		const jobs = 12
+		lends := c.Lends()
+		for i := range jobs {
+			if err := kept(); err != nil {
+				t.Fatalf("job %d: %v", i, err)
+			}
+		}
+		if n := c.Lends() - lends; n > jobs/2 {
+			t.Errorf("%d kept jobs had the holder lend spares %d times, want at most %d", jobs, n, jobs/2)
 		}
 	})
 	t.Run("killed while its holder is gone", func(t *testing.T) {
@@ -629,4 +619,43 @@ func TestKeptJobs(t *testing.T) {
 	t.Run("end kept until recorded", TestHeldEndKeptUntilRecorded)
 	t.Run("told end adopted as told", TestToldEndAdoptedAsTold)
 	t.Run("calls and events do not deadlock", TestHeldCallsAndEventsDoNotDeadlock)
+}
+
+// lentSetup is a manager that keeps its jobs in cgroups its holder lends
+// (it skips where there are none), its holder's client and state dir, and
+// kept: a job started, checked kept (not the holder's spawn) and ended.
+// It returns once the holder's first spares have come.
+func lentSetup(t *testing.T) (m *job.Manager, c *holder.Client, dir string, kept func() error) {
+	t.Helper()
+	g, err := proc.OpenJobCgroups(t.TempDir())
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	t.Cleanup(g.Close) // after the holder's end
+	dir, sock, st := heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
+	m, c = heldManager(t, dir, sock, st, time.Second)
+	ctx := context.Background()
+	t.Cleanup(func() {
+		m.Close(ctx)
+		c.Close()
+	})
+	if ok, _ := c.Keeps(); !ok || c.Info().Cgroups == "" {
+		t.Skip("this holder keeps no jobs here, or makes no cgroups")
+	}
+	kept = func() error {
+		j, err := m.Start(job.Spec{Cmd: "sleep 30"})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			m.Kill(j.ID(), true)
+			j.Wait(ctx)
+		}()
+		if held, err := c.Held(); err != nil || len(held) != 0 {
+			return fmt.Errorf("started through the holder's spawn, not kept in a lent cgroup: %+v %v", held, err)
+		}
+		return nil
+	}
+	hivetest.Eventually(t, 10*time.Second, "the holder's first spares", kept)
+	return m, c, dir, kept
 }

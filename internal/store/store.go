@@ -153,11 +153,12 @@ var migrations = []string{
 // The store is this process's alone: SQLite's locking mode is exclusive
 // (its locks on the file are taken at the first read and write and kept
 // until Close), so no other process, nor another connection of this one,
-// can open the database while it is open. A commit then costs no lock
-// and unlock of the shared memory index each (in WAL mode the index is
-// kept in this process's memory: there is no -shm file to map): the
-// daemon, the one process that opens it (under the state dir's lock),
-// commits at least once for every job (BenchmarkPutJobLife).
+// can read or write the database while it is open (SQLITE_BUSY). A
+// commit then costs no lock and unlock of the shared memory index each
+// (in WAL mode the index is kept in this process's memory: there is no
+// -shm file to map): the daemon, the one process that opens it (under
+// the state dir's lock), commits at least once for every job
+// (BenchmarkExclusiveStore).
 func Open(path string) (*Store, error) { return open(path, true) }
 
 // OpenShared is Open with SQLite's normal locking: other connections

@@ -395,8 +395,14 @@ func envelope(log *slog.Logger, sess *Session, act *service.Activity) mcp.Middle
 func textOnly(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err // no result (a nil one of the method's type)
+		}
 		switch r := res.(type) {
 		case *mcp.ListToolsResult:
+			if r == nil {
+				break
+			}
 			c := *r
 			c.Tools = make([]*mcp.Tool, len(r.Tools))
 			for i, t := range r.Tools {
@@ -406,7 +412,9 @@ func textOnly(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			return &c, err
 		case *mcp.CallToolResult:
-			r.StructuredContent = nil
+			if r != nil {
+				r.StructuredContent = nil
+			}
 		}
 		return res, err
 	}

@@ -15,6 +15,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,9 +63,41 @@ type Transport struct {
 	Writer io.WriteCloser
 	// MaxLine bounds one inbound line; zero means DefaultMaxLine.
 	MaxLine int
+	// Direct, if set, answers the session's tools/call itself (see
+	// Direct) once SetSession named the session.
+	Direct Direct
+	// session is the server's session on this transport (SetSession).
+	session atomic.Pointer[mcp.ServerSession]
+	// direct counts the calls handed to Direct.
+	direct atomic.Int64
 	// conn, once Connect ran, is the connection (for its end reason).
 	conn *lineConn
 }
+
+// Direct answers a tools/call without the go-sdk's dispatch, as the
+// session's server would (tools.Direct): Has says whether a tool is the
+// session's, Call runs it.
+type Direct interface {
+	Has(name string) bool
+	Call(ctx context.Context, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error)
+}
+
+// SetSession names the server's session on this transport (what
+// Server.Connect returned): with Direct set, the calls read from then on
+// that Direct may answer go to it.
+func (t *Transport) SetSession(ss *mcp.ServerSession) { t.session.Store(ss) }
+
+// WaitDirect returns once every call handed to Direct has been answered
+// (or its answer could not be written): as the go-sdk's session, whose
+// end waits for the calls under way.
+func (t *Transport) WaitDirect() {
+	if t.conn != nil {
+		t.conn.directWG.Wait()
+	}
+}
+
+// DirectCalls is how many calls Direct has been handed.
+func (t *Transport) DirectCalls() int64 { return t.direct.Load() }
 
 // Connect implements mcp.Transport.
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
@@ -72,7 +105,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	if max <= 0 {
 		max = DefaultMaxLine
 	}
-	t.conn = &lineConn{r: bufio.NewReaderSize(t.Reader, 64<<10), rc: t.Reader, w: t.Writer, maxLine: max, batches: map[jsonrpc.ID]*batch{}, open: map[jsonrpc.ID]bool{}}
+	t.conn = &lineConn{direct: t.Direct, session: &t.session, directs: &t.direct, r: bufio.NewReaderSize(t.Reader, 64<<10), rc: t.Reader, w: t.Writer, maxLine: max, batches: map[jsonrpc.ID]*batch{}, open: map[jsonrpc.ID]bool{}}
 	return t.conn, nil
 }
 
@@ -89,10 +122,14 @@ func (t *Transport) EndReason() error {
 }
 
 type lineConn struct {
-	r       *bufio.Reader
-	rc      io.Closer
-	w       io.WriteCloser
-	maxLine int
+	direct   Direct
+	session  *atomic.Pointer[mcp.ServerSession]
+	directWG sync.WaitGroup // the calls Direct answers
+	directs  *atomic.Int64  // Transport.direct
+	r        *bufio.Reader
+	rc       io.Closer
+	w        io.WriteCloser
+	maxLine  int
 
 	readMu sync.Mutex // Read is called by one goroutine; this guards queue
 	queue  []jsonrpc.Message
@@ -102,8 +139,12 @@ type lineConn struct {
 	// open holds the calls handed to the server and not answered yet;
 	// drained, if set, is closed once it is empty (or writes fail).
 	// Guarded by writeMu.
-	open        map[jsonrpc.ID]bool
-	drained     chan struct{}
+	open    map[jsonrpc.ID]bool
+	drained chan struct{}
+	// cancels ends the context of a call Direct answers (a cancellation
+	// from the client, a failed write). Guarded by writeMu.
+	cancels     map[jsonrpc.ID]context.CancelFunc
+	closing     bool // Close began: Direct takes no more calls
 	writeFailed bool
 	// begun is set once the session began (an initialize, or a call of
 	// the stateless protocol: see begins); early holds the calls read
@@ -183,6 +224,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				continue
 			}
 			c.track(msg)
+			if c.goDirect(msg) {
+				continue
+			}
 			return msg, nil
 		}
 		c.queue = c.readBatch(line)
@@ -226,6 +270,9 @@ func (c *lineConn) track(msg jsonrpc.Message) {
 		if json.Unmarshal(r.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
 				c.settleLocked(id)
+				if cancel, ok := c.cancels[id]; ok {
+					cancel()
+				}
 			}
 		}
 	}
@@ -706,6 +753,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // for any more.
 func (c *lineConn) failWritesLocked() {
 	c.writeFailed = true
+	for _, cancel := range c.cancels {
+		cancel() // as the go-sdk does to the calls under way
+	}
 	if c.drained != nil {
 		close(c.drained)
 		c.drained = nil
@@ -713,6 +763,12 @@ func (c *lineConn) failWritesLocked() {
 }
 
 func (c *lineConn) Close() error {
+	// As the go-sdk's connection, which closes once the calls under way
+	// are answered: those Direct answers too (and takes no more).
+	c.writeMu.Lock()
+	c.closing = true
+	c.writeMu.Unlock()
+	c.directWG.Wait()
 	c.writeMu.Lock()
 	c.failWritesLocked() // a Read waiting for answers at the end of input goes
 	c.writeMu.Unlock()
@@ -722,4 +778,103 @@ func (c *lineConn) Close() error {
 		c.closeErr = errors.Join(err1, err2)
 	})
 	return c.closeErr
+}
+
+// goDirect hands msg to Direct if it is a tools/call Direct answers as
+// the server would, and reports whether it did. That is a call of a
+// session that began with initialize, of a protocol before 2026-07-28,
+// whose params hold name (a tool of the session), arguments and _meta
+// alone (exact keys, as the go-sdk reads them) and whose _meta names
+// nothing of the newer protocol (no io.modelcontextprotocol/ key).
+// Anything else goes to the server.
+func (c *lineConn) goDirect(msg jsonrpc.Message) bool {
+	r, ok := msg.(*jsonrpc.Request)
+	if !ok || c.direct == nil || r.Method != "tools/call" || !r.IsCall() {
+		return false
+	}
+	ss := c.session.Load()
+	if ss == nil {
+		return false
+	}
+	if ip := ss.InitializeParams(); ip == nil || ip.ProtocolVersion >= statelessProtocol {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(r.Params, &m) != nil {
+		return false
+	}
+	for k := range m {
+		if k != "name" && k != "arguments" && k != "_meta" {
+			return false
+		}
+	}
+	p := &mcp.CallToolParamsRaw{Arguments: m["arguments"]}
+	if raw, ok := m["name"]; !ok || json.Unmarshal(raw, &p.Name) != nil || !c.direct.Has(p.Name) {
+		return false
+	}
+	if raw, ok := m["_meta"]; ok {
+		var meta map[string]any
+		if json.Unmarshal(raw, &meta) != nil {
+			return false
+		}
+		for k := range meta {
+			if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+				return false
+			}
+		}
+		p.Meta = meta
+	}
+	c.writeMu.Lock()
+	if c.closing {
+		c.writeMu.Unlock()
+		return false // the server refuses it: its connection closes
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if c.cancels == nil {
+		c.cancels = map[jsonrpc.ID]context.CancelFunc{}
+	}
+	c.cancels[r.ID] = cancel
+	if c.writeFailed {
+		cancel()
+	}
+	c.directWG.Add(1) // under writeMu: never after Close began to wait
+	c.writeMu.Unlock()
+	c.directs.Add(1)
+	go c.callDirect(ctx, cancel, r.ID, ss, p)
+	return true
+}
+
+// callDirect runs a call Direct answers and writes its answer, as the
+// go-sdk's connection would: the result marshaled without HTML escaping,
+// or the error.
+func (c *lineConn) callDirect(ctx context.Context, cancel context.CancelFunc, id jsonrpc.ID, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw) {
+	defer c.directWG.Done()
+	defer cancel() // its context ends with the answer, as a go-sdk call's
+	res, err := c.direct.Call(ctx, ss, p)
+	resp := &jsonrpc.Response{ID: id}
+	if err == nil && res == nil {
+		err = errors.New("tools/call: no result")
+	}
+	if err == nil {
+		resp.Result, err = marshalResult(res)
+	}
+	if err != nil {
+		resp.Result, resp.Error = nil, err
+	}
+	c.writeMu.Lock()
+	delete(c.cancels, id)
+	c.writeMu.Unlock()
+	c.Write(context.WithoutCancel(ctx), resp)
+}
+
+// marshalResult marshals a result as the go-sdk's connection does:
+// encoding/json without HTML escaping, no trailing newline.
+func marshalResult(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

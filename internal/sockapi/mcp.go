@@ -56,11 +56,19 @@ func (s *Server) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 	if err := writeResp(c, proto.Response{OK: true, Version: s.svc.Version, PID: os.Getpid(), Stdio: req.Stdio}); err != nil {
 		return
 	}
+	if d := tools.DirectOf(srv); d != nil && !s.noDirect.Load() {
+		lt.Direct = d
+	}
 	ss, err := srv.Connect(ctx, lt, nil)
 	if err != nil {
 		s.log.Error("mcp connect", "err", err)
 		return
 	}
+	lt.SetSession(ss)
+	if f := s.onMCP.Load(); f != nil {
+		(*f)(lt)
+	}
+	defer lt.WaitDirect()
 	s.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups, "stdio", req.Stdio)
 	s.mcpSessions.Add(1)
 	defer s.mcpSessions.Add(-1)

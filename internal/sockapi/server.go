@@ -25,6 +25,7 @@ import (
 
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/lineio"
+	"github.com/hivetools/hive/internal/mcpline"
 	"github.com/hivetools/hive/internal/proto"
 	"github.com/hivetools/hive/internal/service"
 )
@@ -124,6 +125,11 @@ type Server struct {
 	// mcpSeq numbers them: the logs and the activity name a session
 	// unix-1, unix-2, ...
 	mcpSeq atomic.Int64
+	// noDirect (tests) leaves every tools/call of the sessions opened
+	// from now on to the go-sdk (see mcpline.Transport.Direct).
+	noDirect atomic.Bool
+	// onMCP (tests), if set, hears of each MCP session's transport.
+	onMCP atomic.Pointer[func(*mcpline.Transport)]
 }
 
 // New returns a server of o.

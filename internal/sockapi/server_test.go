@@ -63,7 +63,7 @@ func (d *testDaemon) Stop(r StopRequest) error {
 // serve runs a Server on real engines and a real socket in a temp dir
 // (short: it holds the socket). Serve's result comes on the returned
 // channel; the test closes the server when Serve has returned.
-func serve(t *testing.T) (paths.Layout, *Server, *testDaemon, <-chan error) {
+func serve(t testing.TB) (paths.Layout, *Server, *testDaemon, <-chan error) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "hive-s-")
 	if err != nil {
@@ -237,6 +237,12 @@ func TestMCPOnHandedOverStdio(t *testing.T) {
 // writes to in and reads out; closeAll ends the session and the pipes.
 func openStdioMCP(t *testing.T, l paths.Layout) (in, out *os.File, closeAll func()) {
 	t.Helper()
+	return openStdioMCPWith(t, l, proto.Request{Cmd: proto.CmdMCP})
+}
+
+// openStdioMCPWith is openStdioMCP with the session's request req.
+func openStdioMCPWith(t testing.TB, l paths.Layout, req proto.Request) (in, out *os.File, closeAll func()) {
+	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +258,7 @@ func openStdioMCP(t *testing.T, l paths.Layout) (in, out *os.File, closeAll func
 			f.Close()
 		}
 	}
-	c, err := client.OpenStdio(l, proto.Request{Cmd: proto.CmdMCP}, inR, outW)
+	c, err := client.OpenStdio(l, req, inR, outW)
 	if err != nil {
 		closePipes()
 		t.Fatal(err)
@@ -261,7 +267,7 @@ func openStdioMCP(t *testing.T, l paths.Layout) (in, out *os.File, closeAll func
 }
 
 // cancelServe ends Serve with a stop request.
-func cancelServe(t *testing.T, l paths.Layout, served <-chan error) {
+func cancelServe(t testing.TB, l paths.Layout, served <-chan error) {
 	t.Helper()
 	c, err := client.Dial(l)
 	if err != nil {

@@ -85,7 +85,7 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 	sc := schemasFor[In, Out]()
 	t.InputSchema = sc.inJSON
 	t.OutputSchema = sc.outJSON
-	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h2 := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in, err := decodeArgs[In](req.Params.Arguments, sc)
 		if err != nil {
 			return errResult(fmt.Errorf("validating \"arguments\": %w", err)), nil
@@ -109,7 +109,11 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 			res.Content = []mcp.Content{&mcp.TextContent{Text: string(raw)}}
 		}
 		return res, nil
-	})
+	}
+	s.AddTool(t, h2)
+	if d := DirectOf(s); d != nil {
+		d.add(t.Name, h2)
+	}
 }
 
 // decodeArgs checks a call's arguments against the input schema (types,

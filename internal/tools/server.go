@@ -174,6 +174,7 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 		Instructions: Instructions(groups),
 	})
 	logLegacy(d.Logger, asked)
+	directs.Store(srv, &Direct{log: d.Logger, act: d.Activity, sess: sess, tools: map[string]mcp.ToolHandler{}})
 	srv.AddReceivingMiddleware(defaultLogLevel)
 	srv.AddReceivingMiddleware(envelope(d.Logger, sess, d.Activity))
 	if sess.textAnswers() {
@@ -268,6 +269,7 @@ func NewServer(d *service.Service, sess *Session, groups []string) (*mcp.Server,
 			unsub()
 			close(quit)
 			wg.Wait()
+			directs.Delete(srv)
 		})
 	}
 	return srv, stop, nil
@@ -353,40 +355,60 @@ func envelope(log *slog.Logger, sess *Session, act *service.Activity) mcp.Middle
 			if method != "tools/call" {
 				return next(ctx, method, req)
 			}
-			id, client := sess.ID, ""
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-				id = LogID(sess.ID, ss.ID())
-				if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-					client = p.ClientInfo.Name
-				}
-			}
+			ss, _ := req.GetSession().(*mcp.ServerSession)
 			var tool string
 			var args json.RawMessage
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
 				tool, args = p.Name, p.Arguments
 			}
-			if len(args) > 2048 {
-				args = append(json.RawMessage(nil), args[:2048]...)
-			}
-			log.Info("tool call", "session", id, "tool", tool, "args", string(args))
-			t0 := time.Now()
+			c := beginCall(log, sess, ss, tool, args)
 			res, err := next(ctx, method, req)
-			outcome := "ok"
-			if err != nil {
-				outcome = "error: " + err.Error()
-			} else if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
-				outcome = "tool error"
-				if len(r.Content) > 0 {
-					if tc, ok := r.Content[0].(*mcp.TextContent); ok {
-						outcome = "tool error: " + tc.Text
-					}
-				}
-			}
-			log.Info("tool done", "session", id, "tool", tool, "duration_ms", time.Since(t0).Milliseconds(), "outcome", outcome)
-			act.Add(service.Call{At: t0, Session: id, Client: client, Tool: tool, DurationMs: time.Since(t0).Milliseconds(), Outcome: outcome})
+			r, _ := res.(*mcp.CallToolResult)
+			c.end(log, act, r, err)
 			return res, err
 		}
 	}
+}
+
+// call is a tool call the envelope logged; end logs its outcome and
+// tells the activity.
+type call struct {
+	id, client, tool string
+	t0               time.Time
+}
+
+// beginCall logs a tool call ("tool call": session, tool, the first 2 KiB
+// of its arguments).
+func beginCall(log *slog.Logger, sess *Session, ss *mcp.ServerSession, tool string, args json.RawMessage) call {
+	c := call{id: sess.ID, tool: tool}
+	if ss != nil {
+		c.id = LogID(sess.ID, ss.ID())
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			c.client = p.ClientInfo.Name
+		}
+	}
+	if len(args) > 2048 {
+		args = append(json.RawMessage(nil), args[:2048]...)
+	}
+	log.Info("tool call", "session", c.id, "tool", tool, "args", string(args))
+	c.t0 = time.Now()
+	return c
+}
+
+func (c call) end(log *slog.Logger, act *service.Activity, r *mcp.CallToolResult, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error: " + err.Error()
+	} else if r != nil && r.IsError {
+		outcome = "tool error"
+		if len(r.Content) > 0 {
+			if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+				outcome = "tool error: " + tc.Text
+			}
+		}
+	}
+	log.Info("tool done", "session", c.id, "tool", c.tool, "duration_ms", time.Since(c.t0).Milliseconds(), "outcome", outcome)
+	act.Add(service.Call{At: c.t0, Session: c.id, Client: c.client, Tool: c.tool, DurationMs: time.Since(c.t0).Milliseconds(), Outcome: outcome})
 }
 
 // textOnly makes a session's answers text alone: tools/list without

@@ -89,16 +89,21 @@ const jobCols = `id, name, cmd, argv, shell_kind, cwd, source, state, exit_code,
 	timeout_ms, created_at, started_at, ended_at, pid, pid_start, stdout_path, stderr_path,
 	stdout_bytes, stderr_bytes, stdout_dropped, stderr_dropped, leftover, boot_id, quiet, kill_on_timeout, resources`
 
-// upsertSet updates every column of jobCols but id in place: the row
-// keeps its rowid, so an index whose key did not change is not written.
+// upsertSet updates in place every column of jobCols but id and the two
+// a job's record never changes after its first put: its creation time
+// and its name (see PutJob). A column in the SET list has its indexes
+// written even when its value is the same (SQLite deletes and inserts
+// the entry: the index's page is dirty, a WAL frame more); left out,
+// jobs_created and jobs_name are written at a job's first record only:
+// BenchmarkPutJobLife 7.75 -> 6.75 frames a job.
 var upsertSet = func() string {
 	var b strings.Builder
 	for i, c := range strings.Split(jobCols, ",") {
 		c = strings.TrimSpace(c)
-		if i == 0 {
+		if i == 0 || immutableCols[c] {
 			continue
 		}
-		if i > 1 {
+		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(c + " = excluded." + c)
@@ -106,10 +111,15 @@ var upsertSet = func() string {
 	return b.String()
 }()
 
+// immutableCols are the columns a record keeps from its first put.
+var immutableCols = map[string]bool{"created_at": true, "name": true}
+
 // argvSep joins argv in one column; NUL cannot appear in an argument.
 const argvSep = "\x00"
 
-// PutJob inserts or replaces the record with j.ID.
+// PutJob inserts or replaces the record with j.ID. A record keeps the
+// creation time and the name of its first put (they never change for a
+// job): a later put's are not written.
 func (s *Store) PutJob(ctx context.Context, j Job) error {
 	return s.execPut(ctx, s.putJob, j)
 }

@@ -176,3 +176,40 @@ func TestSymlinkRefused(t *testing.T) {
 		}
 	}
 }
+
+// A job's later records update it in place but for its creation time and
+// name, which stay those of its first (a job never changes them; leaving
+// them out keeps their indexes unwritten): the newest-first order and
+// the name's lookup see the first put's.
+func TestPutJobKeepsCreatedAndName(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "hive.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	first := Job{ID: "j1", Name: "build", Cmd: "make", State: "running", Created: time.UnixMilli(1000), Started: time.UnixMilli(1100)}
+	if err := s.PutJob(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	code := 0
+	end := first
+	end.State, end.ExitCode, end.Ended, end.StdoutBytes = "done", &code, time.UnixMilli(3000), 12
+	end.Name, end.Created = "other", time.UnixMilli(5000)
+	if err := s.PutJob(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetJob(ctx, "j1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != "done" || got.ExitCode == nil || *got.ExitCode != 0 || !got.Ended.Equal(end.Ended) || got.StdoutBytes != 12 {
+		t.Errorf("the later record was not written: %+v", got)
+	}
+	if got.Name != "build" || !got.Created.Equal(first.Created) {
+		t.Errorf("name %q, created %v: want the first put's, build and %v", got.Name, got.Created, first.Created)
+	}
+	if j, err := s.NewestJobNamed(ctx, "build"); err != nil || j.ID != "j1" {
+		t.Errorf("NewestJobNamed(build): %+v, %v", j, err)
+	}
+}

@@ -368,7 +368,9 @@ func (g *JobCgroups) removeDone() {
 	g.done = nil
 	g.mu.Unlock()
 	for _, dir := range done {
-		if os.Remove(dir) != nil {
+		// rmdir, not os.Remove: that tries unlink first (EISDIR), a
+		// system call a job.
+		if unix.Rmdir(dir) != nil {
 			killDirs([]string{dir}, time.Second)
 			removeTree(dir)
 		}
@@ -562,8 +564,13 @@ func (g *JobCgroups) newPathLocked() string {
 
 // makeSpare makes cgroup path and opens it.
 func makeSpare(path string) (spare, error) {
-	if err := os.MkdirAll(path, 0o755); err != nil { // all: the base may have gone
-		return spare{}, err
+	// One mkdir; all of the path only if its parent has gone (the base
+	// or the generation removed from outside): os.MkdirAll would stat
+	// the path first, a system call a job.
+	if err := unix.Mkdir(path, 0o755); err != nil {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return spare{}, err
+		}
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

@@ -103,9 +103,9 @@ func (c *fdConn) Read(p []byte) (int, error) {
 		if msgs, perr := unix.ParseSocketControlMessage(c.oob[:oobn]); perr == nil {
 			for _, m := range msgs {
 				if fds, ferr := unix.ParseUnixRights(&m); ferr == nil {
-					for _, fd := range fds {
-						unix.CloseOnExec(fd)
-					}
+					// Close-on-exec already: the net package receives
+					// them so (MSG_CMSG_CLOEXEC, or its own fcntl where
+					// there is no such flag); TestKeptFDsCloseOnExec.
 					c.mu.Lock()
 					c.fds = append(c.fds, fds...)
 					over := len(c.fds) > maxQueuedFDs

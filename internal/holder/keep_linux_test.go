@@ -385,3 +385,52 @@ func TestKeepRefusedOnTheWire(t *testing.T) {
 		t.Errorf("held after a refused keep: %+v", m)
 	}
 }
+
+// The descriptors a keep line brings arrive close-on-exec (a job the
+// holder spawns must not inherit another's pidfd or pipes): the net
+// package receives them so, and fdConn sets nothing itself.
+func TestKeptFDsCloseOnExec(t *testing.T) {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := os.NewFile(uintptr(pair[0]), "send")
+	defer send.Close()
+	fc, err := net.FileConn(os.NewFile(uintptr(pair[1]), "recv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	// Sent without close-on-exec, as a descriptor may be in the sender.
+	dup, err := unix.Dup(int(r.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dup)
+	if err := unix.Sendmsg(pair[0], []byte("x"), unix.UnixRights(dup), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	c := &fdConn{UnixConn: fc.(*net.UnixConn), oob: make([]byte, syscall.CmsgSpace(4*4))}
+	buf := make([]byte, 8)
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	fds, ok := c.take(1)
+	if !ok || len(fds) != 1 {
+		t.Fatalf("descriptors queued: %v, want 1", fds)
+	}
+	defer unix.Close(fds[0])
+	flags, err := unix.FcntlInt(uintptr(fds[0]), unix.F_GETFD, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("a received descriptor is not close-on-exec (flags %#x)", flags)
+	}
+}

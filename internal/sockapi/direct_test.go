@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,23 +27,25 @@ type agreeSession struct {
 
 func openAgreeSession(t testing.TB, srv *Server, l func(proto.Request) (*os.File, *os.File, func()), answers string, direct bool) (*agreeSession, *mcpline.Transport) {
 	t.Helper()
-	var mu sync.Mutex
-	var got *mcpline.Transport
-	f := func(lt *mcpline.Transport) { mu.Lock(); got = lt; mu.Unlock() }
+	told := make(chan *mcpline.Transport, 1)
+	f := func(lt *mcpline.Transport) { told <- lt }
 	srv.onMCP.Store(&f)
 	srv.noDirect.Store(!direct)
 	in, out, closeAll := l(proto.Request{Cmd: proto.CmdMCP, Answers: answers})
 	t.Cleanup(closeAll)
+	// Told once the transport knows its session (SetSession): the calls
+	// sent from then on may take the short path.
+	var lt *mcpline.Transport
+	select {
+	case lt = <-told:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the session's transport was not told")
+	}
 	s := &agreeSession{t: t, in: in, out: out, br: bufio.NewReader(out)}
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"agree","version":"1"}}}`)
 	s.answer("1")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	mu.Lock()
-	defer mu.Unlock()
-	if got == nil {
-		t.Fatal("the session's transport was not told")
-	}
-	return s, got
+	return s, lt
 }
 
 func (s *agreeSession) send(line string) {

@@ -17,6 +17,17 @@ import (
 	"github.com/hivetools/hive/internal/proto"
 )
 
+// serveAgree serves a socket for the test (stopped at its end) and
+// returns its server and an opener of stdio MCP sessions on it.
+func serveAgree(t testing.TB) (*Server, func(proto.Request) (*os.File, *os.File, func())) {
+	l, srv, _, served := serve(t)
+	t.Cleanup(func() {
+		cancelServe(t, l, served)
+		srv.Close()
+	})
+	return srv, func(req proto.Request) (*os.File, *os.File, func()) { return openStdioMCPWith(t, l, req) }
+}
+
 // agreeSession is a stdio MCP session of a test, initialized.
 type agreeSession struct {
 	t   testing.TB
@@ -94,12 +105,7 @@ func agreeForm(line string) string {
 // protocol) are answered alike too, and the short path is seen to have
 // taken exactly the calls it may.
 func TestDirectAgrees(t *testing.T) {
-	l, srv, _, served := serve(t)
-	defer func() {
-		cancelServe(t, l, served)
-		srv.Close()
-	}()
-	open := func(req proto.Request) (*os.File, *os.File, func()) { return openStdioMCPWith(t, l, req) }
+	srv, open := serveAgree(t)
 	calls := []struct {
 		params string
 		direct bool
@@ -156,12 +162,7 @@ func TestDirectAgrees(t *testing.T) {
 // notifications/cancelled as the go-sdk's are: the same answer comes,
 // at once, not when the command would have ended.
 func TestDirectCancel(t *testing.T) {
-	l, srv, _, served := serve(t)
-	defer func() {
-		cancelServe(t, l, served)
-		srv.Close()
-	}()
-	open := func(req proto.Request) (*os.File, *os.File, func()) { return openStdioMCPWith(t, l, req) }
+	srv, open := serveAgree(t)
 	var answers []string
 	for _, direct := range []bool{true, false} {
 		s, lt := openAgreeSession(t, srv, open, "", direct)
@@ -193,12 +194,7 @@ func TestDirectCancel(t *testing.T) {
 // dispatch), interleaved, on the same server. Metrics: direct-us and
 // sdk-us (means of the round trips) and ratio (direct / sdk).
 func BenchmarkDirectCall(b *testing.B) {
-	l, srv, _, served := serve(b)
-	defer func() {
-		cancelServe(b, l, served)
-		srv.Close()
-	}()
-	open := func(req proto.Request) (*os.File, *os.File, func()) { return openStdioMCPWith(b, l, req) }
+	srv, open := serveAgree(b)
 	sessions := map[bool]*agreeSession{}
 	for _, direct := range []bool{true, false} {
 		s, _ := openAgreeSession(b, srv, open, "", direct)

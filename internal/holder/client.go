@@ -106,6 +106,7 @@ type Client struct {
 	dead      bool // the connection is gone: the next call dials anew
 	closed    bool
 	quiting   bool       // a quit was asked: its end is no loss
+	lostPid   int        // the holder last found gone (afterLoss), under mu
 	dialMu    sync.Mutex // one reconnect at a time
 	// redialErr is the last failed redial (under dialMu), at redialAt.
 	redialErr error
@@ -423,6 +424,9 @@ func (c *Client) afterLoss(pid int) {
 	c.mu.Lock()
 	same := err == nil && !c.dead && c.hello.Pid == pid
 	sink, ptySink := c.sink, c.ptySink
+	if !same {
+		c.lostPid = pid
+	}
 	c.mu.Unlock()
 	if same {
 		c.log.Info("reconnected to the holder of the jobs", "pid", pid)
@@ -1107,6 +1111,19 @@ func (c *Client) HolderGone() bool {
 	// moment before the holder is a zombie: a hung-up connection says
 	// it as soon.
 	return dead || pid > 0 && processGone(pid) || peerHungUp(conn)
+}
+
+// HolderPid is the pid of the holder whose death a job.Manager records
+// (asked only then): the one this client last spoke with if it is gone,
+// else the one afterLoss last found gone (a new holder answers now).
+func (c *Client) HolderPid() int {
+	c.mu.Lock()
+	pid, lost := c.hello.Pid, c.lostPid
+	c.mu.Unlock()
+	if lost > 0 && lost != pid && !processGone(pid) {
+		return lost
+	}
+	return pid
 }
 
 // Take lets the jobs this daemon started and had the holder keep go: the

@@ -84,8 +84,21 @@ type Keeper interface {
 	HolderGone() bool
 }
 
-// ErrHolderLost is the error of a held job whose holder died.
+// ErrHolderLost is the error of a held job whose holder died. A job's
+// record names the holder's pid where it is known (holderLostError).
 var ErrHolderLost = errdefs.New(errdefs.ErrUnavailable, "the holder of the jobs died")
+
+// holderLostError is the error a job records when its holder died: it
+// names the holder's pid, as the holder's guard does when the next
+// daemon records it (the same words whichever saw the death first).
+func (m *Manager) holderLostError() string {
+	if h, ok := m.o.Holder.(interface{ HolderPid() int }); ok {
+		if pid := h.HolderPid(); pid > 0 {
+			return fmt.Sprintf("the holder of the jobs (pid %d) died", pid)
+		}
+	}
+	return ErrHolderLost.Error()
+}
 
 // ErrHolderNotAnswering is wrapped by the error of a call to a Holder
 // that gave no answer in time (holder.ErrNotAnswering is this error): a
@@ -586,11 +599,14 @@ func (j *Job) endHeld(e wire.JobEnd) {
 		j.info.ExitCode = &code
 		j.info.Signal = e.Signal
 	}
-	if e.Error != "" {
+	if msg := e.Error; msg != "" {
+		if msg == ErrHolderLost.Error() {
+			msg = m.holderLostError()
+		}
 		if j.info.Error != "" {
 			j.info.Error += "; "
 		}
-		j.info.Error += e.Error
+		j.info.Error += msg
 	}
 	j.info.Leftover = e.Leftover
 	j.info.Usage, j.info.LimitHit = e.Usage, e.LimitHit
@@ -902,7 +918,7 @@ func (heldKind) Interrupt(j *Job) {
 			j.reason = Interrupted
 		}
 		if j.info.Error == "" {
-			j.info.Error = ErrHolderLost.Error()
+			j.info.Error = j.m.holderLostError()
 		}
 		c := j.child
 		j.mu.Unlock()

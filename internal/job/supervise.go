@@ -186,7 +186,7 @@ func (j *Job) watch(c *child) {
 		// As a held job whose holder died.
 		j.reason = Interrupted
 		if j.info.Error == "" {
-			j.info.Error = ErrHolderLost.Error()
+			j.info.Error = j.m.holderLostError()
 		}
 	}
 	if k, ok := j.m.o.Holder.(Keeper); ok && j.kept {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
+	"github.com/hivetools/hive/internal/store"
 )
 
 var full = flag.Bool("full", false, "run every row at its full count (docs/reliability.md)")
@@ -33,6 +35,16 @@ func TestMain(m *testing.M) {
 // hiveMain is cmd/hive's main, which a test cannot import: the CLI, its
 // error turned into an exit code.
 func hiveMain() {
+	if dir := os.Getenv("HIVE_STATE_DIR"); dir != "" {
+		// Row 23: a daemon whose state dir has this file writes no job
+		// record from then on (its writer waits until it is killed).
+		stall := filepath.Join(dir, stallWrites)
+		store.BeforeJobWrite = func() {
+			if _, err := os.Lstat(stall); err == nil {
+				select {}
+			}
+		}
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		exe = os.Args[0]

@@ -972,6 +972,9 @@ func (c *Client) writeAcksLocked() bool {
 // its hello, and every job is its spawn then too.
 func keepWanted() bool { return os.Getenv("HIVE_HOLDER_KEEP") != "off" }
 
+// keepsJobs: see KeepsJobs.
+func keepsJobs() bool { return keepWanted() && canKeep() }
+
 // Keeps reports whether the holder keeps the jobs this daemon starts
 // itself (Keep, job.Keeper), and the mark those jobs carry
 // (EnvHolder=<its instance>).
@@ -1015,6 +1018,14 @@ func (c *Client) Unspare(p string) {
 	delete(c.out, p)
 }
 
+// KeepsRecords implements job.Keeper: a job kept now may carry its
+// record (wire.Kept.Record, protocol 5).
+func (c *Client) KeepsRecords() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keeps && !c.dead && c.proto >= 5
+}
+
 // Keep has the holder keep a job this daemon started (wire.OpKeep):
 // pidfd is its leader's, outR and errR read ends of its pipes; the line
 // carries duplicates of them, the caller's stay its own. It waits for no
@@ -1032,6 +1043,11 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 	delete(c.out, k.Start.Cgroup) // its job is in it
 	if c.closed || c.dead || !c.keeps {
 		return errors.New("keep: no holder that keeps jobs")
+	}
+	if len(k.Record) > 0 && c.proto < 5 {
+		// The caller counts on the holder keeping the record (see
+		// KeepsRecords): a holder it spoke with before this one did.
+		return fmt.Errorf("keep: the holder keeps no records (protocol %d)", c.proto)
 	}
 	uc, ok := c.conn.(*net.UnixConn)
 	if !ok {

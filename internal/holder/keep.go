@@ -271,7 +271,7 @@ func (s *server) forget(id string, k *kept) {
 // counts at; the caller holds s.mu. It returns the job to wait for.
 func (s *server) takeOverLocked(id string, h *held, at [2]output.Stats) *job.HeldProc {
 	k := h.k
-	h.k = nil
+	h.k, h.record = nil, k.k.Record
 	if k.end != nil {
 		// It ended, and its daemon told how: that end it is (the next
 		// daemon records what this one answered).

@@ -94,6 +94,9 @@ type held struct {
 	// start is the start of a kept job whose daemon told its end and
 	// died (no p): what held lists of it.
 	start *wire.JobStart
+	// record is the record the daemon kept with a kept job (wire.Kept's,
+	// protocol 5), once the holder took the job over: listed with it.
+	record json.RawMessage
 }
 
 // serverConn is a daemon's connection.
@@ -547,7 +550,7 @@ func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 			// Its daemon's, but for the end it told: kept until the ack,
 			// for a daemon that comes after (or reconnects) to record.
 			if e := h.k.end; e != nil {
-				out = append(out, wire.Job{ID: id, JobStart: h.k.k.Start, Stdout: e.Stdout, Stderr: e.Stderr, End: e})
+				out = append(out, wire.Job{ID: id, JobStart: h.k.k.Start, Stdout: e.Stdout, Stderr: e.Stderr, End: e, Record: h.k.k.Record})
 			}
 			continue
 		}
@@ -574,6 +577,7 @@ func (s *server) list() ([]wire.Job, []wire.PTYSession) {
 			x.End = &e
 			x.Stdout, x.Stderr = e.Stdout, e.Stderr
 		}
+		x.Record = h.record
 		out = append(out, x)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Started.Before(out[b].Started) })

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/hivetools/hive/internal/errdefs"
@@ -410,10 +411,11 @@ func (j *Job) keeper() (k Keeper, mark, slot string, ok bool) {
 
 // beginKept starts the job as a job of the manager's own (its child:
 // begin's path without a Holder) and has its holder keep it (k.Keep),
-// in the cgroup slot the holder lent ("" none). The running record of
-// a job waited for inline is committed now, while it runs, as a held
-// job's: should the daemon die, the holder takes the job over and the
-// next daemon adopts it from that record.
+// in the cgroup slot the holder lent ("" none). The holder keeps the
+// job's running record with it (protocol 5; else the record of a job
+// waited for inline is committed now, while it runs, as a held job's):
+// should the daemon die, the holder takes the job over and the next
+// daemon adopts it from that record.
 func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	m := j.m
 	path, argv, env, err := j.command()
@@ -467,6 +469,9 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 			FileCap: m.o.FileCap, Owner: m.o.Owner, LeftoverGrace: m.o.LeftoverGrace, Timeout: j.spec.Timeout},
 		Start: wire.JobStart{Pid: c.pid, PidStart: st, Started: started, Cgroup: slot, LimitsBy: c.by},
 	}
+	if r, ok := k.(interface{ KeepsRecords() bool }); ok && r.KeepsRecords() {
+		kept.Record = j.keptRecord(kept.Start)
+	}
 	kerr := errors.New("no pidfd")
 	if pidfd >= 0 {
 		kerr = k.Keep(kept, pidfd, fdOf(pipes.outR), fdOf(pipes.errR))
@@ -482,6 +487,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	j.starting = false
 	j.child = c
 	j.kept = kerr == nil
+	j.recordKept = j.kept && kept.Record != nil
 	// Its streams now, while it runs (as a held job's exist once it
 	// is started): a caller may read them as soon as Start returns.
 	j.createStreamsLocked()
@@ -493,7 +499,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	j.runningLocked()
 	if j.kept {
 		j.runSeq = j.seq.Load()
-		if !j.detached {
+		if !j.detached && !j.recordKept {
 			m.records.hurry() // see adoptLocked
 		}
 	}
@@ -505,6 +511,37 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		}
 	}
 	return func() { j.watch(c) }
+}
+
+// keptRecord is the running record of the job as st starts it, for
+// its holder to keep (wire.Kept.Record): the record a next daemon adopts
+// the job from should this one die before it committed it. nil if it
+// cannot be encoded.
+func (j *Job) keptRecord(st wire.JobStart) json.RawMessage {
+	j.mu.Lock()
+	in := j.info
+	j.mu.Unlock()
+	in.State, in.Pid, in.PidStart, in.Started, in.LimitsBy = Running, st.Pid, st.PidStart, st.Started, st.LimitsBy
+	b, err := json.Marshal(toRecord(in))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// recordOfHeld is the record of a job x the holder holds that the store
+// has none of (known: the ids it has), from the record its daemon kept
+// with it (wire.Kept.Record): a job that daemon answered for before it
+// committed the job's record, and died. ok is false for a job of no such
+// record, or one that is not a running record of x.
+func recordOfHeld(x wire.Job, known map[string]bool) (rec store.Job, ok bool) {
+	if len(x.Record) == 0 || known[x.ID] {
+		return store.Job{}, false
+	}
+	if err := json.Unmarshal(x.Record, &rec); err != nil || rec.ID != x.ID || State(rec.State) != Running {
+		return store.Job{}, false
+	}
+	return rec, true
 }
 
 // stopChild stops the job's own child c; a kept job's holder is told
@@ -945,7 +982,7 @@ type HeldSink interface {
 // attached job whose caller went with the daemon, a start never
 // recorded) is stopped, and ends the store has are acknowledged (see
 // supervise.Core.Adopt).
-func (m *Manager) adoptHeld(left []store.Job) ([]store.Job, error) {
+func (m *Manager) adoptHeld(left []store.Job, known map[string]bool) ([]store.Job, error) {
 	if l, ok := m.o.Holder.(interface{ Listen(HeldSink) }); ok {
 		l.Listen(m)
 	}
@@ -959,7 +996,13 @@ func (m *Manager) adoptHeld(left []store.Job) ([]store.Job, error) {
 	err := m.sup.Adopt(func(x wire.Job, early *wire.JobEnd) bool {
 		rec, ok := running[x.ID]
 		if !ok {
-			return false
+			if rec, ok = recordOfHeld(x, known); !ok {
+				return false
+			}
+			known[x.ID] = true
+			if n, hex := parseHexID(x.ID); hex {
+				m.hexIDs[n] = struct{}{}
+			}
 		}
 		m.adopt(rec, x, early)
 		adopted[x.ID] = true

@@ -246,6 +246,10 @@ type Job struct {
 	// Durable). Under mu.
 	runSeq  uint64
 	endKept bool
+	// recordKept: the holder keeps the job's running record with it (a
+	// kept job, wire.Kept.Record): a next daemon finds it there, so an
+	// ended job's end may be told before either record is committed.
+	recordKept bool
 	// follow are a held job's streams, for its holder's events: read
 	// without j.mu, so the events of a job never wait for its lock (set
 	// before its spawn, whose events may come before its answer is

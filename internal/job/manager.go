@@ -218,7 +218,7 @@ func (m *Manager) recover(known map[string]bool) error {
 		return fmt.Errorf("recover jobs: %w", err)
 	}
 	if m.o.Holder != nil {
-		if left, err = m.adoptHeld(left); err != nil {
+		if left, err = m.adoptHeld(left, known); err != nil {
 			return fmt.Errorf("recover jobs: %w", err)
 		}
 	}
@@ -567,15 +567,25 @@ func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 // recorded (and acked: see endHeld) needs only its running record
 // committed: should this daemon die before the end's record is, the next
 // one adopts the job from that record and records the end the holder
-// tells it. Its end is committed at once, without being waited for. A
+// tells it. A kept job whose holder keeps its running record too (see
+// keptRecord) needs nothing committed: the next daemon adopts it from
+// the holder's copy. Its end is committed at once, without being
+// waited for. A
 // detached one waits for its end's record: its loose end goes with it,
 // and must be written before a caller that has the end clears it.
 func (m *Manager) Durable(j *Job) (Info, error) {
 	j.mu.Lock()
 	in := j.snapshotLocked()
 	kept := j.endKept && j.runSeq > 0 && !j.detached
-	runSeq := j.runSeq
+	runSeq, recordKept := j.runSeq, j.recordKept
 	j.mu.Unlock()
+	if kept && recordKept {
+		// Its holder keeps its running record too: nothing to wait
+		// for. Both records go in one commit, at once (what a crash of
+		// daemon and holder together may take is the moment it takes).
+		m.records.hurry()
+		return in, nil
+	}
 	if kept {
 		m.records.hurry()
 		if err := m.records.sync(runSeq); err != nil {

@@ -13,47 +13,49 @@ import (
 )
 
 // Job is one job record. The job engine owns the meaning of its fields;
-// the store only keeps them.
+// the store only keeps them. Its JSON form is the record a daemon keeps
+// with the holder of a job it started (wire.Kept.Record), which a daemon
+// of another build may read: a field's name there never changes.
 type Job struct {
-	ID            string
-	Name          string
-	Cmd           string
-	Argv          []string // empty when Cmd runs under a shell
-	ShellKind     string
-	Cwd           string
-	Source        string
-	State         string
-	ExitCode      *int
-	Signal        *int
-	Error         string
-	Timeout       time.Duration
-	Created       time.Time
-	Started       time.Time
-	Ended         time.Time
-	Pid           int
-	PidStart      uint64 // the process's start time as the OS reports it (Linux: clock ticks since boot)
-	BootID        string // the boot PidStart counts from ("" if unknown): another boot's pid proves nothing
-	StdoutPath    string
-	StderrPath    string
-	StdoutBytes   int64
-	StderrBytes   int64
-	StdoutDropped int64
-	StderrDropped int64
-	Leftover      int  // processes left in the group when the leader exited
-	Quiet         bool // the job raises no loose end
-	KillOnTimeout bool // its timeout SIGKILLs the group at once (terminal_exec)
+	ID            string        `json:"id,omitempty"`
+	Name          string        `json:"name,omitempty"`
+	Cmd           string        `json:"cmd,omitempty"`
+	Argv          []string      `json:"argv,omitempty"` // empty when Cmd runs under a shell
+	ShellKind     string        `json:"shell_kind,omitempty"`
+	Cwd           string        `json:"cwd,omitempty"`
+	Source        string        `json:"source,omitempty"`
+	State         string        `json:"state,omitempty"`
+	ExitCode      *int          `json:"exit_code,omitempty"`
+	Signal        *int          `json:"signal,omitempty"`
+	Error         string        `json:"error,omitempty"`
+	Timeout       time.Duration `json:"timeout,omitempty"`
+	Created       time.Time     `json:"created,omitzero"`
+	Started       time.Time     `json:"started,omitzero"`
+	Ended         time.Time     `json:"ended,omitzero"`
+	Pid           int           `json:"pid,omitempty"`
+	PidStart      uint64        `json:"pid_start,omitempty"` // the process's start time as the OS reports it (Linux: clock ticks since boot)
+	BootID        string        `json:"boot_id,omitempty"`   // the boot PidStart counts from ("" if unknown): another boot's pid proves nothing
+	StdoutPath    string        `json:"stdout_path,omitempty"`
+	StderrPath    string        `json:"stderr_path,omitempty"`
+	StdoutBytes   int64         `json:"stdout_bytes,omitempty"`
+	StderrBytes   int64         `json:"stderr_bytes,omitempty"`
+	StdoutDropped int64         `json:"stdout_dropped,omitempty"`
+	StderrDropped int64         `json:"stderr_dropped,omitempty"`
+	Leftover      int           `json:"leftover,omitempty"`        // processes left in the group when the leader exited
+	Quiet         bool          `json:"quiet,omitempty"`           // the job raises no loose end
+	KillOnTimeout bool          `json:"kill_on_timeout,omitempty"` // its timeout SIGKILLs the group at once (terminal_exec)
 	// Limits, LimitsBy, Usage and LimitHit are the job's resource
 	// limits, how each was enforced, what it used (nil: unknown) and
 	// the limit it hit ("" none): see job.Info.
-	Limits   limits.Limits
-	LimitsBy limits.Enforced
-	Usage    *limits.Usage
-	LimitHit string
+	Limits   limits.Limits   `json:"limits,omitzero"`
+	LimitsBy limits.Enforced `json:"limits_by,omitempty"`
+	Usage    *limits.Usage   `json:"usage,omitempty"`
+	LimitHit string          `json:"limit_hit,omitempty"`
 }
 
 // resources is the resources column: a job's limits and usage, as JSON.
 type resources struct {
-	Limits   *limits.Limits  `json:"limits,omitempty"`
+	Limits   *limits.Limits  `json:"limits,omitzero"`
 	LimitsBy limits.Enforced `json:"limits_by,omitempty"`
 	Usage    *limits.Usage   `json:"usage,omitempty"`
 	LimitHit string          `json:"limit_hit,omitempty"`
@@ -121,8 +123,16 @@ const argvSep = "\x00"
 // creation time and the name of its first put (they never change for a
 // job): a later put's are not written.
 func (s *Store) PutJob(ctx context.Context, j Job) error {
+	if BeforeJobWrite != nil {
+		BeforeJobWrite()
+	}
 	return s.execPut(ctx, s.putJob, j)
 }
+
+// BeforeJobWrite, if set (by tests, before any store opens), runs before
+// each write of job records (PutJob, PutJobs): a test stalls a daemon's
+// writes with it to see what holds without them.
+var BeforeJobWrite func()
 
 func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
 	_, err := st.ExecContext(ctx,
@@ -331,6 +341,9 @@ func (s *Store) JobIDs(ctx context.Context) ([]string, error) {
 func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, error) {
 	if len(jobs) == 1 && len(todos) == 0 {
 		return nil, s.PutJob(ctx, jobs[0])
+	}
+	if BeforeJobWrite != nil {
+		BeforeJobWrite()
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/hivetools/hive/internal/limits"
@@ -82,6 +83,9 @@ type Job struct {
 	Stdout Counts  `json:"stdout"`
 	Stderr Counts  `json:"stderr"`
 	End    *JobEnd `json:"end,omitempty"` // nil while it runs
+	// Record is the record its daemon kept with it (Kept.Record), nil
+	// for a job the holder started.
+	Record json.RawMessage `json:"record,omitempty"`
 }
 
 // Counts are a stream's counters (output.Stats), as a holder tells them.

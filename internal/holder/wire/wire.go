@@ -12,7 +12,10 @@
 // within a version: wire_test.go pins it.
 package wire
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // The protocol versions this build speaks: Proto is its newest, MinProto
 // its oldest. Version 2: a spawn may name an environment sent before on
@@ -21,9 +24,13 @@ import "time"
 // (OpKeep, OpTake, EvSpares; docs/architecture.md, "the daemon forks, the
 // holder keeps"). Version 4: OpStop may name a kept job: the holder
 // notes the stop and goes on with it should it take the job over (a
-// daemon keeps its jobs with a holder of version 4 only).
+// daemon keeps its jobs with a holder of version 4 only). Version 5: a
+// keep carries the job's record (Kept.Record) and the holder lists it
+// with the job (Job.Record): the daemon may answer a kept job's caller
+// before its record is committed, since a next daemon finds the record
+// with the holder.
 const (
-	Proto    = 4
+	Proto    = 5
 	MinProto = 1
 )
 
@@ -124,9 +131,15 @@ type Request struct {
 // its spec (id, files, index, cap, owner, leftover grace, limits,
 // timeout; no command, environment or stdin) and its start (pid, start
 // time, the cgroup it took from EvSpares, how its limits are enforced).
+//
+// Record (version 5) is the daemon's record of the running job, opaque
+// to the holder: it lists it with the job (Job.Record) until the job's
+// end is acked, for a next daemon to record the job from should this
+// one die before it committed it.
 type Kept struct {
-	Spec  JobSpec  `json:"spec"`
-	Start JobStart `json:"start"`
+	Spec   JobSpec         `json:"spec"`
+	Start  JobStart        `json:"start"`
+	Record json.RawMessage `json:"record,omitempty"`
 }
 
 // Events the holder sends on its own.

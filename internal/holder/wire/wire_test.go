@@ -26,13 +26,14 @@ var (
 	jend   = JobEnd{ID: "j1", Exited: true, ExitCode: 137, Signal: &sig, Error: "boom", Leftover: 1, Stopped: true, Ended: at,
 		Stdout: counts, Stderr: Counts{Total: 3, InFile: 3},
 		Usage: &limits.Usage{MemoryPeakBytes: 1 << 20, CPUUserMS: 5, CPUSystemMS: 6, OOMKills: 1, PidsRefused: 2, Throttled: 3}, LimitHit: "memory_mb"}
-	job   = Job{ID: "j1", JobStart: jstart, Stdout: counts, Stderr: Counts{Total: 1, InFile: 1}, End: &jend}
+	job   = Job{ID: "j1", JobStart: jstart, Stdout: counts, Stderr: Counts{Total: 1, InFile: 1}, End: &jend, Record: json.RawMessage(`{"id":"j1"}`)}
 	pspec = PTYSpec{ID: "pty_1", Path: "/bin/bash", Argv: []string{"bash"}, Env: []string{"TERM=xterm"}, Dir: "/home",
 		Cols: 80, Rows: 24, Output: "/s/pty_1.out", FileCap: 4096}
 	psess = PTYSession{ID: "pty_1", Pid: 200, PidStart: 777, TTY: "/dev/pts/3",
 		Output: output.Stats{Total: 5, InFile: 4, Dropped: 1, Closed: true}, Exited: true, ExitCode: 1}
-	kept = Kept{Spec: JobSpec{ID: "j1", Stdout: "/s/j1.out", Stderr: "/s/j1.err"}, Start: JobStart{Pid: 100, Started: at, Cgroup: "s1"}}
-	req  = Request{Seq: 7, Op: OpSpawn, Hello: &hello, Spawn: &jspec, PTY: &pspec, ID: "j1", Force: true, Grace: &grace,
+	kept = Kept{Spec: JobSpec{ID: "j1", Stdout: "/s/j1.out", Stderr: "/s/j1.err"}, Start: JobStart{Pid: 100, Started: at, Cgroup: "s1"},
+		Record: json.RawMessage(`{"id":"j1","state":"running"}`)}
+	req = Request{Seq: 7, Op: OpSpawn, Hello: &hello, Spawn: &jspec, PTY: &pspec, ID: "j1", Force: true, Grace: &grace,
 		NoReply: true, Deadline: &at, Keep: &kept, Take: []Job{{ID: "j1", Stdout: counts}}, End: &jend}
 	msg = Message{Hello: &hello, Re: 7, Error: "bad", Code: "not_found", Start: &jstart, Held: []Job{job},
 		Sessions: []PTYSession{psess}, Ev: EvEnd, ID: "j1", Stdout: &counts, Stderr: &counts, End: &jend, Spares: []string{"/c/s1", "/c/s2"}, Void: true, Killed: true}
@@ -46,8 +47,8 @@ const (
 	jendJSON   = `{"id":"j1","exited":true,"exit_code":137,"signal":9,"error":"boom","leftover":1,"stopped":true,"ended":"2024-05-06T07:08:09.123456789Z","stdout":` + countsJSON + `,"stderr":{"total":3,"in_file":3},"usage":{"memory_peak_bytes":1048576,"cpu_user_ms":5,"cpu_system_ms":6,"oom_kills":1,"pids_refused":2,"cpu_throttled":3},"limit_hit":"memory_mb"}`
 	pspecJSON  = `{"id":"pty_1","path":"/bin/bash","argv":["bash"],"env":["TERM=xterm"],"dir":"/home","cols":80,"rows":24,"output":"/s/pty_1.out","file_cap":4096}`
 	psessJSON  = `{"id":"pty_1","pid":200,"pid_start":777,"tty":"/dev/pts/3","output":{"Total":5,"InFile":4,"Dropped":1,"Closed":true},"exited":true,"exit_code":1}`
-	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"},"stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `}`
-	reqJSON    = `{"seq":7,"op":"spawn","hello":` + helloJSON + `,"spawn":` + jspecJSON + `,"pty":` + pspecJSON + `,"id":"j1","force":true,"grace":1500000000,"no_reply":true,"deadline":"2024-05-06T07:08:09.123456789Z","keep":{"spec":{"id":"j1","path":"","argv":null,"env":null,"stdout":"/s/j1.out","stderr":"/s/j1.err"},"start":{"pid":100,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"s1"}},"take":[{"id":"j1","pid":0,"started":"0001-01-01T00:00:00Z","stdout":` + countsJSON + `,"stderr":{"total":0,"in_file":0}}],"end":` + jendJSON + `}`
+	jobJSON    = `{"id":"j1","pid":100,"pid_start":12345,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"job-j1","limits_by":{"memory_mb":"cgroup","nofile":"rlimit"},"stdout":` + countsJSON + `,"stderr":{"total":1,"in_file":1},"end":` + jendJSON + `,"record":{"id":"j1"}}`
+	reqJSON    = `{"seq":7,"op":"spawn","hello":` + helloJSON + `,"spawn":` + jspecJSON + `,"pty":` + pspecJSON + `,"id":"j1","force":true,"grace":1500000000,"no_reply":true,"deadline":"2024-05-06T07:08:09.123456789Z","keep":{"spec":{"id":"j1","path":"","argv":null,"env":null,"stdout":"/s/j1.out","stderr":"/s/j1.err"},"start":{"pid":100,"started":"2024-05-06T07:08:09.123456789Z","cgroup":"s1"},"record":{"id":"j1","state":"running"}},"take":[{"id":"j1","pid":0,"started":"0001-01-01T00:00:00Z","stdout":` + countsJSON + `,"stderr":{"total":0,"in_file":0}}],"end":` + jendJSON + `}`
 	msgJSON    = `{"hello":` + helloJSON + `,"re":7,"error":"bad","code":"not_found","start":` + jstartJSON + `,"held":[` + jobJSON + `],"sessions":[` + psessJSON + `],"ev":"end","id":"j1","stdout":` + countsJSON + `,"stderr":` + countsJSON + `,"end":` + jendJSON + `,"spares":["/c/s1","/c/s2"],"void":true,"killed":true}`
 )
 
@@ -114,7 +115,7 @@ func TestWords(t *testing.T) {
 	if EnvRefUnknown != "env_ref: unknown on this connection" {
 		t.Errorf("EnvRefUnknown %q: the daemon knows it by its words", EnvRefUnknown)
 	}
-	if Proto != 4 || MinProto != 1 {
+	if Proto != 5 || MinProto != 1 {
 		t.Errorf("versions %d..%d: a change of version is a change of this test too", MinProto, Proto)
 	}
 }

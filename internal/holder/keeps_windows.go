@@ -1,0 +1,4 @@
+package holder
+
+// keepsJobs: no holder keeps jobs here.
+func keepsJobs() bool { return false }

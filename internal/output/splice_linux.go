@@ -17,9 +17,11 @@ import (
 // It returns the bytes moved; 0 and nil at the pipe's end (no writer
 // left, nothing in it); unix.EAGAIN when the pipe holds nothing now;
 // ErrNoSplice, with nothing moved, when the stream's bytes must be read
-// and written (Write) from now on: no file, past its cap, a file that
-// failed or a disk nearly full (the bytes are then counted as dropped),
-// or a file splice(2) cannot write.
+// and written (Write) from now on: no file, a file that failed or a disk
+// nearly full (the bytes are then counted as dropped), or a file
+// splice(2) cannot write. Past the file's cap the bytes go to /dev/null,
+// counted as dropped (spliceDropLocked; ErrNoSplice where it takes no
+// splice(2)).
 func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -48,6 +50,9 @@ func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) {
 	}
 	room := s.fileRoomLocked(want)
 	if room <= 0 {
+		if s.f != nil && s.werr == nil && s.fileCap >= 0 && s.inFile >= s.fileCap {
+			return s.spliceDropLocked(pipeFD, max)
+		}
 		return 0, ErrNoSplice
 	}
 	if s.fileFD == 0 {
@@ -58,31 +63,75 @@ func (s *Stream) SpliceFrom(pipeFD int, max int) (int, error) {
 		}
 		s.fileFD = fd + 1
 	}
-	fd := s.fileFD - 1
+	n, err := s.spliceCountLocked(pipeFD, s.fileFD-1, int(room), &s.inFile)
+	if !errors.Is(err, errSpliceFailed) {
+		return n, err
+	}
+	if errors.Is(err, unix.EINVAL) {
+		// Not a file splice(2) writes (some filesystems): Write.
+		s.noSplice = true
+		return 0, ErrNoSplice
+	}
+	s.werr = fmt.Errorf("write output file %q: %w", s.path, err)
+	return 0, ErrNoSplice
+}
+
+// spliceDropLocked takes up to max bytes of a stream past its file's
+// cap from the pipe into /dev/null: they are only counted (dropped; the
+// stream keeps no ring), and never copied into this process, which a
+// job pouring past its cap would otherwise keep busy reading what it
+// throws away. ErrNoSplice where /dev/null takes no splice(2).
+func (s *Stream) spliceDropLocked(pipeFD, max int) (int, error) {
+	if devNull < 0 || s.noNullSplice {
+		return 0, ErrNoSplice
+	}
+	n, err := s.spliceCountLocked(pipeFD, devNull, max, &s.dropped)
+	if errors.Is(err, errSpliceFailed) {
+		s.noNullSplice = true
+		return 0, ErrNoSplice
+	}
+	return n, err
+}
+
+// errSpliceFailed wraps what splice(2) said when it moved nothing for
+// another reason than the pipe's (spliceCountLocked).
+var errSpliceFailed = errors.New("splice failed")
+
+// spliceCountLocked moves up to max bytes the pipe pipeFD holds now to
+// fd (again if a signal cut it short) and counts them in *into and the
+// total: n > 0 bytes moved; 0 and nil at the pipe's end; unix.EAGAIN
+// when it holds nothing now; else splice(2)'s error, wrapped in
+// errSpliceFailed.
+func (s *Stream) spliceCountLocked(pipeFD, fd, max int, into *int64) (int, error) {
 	for {
-		n, err := unix.Splice(pipeFD, nil, fd, nil, int(room), unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
-		if n > 0 {
-			s.inFile += n
+		n, err := unix.Splice(pipeFD, nil, fd, nil, max, unix.SPLICE_F_NONBLOCK|unix.SPLICE_F_MOVE)
+		switch {
+		case n > 0:
+			*into += n
 			s.total += n
 			s.wakeLocked()
 			return int(n), nil
-		}
-		switch {
 		case err == nil:
 			return 0, nil // the pipe's end
 		case errors.Is(err, unix.EINTR):
 			continue
 		case errors.Is(err, unix.EAGAIN):
 			return 0, unix.EAGAIN
-		case errors.Is(err, unix.EINVAL):
-			// Not a file splice(2) writes (some filesystems): Write.
-			s.noSplice = true
-			return 0, ErrNoSplice
 		}
-		s.werr = fmt.Errorf("write output file %q: %w", s.path, err)
-		return 0, ErrNoSplice
+		return 0, fmt.Errorf("%w: %w", errSpliceFailed, err)
 	}
 }
+
+// devNull is a descriptor of /dev/null open for writing, shared by every
+// stream (-1 if it cannot be opened). Opened as the process starts: a
+// daemon's descriptors are the same before its first job as after.
+var devNull = func() int {
+	fd, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+}()
 
 // SpliceFrom is Stream.SpliceFrom into stream w's file, marked as Write
 // marks. An index that flushes each mark (FlushEachMark: another process

@@ -88,7 +88,9 @@ type Stream struct {
 	// noSplice: the file takes no splice(2) (SpliceFrom); fileFD is f's
 	// descriptor plus one once SpliceFrom has read it (0: not yet).
 	noSplice bool
-	fileFD   int
+	// noNullSplice: /dev/null takes no splice(2) (spliceDropLocked).
+	noNullSplice bool
+	fileFD       int
 }
 
 // ErrNoSplice is SpliceFrom's error when a stream's bytes must be read

@@ -103,8 +103,9 @@ var v1Knob = map[string]string{"memory": "memory.limit_in_bytes", "pids": "pids.
 // name) takes the limit; it returns those.
 func openV1(name string, v2 map[string]bool) []cgroupV1 {
 	var out []cgroupV1
+	layout := v1Layout()
 	for _, c := range limitControllers {
-		own := v1Layout()[c.ctrl]
+		own := layout[c.ctrl]
 		if v2[c.field] || own == "" || unix.Access(own, unix.W_OK) != nil {
 			continue
 		}
@@ -280,8 +281,9 @@ func v1OfSlot(path string) []string {
 		return nil
 	}
 	var out []string
+	layout := v1Layout() // two files read and parsed: once, not once a controller
 	for _, c := range limitControllers {
-		if own := v1Layout()[c.ctrl]; own != "" && !slices.Contains(out, own+rel) {
+		if own := layout[c.ctrl]; own != "" && !slices.Contains(out, own+rel) {
 			out = append(out, own+rel)
 		}
 	}

@@ -137,3 +137,49 @@ func TestSplicedPumpLosesNothingAtKill9(t *testing.T) {
 		f.Close()
 	}
 }
+
+// A spliced stream that pours (64 KiB and more) is pumped on a thread of
+// its own (pumper.ownThread, counted in bulkThreads), not on the thread
+// the daemon's calls run on, and gives the thread back when it ends;
+// past its file's cap it goes on being spliced (to /dev/null), every
+// byte counted.
+func TestSplicedPourOwnThread(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	path := filepath.Join(t.TempDir(), "out")
+	s, err := output.Create(path, &output.Options{NoRing: true, FileCap: 100 << 10, Reserve: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	before := bulkThreads.Load()
+	pumpSpliced(r, s, func() { close(done) })
+	chunk := make([]byte, 64<<10)
+	for range 4 {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hivetest.Eventually(t, 10*time.Second, "the pouring stream on a thread of its own", func() error {
+		if n := bulkThreads.Load() - before; n != 1 {
+			return fmt.Errorf("%d threads of pouring streams, want 1", n)
+		}
+		return nil
+	})
+	w.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pump did not end at the pipe's end")
+	}
+	if n := bulkThreads.Load() - before; n != 0 {
+		t.Errorf("%d threads of pouring streams after the pump ended, want 0", n)
+	}
+	s.Close()
+	if st := s.Stats(); st.Total != 4*64<<10 || st.InFile != 100<<10 || st.Dropped != 4*64<<10-100<<10 {
+		t.Errorf("counts %+v, want %d in all, %d in the file, the rest dropped", st, 4*64<<10, 100<<10)
+	}
+}

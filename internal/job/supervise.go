@@ -462,6 +462,7 @@ type pumper struct {
 	pool           *sync.Pool
 	total, quietAt int64 // quietAt: total when it last went quiet
 	tuned          bool
+	ownThread      bool // a spliced stream that pours: on a thread of its own
 
 	stopped  atomic.Bool   // stop: take what is there and finish
 	detached atomic.Bool   // detach: read no more, leave what is there
@@ -510,6 +511,11 @@ func (p *pumper) run() {
 			p.pool.Put(bp)
 		}
 		b.leave()
+		if p.ownThread {
+			p.ownThread = false
+			runtime.UnlockOSThread()
+			bulkThreads.Add(-1)
+		}
 		if finished {
 			p.done()
 			close(p.exited)
@@ -568,7 +574,18 @@ func (p *pumper) run() {
 					p.tuned = true
 				}
 				if spliced {
-					continue // the kernel moves its bytes: no thread to pour
+					// The kernel moves its bytes, and charges the thread
+					// that asks: one of its own, not the one the
+					// daemon's calls run on (the scheduler makes a thread
+					// that ran much wait its turn, and a call answered
+					// on it waited 100-300 ms behind four such streams).
+					if !p.ownThread && bulkThreads.Add(1) <= maxBulkThreads() {
+						runtime.LockOSThread()
+						p.ownThread = true
+					} else if !p.ownThread {
+						bulkThreads.Add(-1)
+					}
+					continue
 				}
 				if idle {
 					r.SetReadDeadline(time.Time{})

@@ -78,7 +78,7 @@ func runHolder(ctx context.Context, e Env, args []string) error {
 	defer dropSignals(syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)()
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM)
 	defer stop()
-	tuneGC() // as the daemon's: a small live heap, and garbage per job
+	tuneGC(holderGC)
 	tuneProcs()
 	log, closeLog := newAsyncLog(e.Stderr, nil)
 	defer closeLog()

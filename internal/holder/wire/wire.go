@@ -133,9 +133,10 @@ type Request struct {
 // time, the cgroup it took from EvSpares, how its limits are enforced).
 //
 // Record (version 5) is the daemon's record of the running job, opaque
-// to the holder: it lists it with the job (Job.Record) until the job's
-// end is acked, for a next daemon to record the job from should this
-// one die before it committed it.
+// to the holder (it has the job's command, not its environment): the
+// holder lists it with the job (Job.Record) until the job's end is
+// acked, for a next daemon to record the job from should this one die
+// before it committed it.
 type Kept struct {
 	Spec   JobSpec         `json:"spec"`
 	Start  JobStart        `json:"start"`

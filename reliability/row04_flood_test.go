@@ -43,9 +43,6 @@ func TestRow04OutputFlood(t *testing.T) {
 		}
 		ids[i] = st.ID
 	}
-	// A status call on each running job in turn, at once and then at the
-	// pace of statusProbe (an agent checking in, not a tight loop),
-	// until every job has ended.
 	// The machine's own latency under the flood, the baseline: a line
 	// echoed by a process of the test's own (cat), timed after each
 	// status call. On two cores eight jobs pouring at full speed delay
@@ -60,6 +57,9 @@ func TestRow04OutputFlood(t *testing.T) {
 	defer func() { echoIn.Close(); echo.Wait() }()
 	echoR := bufio.NewReader(echoOut)
 	var echoLat []time.Duration
+	// A status call on each running job in turn, at once and then at the
+	// pace of statusProbe (an agent checking in, not a tight loop),
+	// until every job has ended.
 	var lat []time.Duration
 	tick := time.NewTicker(statusProbe())
 	defer tick.Stop()

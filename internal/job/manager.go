@@ -570,9 +570,9 @@ func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 // tells it. A kept job whose holder keeps its running record too (see
 // keptRecord) needs nothing committed: the next daemon adopts it from
 // the holder's copy. Its end is committed at once, without being
-// waited for. A
-// detached one waits for its end's record: its loose end goes with it,
-// and must be written before a caller that has the end clears it.
+// waited for. A detached one waits for its end's record: its loose end
+// goes with it, and must be written before a caller that has the end
+// clears it.
 func (m *Manager) Durable(j *Job) (Info, error) {
 	j.mu.Lock()
 	in := j.snapshotLocked()

@@ -319,8 +319,8 @@ const envSupervisor = "HIVE_SUPERVISOR"
 // heap grew to the runtime's least goal for it, 16 MiB, between two
 // collections, most of it garbage, and its resident set swung by as
 // much (BenchmarkKeptRSS sampled it 10 MiB apart); at 100 the goal is
-// 4 MiB, and a collection of a heap that holds nothing costs a few
-// tens of µs.
+// 4 MiB, and a collection of a heap that holds nothing costs under 1 ms
+// of CPU (GODEBUG=gctrace=1: 0.7 ms), every ~650 jobs.
 const (
 	daemonGC = 400
 	holderGC = 100

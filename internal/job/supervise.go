@@ -579,11 +579,13 @@ func (p *pumper) run() {
 					// daemon's calls run on (the scheduler makes a thread
 					// that ran much wait its turn, and a call answered
 					// on it waited 100-300 ms behind four such streams).
-					if !p.ownThread && bulkThreads.Add(1) <= maxBulkThreads() {
-						runtime.LockOSThread()
-						p.ownThread = true
-					} else if !p.ownThread {
-						bulkThreads.Add(-1)
+					if !p.ownThread {
+						if bulkThreads.Add(1) <= maxBulkThreads() {
+							runtime.LockOSThread()
+							p.ownThread = true
+						} else {
+							bulkThreads.Add(-1) // none free: the next chunk asks again
+						}
 					}
 					continue
 				}

@@ -33,6 +33,9 @@ type child struct {
 	cmd   *exec.Cmd
 	pipes *jobPipes
 	pid   int
+	// started is its leader's start time (proc.Stat.Start) as start
+	// knew it, 0 if not known (procStartTime reads it).
+	started uint64
 	// release, for a job its holder keeps too (beginKept): closed when
 	// the manager lets the job go to the holder (Manager.Release); run
 	// then returns at once, its pumps detached (releasePumps).
@@ -181,7 +184,7 @@ func (c *child) start() error {
 		r.NofileSoft = childNofile()
 	}
 	limits.Wrap(c.cmd, r, join...)
-	err := proc.Start(c.cmd) // the reaper (if any) leaves its status to the wait
+	started, err := proc.StartTimed(c.cmd) // the reaper (if any) leaves its status to the wait
 	if release != nil {
 		release()
 		if err != nil {
@@ -193,7 +196,7 @@ func (c *child) start() error {
 		c.pipes.closeAll()
 		return err
 	}
-	c.pid = c.cmd.Process.Pid
+	c.pid, c.started = c.cmd.Process.Pid, started
 	if err := attachTree(c.pid); err != nil {
 		c.logger.Warn("a job's process is in no job object: a stop ends its tree by taskkill", "job", c.id, "err", err)
 	}
@@ -422,4 +425,13 @@ func (c *child) usage(strays bool) limits.Usage {
 	}
 	u.MemoryBytes = 0
 	return u
+}
+
+// startTime is its leader's start time: as start knew it, else from /proc
+// (0 if it is gone).
+func (c *child) startTime() uint64 {
+	if c.started != 0 {
+		return c.started
+	}
+	return procStartTime(c.pid)
 }

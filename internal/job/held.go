@@ -183,7 +183,7 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 	// old file of the name goes, and a file that cannot be made leaves
 	// the stream counting what it drops.
 	h.openStreams(logger, nil)
-	st := procStartTime(h.c.pid)
+	st := h.c.startTime()
 	h.pidStart.Store(st)
 	h.Start = wire.JobStart{Pid: h.c.pid, PidStart: st, Started: time.Now(), Cgroup: cgroups.SlotOf(spec.ID),
 		LimitsBy: h.c.by}
@@ -464,7 +464,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		j.finishLocked(Failed)
 		return nil
 	}
-	st := procStartTime(c.pid) // before any wait: the pid is the job's
+	st := c.startTime() // before any wait: the pid is the job's
 	j.pidStart.Store(st)
 	started := time.Now()
 	kept := wire.Kept{

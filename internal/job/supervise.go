@@ -98,12 +98,12 @@ func (j *Job) begin() func() {
 		// must carry what a restarted daemon needs to find the group.
 		// An attached job's start time is read only if its record is
 		// written while it runs (most end before: see fillPidStart).
-		j.info.PidStart = procStartTime(pid)
+		j.info.PidStart = c.startTime()
 		j.pidStart.Store(j.info.PidStart)
 	} else if m.o.Owner != "" && proc.Supported {
 		// What proves a process that left the group to be this job's
 		// (see sweepEscapes) includes starting after its leader.
-		j.pidStart.Store(procStartTime(pid))
+		j.pidStart.Store(c.startTime())
 	}
 	j.runningLocked()
 	if j.reason != "" { // stopped while it started

@@ -16,6 +16,25 @@ import (
 // hiveMain): the daemon's writer waits from its next write on.
 const stallWrites = "test-stall-job-writes"
 
+// stallButPending, in stallWrites, lets the first records of detached
+// jobs (state pending) through.
+const stallButPending = "pending"
+
+// row23Daemon starts row 23's daemon on a new state dir, with an MCP
+// session whose calls wait 20 s at most; it skips the test where the
+// holder keeps no job a daemon starts.
+func row23Daemon(t *testing.T) (string, *daemon, *hivetest.Session) {
+	t.Helper()
+	if !holder.KeepsJobs() {
+		t.Skip("row 23 skipped: the holder keeps no job a daemon starts here (HIVE_HOLDER_KEEP=off, or a kernel without pidfds for it): every answer waits for its record")
+	}
+	dir := newStateDir(t)
+	d := startDaemon(t, dir)
+	s := d.MCP()
+	s.CallTimeout = 20 * time.Second
+	return dir, d, s
+}
+
 // Row 23: a foreground command answered before its records were
 // committed. A daemon that can no longer write a job record (its writer
 // stalls) still answers terminal_exec calls whose jobs its holder keeps:
@@ -24,13 +43,7 @@ const stallWrites = "test-stall-job-writes"
 // daemon leaves them to the next one, which records each as answered:
 // done, its exit code, its output's byte count.
 func TestRow23AnsweredBeforeCommitted(t *testing.T) {
-	if !holder.KeepsJobs() {
-		t.Skip("row 23 skipped: the holder keeps no job a daemon starts here (HIVE_HOLDER_KEEP=off, or a kernel without pidfds for it): every answer waits for its record")
-	}
-	dir := newStateDir(t)
-	d := startDaemon(t, dir)
-	s := d.MCP()
-	s.CallTimeout = 20 * time.Second
+	dir, d, s := row23Daemon(t)
 	// A first call starts the holder.
 	var env struct {
 		ExitCode *int   `json:"exit_code"`
@@ -101,4 +114,76 @@ func TestRow23AnsweredBeforeCommitted(t *testing.T) {
 		}
 	}
 	figure(t, 23, "a daemon whose job record writes stall: %d of %d terminal_exec calls answered (exit codes 0-2); after its kill -9 the next daemon has %d of %d recorded as answered (done, exit code, bytes), from the records the holder kept", len(answered), n, recorded, len(answered))
+}
+
+// Row 23, background jobs: a daemon that can write the first record of a
+// detached job (pending, before anything starts) but no record after it
+// still answers `run` calls with their jobs running: the holder keeps
+// each job's running record. Killed with -9 then, it leaves them to the
+// next daemon, which records each from the holder's copy, and its end
+// (done, exit code, output bytes), one record a job.
+func TestRow23RunAnsweredBeforeCommitted(t *testing.T) {
+	dir, d, s := row23Daemon(t)
+	var st task
+	s.MustCall("run", map[string]any{"cmd": "true", "wait_seconds": 10}, &st) // starts the holder
+	if err := os.WriteFile(filepath.Join(dir, stallWrites), []byte(stallButPending), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n := count(4, 40)
+	type told struct {
+		id   string
+		exit int
+		out  int64
+	}
+	var answered []told
+	for i := range n {
+		out := fmt.Sprintf("row23r-%d-%d", os.Getpid(), i)
+		cmd := fmt.Sprintf("sleep 0.3; echo %s; exit %d", out, i%3)
+		_, isErr, err := s.TryCall("run", map[string]any{"cmd": cmd, "wait_seconds": 0}, &st)
+		if err != nil || isErr || st.ID == "" || st.Status != "running" {
+			t.Fatalf("run %d of %d while no record but pending ones is written: %v (tool error %v, %+v): a kept job's start must not wait for its running record", i+1, n, err, isErr, st)
+		}
+		answered = append(answered, told{st.ID, i % 3, int64(len(out) + 1)})
+	}
+	d.Kill()
+	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
+		t.Fatal(err)
+	}
+
+	d = startDaemon(t, dir)
+	var recorded int
+	check := func() error {
+		resp, err := d.Call(proto.Request{Cmd: proto.CmdPs, All: true})
+		if err != nil {
+			return err
+		}
+		recorded = 0
+		for _, a := range answered {
+			k := 0
+			for _, j := range resp.Jobs {
+				if j.ID != a.id {
+					continue
+				}
+				k++
+				switch {
+				case j.State == "done" && j.ExitCode != nil && *j.ExitCode == a.exit && j.StdoutBytes == a.out:
+					recorded++
+				case j.State != "running":
+					return fmt.Errorf("job %s was answered running (exit %d to come, %d bytes out); the next daemon has it %s exit %v, %d bytes (%s)",
+						a.id, a.exit, a.out, j.State, deref(j.ExitCode), j.StdoutBytes, j.Error)
+				}
+			}
+			if k != 1 {
+				return fmt.Errorf("job %s: %d records, want 1", a.id, k)
+			}
+		}
+		if recorded != len(answered) {
+			return fmt.Errorf("%d of %d answered jobs recorded done as they ended", recorded, len(answered))
+		}
+		return nil
+	}
+	if err := hivetest.Wait(15*time.Second, check); err != nil {
+		t.Fatal(err)
+	}
+	figure(t, 23, "a daemon that writes no job record but pending ones: %d of %d run calls answered running; after its kill -9 the next daemon has %d of %d recorded from the holder's copies and done as they ended (exit code, bytes)", len(answered), n, recorded, len(answered))
 }

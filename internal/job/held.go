@@ -533,12 +533,13 @@ func (j *Job) keptRecord(st wire.JobStart) json.RawMessage {
 }
 
 // recordOfHeld is the record of a job x the holder holds that the store
-// has none of (known: the ids it has), from the record its daemon kept
-// with it (wire.Kept.Record): a job that daemon answered for before it
-// committed the job's record, and died. ok is false for a job of no such
-// record, or one that is not a running record of x.
-func recordOfHeld(x wire.Job, known map[string]bool) (rec store.Job, ok bool) {
-	if len(x.Record) == 0 || known[x.ID] {
+// has none of (known: the ids it has) or only the pending one of
+// (pending: a detached job's first record), from the record its daemon
+// kept with it (wire.Kept.Record): a job that daemon answered for before
+// it committed the job's running record, and died. ok is false for a job
+// of no such record, or one that is not a running record of x.
+func recordOfHeld(x wire.Job, known, pending map[string]bool) (rec store.Job, ok bool) {
+	if len(x.Record) == 0 || (known[x.ID] && !pending[x.ID]) {
 		return store.Job{}, false
 	}
 	if err := json.Unmarshal(x.Record, &rec); err != nil || rec.ID != x.ID || State(rec.State) != Running {
@@ -990,16 +991,20 @@ func (m *Manager) adoptHeld(left []store.Job, known map[string]bool) ([]store.Jo
 		l.Listen(m)
 	}
 	running := make(map[string]store.Job, len(left))
+	pending := map[string]bool{}
 	for _, rec := range left {
-		if State(rec.State) == Running {
+		switch State(rec.State) {
+		case Running:
 			running[rec.ID] = rec
+		case Pending:
+			pending[rec.ID] = true
 		}
 	}
 	adopted := map[string]bool{}
 	err := m.sup.Adopt(func(x wire.Job, early *wire.JobEnd) bool {
 		rec, ok := running[x.ID]
 		if !ok {
-			if rec, ok = recordOfHeld(x, known); !ok {
+			if rec, ok = recordOfHeld(x, known, pending); !ok {
 				return false
 			}
 			known[x.ID] = true

@@ -426,7 +426,16 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		}
 		return nil, fmt.Errorf("job %s was not started: %w", id, notAnswered)
 	}
-	if j.detached {
+	j.mu.Lock()
+	recordKept := j.recordKept
+	j.mu.Unlock()
+	switch {
+	case j.detached && recordKept:
+		// Its holder keeps its running record (see keptRecord): a next
+		// daemon adopts it from that copy should this one die before
+		// the record is committed, which it is at once, not waited for.
+		m.records.hurry()
+	case j.detached:
 		// The running record (pid, start time) is what a restarted
 		// daemon needs to find the job's processes.
 		if err := m.Sync(j); err != nil {
@@ -572,13 +581,20 @@ func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 // the holder's copy. Its end is committed at once, without being
 // waited for. A detached one waits for its end's record: its loose end
 // goes with it, and must be written before a caller that has the end
-// clears it.
+// clears it; told running, it waits for nothing more than a kept
+// attached one.
 func (m *Manager) Durable(j *Job) (Info, error) {
 	j.mu.Lock()
 	in := j.snapshotLocked()
 	kept := j.endKept && j.runSeq > 0 && !j.detached
 	runSeq, recordKept := j.runSeq, j.recordKept
+	detachedRunning := j.detached && in.State == Running
 	j.mu.Unlock()
+	if detachedRunning && recordKept {
+		// Told running: its holder keeps that record (see Start).
+		m.records.hurry()
+		return in, nil
+	}
 	if kept && recordKept {
 		// Its holder keeps its running record too: nothing to wait
 		// for. Both records go in one commit, at once (what a crash of

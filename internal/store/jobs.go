@@ -124,15 +124,15 @@ const argvSep = "\x00"
 // job): a later put's are not written.
 func (s *Store) PutJob(ctx context.Context, j Job) error {
 	if BeforeJobWrite != nil {
-		BeforeJobWrite()
+		BeforeJobWrite([]Job{j})
 	}
 	return s.execPut(ctx, s.putJob, j)
 }
 
 // BeforeJobWrite, if set (by tests, before any store opens), runs before
-// each write of job records (PutJob, PutJobs): a test stalls a daemon's
-// writes with it to see what holds without them.
-var BeforeJobWrite func()
+// each write of job records (PutJob, PutJobs), with the records: a test
+// stalls a daemon's writes with it to see what holds without them.
+var BeforeJobWrite func(jobs []Job)
 
 func (s *Store) execPut(ctx context.Context, st *sql.Stmt, j Job) error {
 	_, err := st.ExecContext(ctx,
@@ -343,7 +343,7 @@ func (s *Store) PutJobs(ctx context.Context, jobs []Job, todos []Todo) ([]Todo, 
 		return nil, s.PutJob(ctx, jobs[0])
 	}
 	if BeforeJobWrite != nil {
-		BeforeJobWrite()
+		BeforeJobWrite(jobs)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {

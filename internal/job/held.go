@@ -533,13 +533,12 @@ func (j *Job) keptRecord(st wire.JobStart) json.RawMessage {
 }
 
 // recordOfHeld is the record of a job x the holder holds that the store
-// has none of (known: the ids it has) or only the pending one of
-// (pending: a detached job's first record), from the record its daemon
-// kept with it (wire.Kept.Record): a job that daemon answered for before
-// it committed the job's running record, and died. ok is false for a job
-// of no such record, or one that is not a running record of x.
-func recordOfHeld(x wire.Job, known, pending map[string]bool) (rec store.Job, ok bool) {
-	if len(x.Record) == 0 || (known[x.ID] && !pending[x.ID]) {
+// has none of (known: the ids it has), from the record its daemon kept
+// with it (wire.Kept.Record): a job that daemon answered for before it
+// committed the job's record, and died. ok is false for a job of no such
+// record, or one that is not a running record of x.
+func recordOfHeld(x wire.Job, known map[string]bool) (rec store.Job, ok bool) {
+	if len(x.Record) == 0 || known[x.ID] {
 		return store.Job{}, false
 	}
 	if err := json.Unmarshal(x.Record, &rec); err != nil || rec.ID != x.ID || State(rec.State) != Running {
@@ -990,21 +989,20 @@ func (m *Manager) adoptHeld(left []store.Job, known map[string]bool) ([]store.Jo
 	if l, ok := m.o.Holder.(interface{ Listen(HeldSink) }); ok {
 		l.Listen(m)
 	}
-	running := make(map[string]store.Job, len(left))
-	pending := map[string]bool{}
+	// A job's record says running, or pending: a detached job whose
+	// start was answered before its running record was committed (see
+	// Start), whose pid and start the holder tells.
+	open := make(map[string]store.Job, len(left))
 	for _, rec := range left {
-		switch State(rec.State) {
-		case Running:
-			running[rec.ID] = rec
-		case Pending:
-			pending[rec.ID] = true
+		if s := State(rec.State); s == Running || s == Pending {
+			open[rec.ID] = rec
 		}
 	}
 	adopted := map[string]bool{}
 	err := m.sup.Adopt(func(x wire.Job, early *wire.JobEnd) bool {
-		rec, ok := running[x.ID]
+		rec, ok := open[x.ID]
 		if !ok {
-			if rec, ok = recordOfHeld(x, known, pending); !ok {
+			if rec, ok = recordOfHeld(x, known); !ok {
 				return false
 			}
 			known[x.ID] = true

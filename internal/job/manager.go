@@ -427,13 +427,14 @@ func (m *Manager) Start(spec Spec) (*Job, error) {
 		return nil, fmt.Errorf("job %s was not started: %w", id, notAnswered)
 	}
 	j.mu.Lock()
-	recordKept := j.recordKept
+	inHolder := j.inHolderLocked()
 	j.mu.Unlock()
 	switch {
-	case j.detached && recordKept:
-		// Its holder keeps its running record (see keptRecord): a next
-		// daemon adopts it from that copy should this one die before
-		// the record is committed, which it is at once, not waited for.
+	case j.detached && inHolder:
+		// Its holder has it: should this daemon die before its running
+		// record is committed (at once, not waited for), the next one
+		// adopts it from its first record and what the holder tells of
+		// it (pid, start; see adoptHeld).
 		m.records.hurry()
 	case j.detached:
 		// The running record (pid, start time) is what a restarted
@@ -588,10 +589,10 @@ func (m *Manager) Durable(j *Job) (Info, error) {
 	in := j.snapshotLocked()
 	kept := j.endKept && j.runSeq > 0 && !j.detached
 	runSeq, recordKept := j.runSeq, j.recordKept
-	detachedRunning := j.detached && in.State == Running
+	toldRunning := j.detached && in.State == Running && j.inHolderLocked()
 	j.mu.Unlock()
-	if detachedRunning && recordKept {
-		// Told running: its holder keeps that record (see Start).
+	if toldRunning {
+		// Told running: its holder has it (see Start).
 		m.records.hurry()
 		return in, nil
 	}
@@ -614,6 +615,10 @@ func (m *Manager) Durable(j *Job) (Info, error) {
 	}
 	return in, nil
 }
+
+// inHolderLocked reports whether the job's holder has it: started by
+// the holder (held), or started here and kept by it. j.mu is held.
+func (j *Job) inHolderLocked() bool { return j.held || j.kept }
 
 // Sync returns once j's latest state is committed to the store: what a
 // caller tells a client of the job must not be contradicted after a

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -109,6 +110,31 @@ type serverConn struct {
 	// (wire.JobSpec.EnvRef), at most maxEnvs. Only the connection's
 	// reader uses them, before it hands the reading on (see read).
 	envs map[string][]string
+	// superseded: a newer daemon's connection took over (see
+	// supersede); what this one sent before is read for its acks and
+	// kept jobs' ends only.
+	superseded atomic.Bool
+}
+
+// supersedeDrain bounds the reading of a superseded connection: the
+// lines its daemon wrote before it went are in the socket already.
+const supersedeDrain = time.Second
+
+// supersede ends sc's turn once a newer daemon's connection took over:
+// no more events or answers go to it (its write side is shut: its daemon
+// reads the end), and its reader takes from what its daemon wrote before
+// the acks and the kept jobs' ends only, until the end of its lines or
+// supersedeDrain. Closing it at once lost those lines when the new
+// daemon came before the holder read them (a daemon that acks, exits,
+// and a next one that starts at once): ends held again for nothing, or
+// a kept job's end never told.
+func (sc *serverConn) supersede() {
+	sc.superseded.Store(true)
+	sc.c.SetReadDeadline(time.Now().Add(supersedeDrain))
+	if uc, ok := sc.c.(*net.UnixConn); ok && uc.CloseWrite() == nil {
+		return
+	}
+	sc.c.Close()
 }
 
 // maxEnvs bounds the environments a connection keeps: a daemon's
@@ -403,7 +429,7 @@ func (s *server) serve(c net.Conn) {
 	s.mu.Unlock()
 	if old != nil {
 		s.log.Info("a new daemon takes over from the last one's connection")
-		old.c.Close()
+		old.supersede()
 	}
 	s.log.Info("a daemon connected", "pid", req.Hello.Pid, "build", req.Hello.Build)
 	if v >= 3 && me.Keeps && req.Hello.Keeps {
@@ -427,6 +453,9 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 		if err := json.Unmarshal(line, &req); err != nil {
 			sc.send(wire.Message{Error: "bad request: " + err.Error()})
 			continue
+		}
+		if sc.superseded.Load() && req.Op != wire.OpAck && req.Op != wire.OpKeptEnd {
+			continue // a newer daemon's turn
 		}
 		switch req.Op {
 		case wire.OpSpawn:

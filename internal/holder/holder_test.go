@@ -146,6 +146,67 @@ func TestEndHeldUntilAcked(t *testing.T) {
 	})
 }
 
+// A daemon's ack that the holder had not read when the next daemon took
+// over is taken all the same: the holder reads a superseded connection on
+// for its acks (and kept jobs' ends) instead of closing it at once. The
+// first daemon here is a raw connection that writes its ack only once
+// the second has taken over (a call of its answered): closed at the
+// takeover, the holder would never read it.
+func TestAckAfterTakeover(t *testing.T) {
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := r.ReadString('\n'); err != nil { // the holder's hello
+		t.Fatal(err)
+	}
+	write := func(req wire.Request) {
+		t.Helper()
+		b, _ := json.Marshal(req)
+		if _, err := conn.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(wire.Request{Op: wire.OpHello, Hello: &wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Pid: os.Getpid()}})
+	sp := spec(dir, "j1", "/bin/true")
+	write(wire.Request{Seq: 1, Op: wire.OpSpawn, Spawn: &sp})
+	for ended := false; !ended; { // its answer, then its end
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m wire.Message
+		json.Unmarshal([]byte(line), &m)
+		if m.Error != "" {
+			t.Fatalf("spawn: %s", m.Error)
+		}
+		ended = m.Ev == wire.EvEnd && m.ID == "j1"
+	}
+	c2, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	held, err := c2.Held() // answered: the holder has taken c2's hello
+	if err != nil || len(held) != 1 || held[0].ID != "j1" || held[0].End == nil {
+		t.Fatalf("held before the first daemon's ack: %+v %v", held, err)
+	}
+	write(wire.Request{Seq: 2, Op: wire.OpAck, ID: "j1", NoReply: true})
+	conn.Close()
+	hivetest.Eventually(t, 5*time.Second, "the holder to take the first daemon's ack", func() error {
+		held, err := c2.Held()
+		if err == nil && len(held) == 0 {
+			return nil
+		}
+		return fmt.Errorf("the holder holds %+v (%v)", held, err)
+	})
+}
+
 // openRetry opens a client once the holder has seen the last one go.
 func openRetry(t *testing.T, sock string) *Client {
 	t.Helper()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"slices"
@@ -20,8 +21,10 @@ const baseEnv = "HIVE_BENCH_BASE"
 // benchmark is skipped without it), each with its holder and a raw
 // client through its own `hive mcp` bridge. Per iteration, on both (which
 // goes first alternates): terminal_exec {"cmd":"true"} (checked: exit 0,
-// direct) and run {"cmd":"true","wait_seconds":5} (checked: done, exit
-// 0); then `true` and `bash -c true` spawned from this process.
+// direct), run {"cmd":"true","wait_seconds":5} (checked: done, exit 0)
+// and a background start, run {"cmd":"true","wait_seconds":0} (checked: a
+// job id, running or done); then `true` and `bash -c true` spawned from
+// this process.
 //
 // On a machine shared with other work a mean moves with every slow
 // iteration; medians of the iterations do not. Metrics, in µs, medians
@@ -30,9 +33,11 @@ const baseEnv = "HIVE_BENCH_BASE"
 // iterations' own ratios: exec-new/base, run-new/base (below 1: the
 // change is faster), exec-new/spawn, run-new/bash, exec-base/spawn,
 // run-base/bash (issue 20's targets: exec/spawn <= 1.5, run/bash <= 1.15);
-// new-daemon-cpu-us/op, new-holder-cpu-us/op, base-daemon-cpu-us/op,
-// base-holder-cpu-us/op: the processor time (user+system) of each process
-// per iteration (one terminal_exec and one run on each side).
+// new-start-p50-us, base-start-p50-us and start-new/base for the
+// background start; new-daemon-cpu-us/op, new-holder-cpu-us/op,
+// base-daemon-cpu-us/op, base-holder-cpu-us/op: the processor time
+// (user+system) of each process per iteration (one terminal_exec, one run
+// and one start on each side).
 func BenchmarkVsBase(b *testing.B) {
 	baseBin := os.Getenv(baseEnv)
 	if baseBin == "" {
@@ -52,6 +57,7 @@ func BenchmarkVsBase(b *testing.B) {
 	sides := [2]*rawSession{connectRaw(b, newD), connectRawCmd(b, baseCmd(baseDir, "mcp"))}
 	const execParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
 	const runParams = `{"name":"run","arguments":{"cmd":"true","wait_seconds":5}}`
+	const startParams = `{"name":"run","arguments":{"cmd":"true","wait_seconds":0}}`
 	call := func(k int, params string, run bool) time.Duration {
 		return timedTrue(b, sides[k], k, params, run, run)
 	}
@@ -59,8 +65,9 @@ func BenchmarkVsBase(b *testing.B) {
 	for k := range sides { // warm every path up
 		call(k, execParams, false)
 		call(k, runParams, true)
+		timedStart(b, sides[k], k, startParams)
 	}
-	var ex, rn [2][]float64
+	var ex, rn, st [2][]float64
 	var spawnD, bashD []float64
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 	cpu := func() (t [4]time.Duration) {
@@ -81,6 +88,7 @@ func BenchmarkVsBase(b *testing.B) {
 			k := (i + j) % 2
 			ex[k] = append(ex[k], us(call(k, execParams, false)))
 			rn[k] = append(rn[k], us(call(k, runParams, true)))
+			st[k] = append(st[k], us(timedStart(b, sides[k], k, startParams)))
 		}
 		spawnD = append(spawnD, us(spawn("true")))
 		bashD = append(bashD, us(spawn("bash", "-c", "true")))
@@ -103,6 +111,9 @@ func BenchmarkVsBase(b *testing.B) {
 	b.ReportMetric(medianOf(rn[0]), "new-run-p50-us")
 	b.ReportMetric(medianOf(rn[1]), "base-run-p50-us")
 	b.ReportMetric(medianOf(bashD), "bash-p50-us")
+	b.ReportMetric(medianOf(st[0]), "new-start-p50-us")
+	b.ReportMetric(medianOf(st[1]), "base-start-p50-us")
+	b.ReportMetric(medianOf(ratios(st[0], st[1])), "start-new/base")
 	b.ReportMetric(medianOf(ratios(ex[0], ex[1])), "exec-new/base")
 	b.ReportMetric(medianOf(ratios(rn[0], rn[1])), "run-new/base")
 	b.ReportMetric(medianOf(ratios(ex[0], spawnD)), "exec-new/spawn")
@@ -124,4 +135,26 @@ func medianOf(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// timedStart times a background start (run with wait_seconds 0) on s,
+// checked: a job id, running or already done.
+func timedStart(b *testing.B, s *rawSession, k int, params string) time.Duration {
+	t0 := time.Now()
+	out, err := s.call("tools/call", params)
+	dt := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+		S       struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.IsError || r.S.ID == "" || (r.S.Status != "running" && r.S.Status != "done") {
+		b.Fatalf("side %d, %s: %s", k, params, out)
+	}
+	return dt
 }

@@ -654,14 +654,44 @@ func KillJobCgroups(owner string, grace time.Duration, slots ...string) []int {
 		counts[idx[k]] = n
 	}
 	for gen := range gens { // the rest of it: spares, jobs whose start was in flight
-		killGen(gen, grace)
-		os.Remove(filepath.Dir(gen))       // the base, once empty
-		for _, v1 := range v1OfSlot(gen) { // its jobs' v1 cgroups (see cgroupV1), empty now
-			removeTree(v1)
-			os.Remove(filepath.Dir(v1))
-		}
+		endGen(gen, grace)
 	}
 	return counts
+}
+
+// endGen ends what is left in generation gen, removes it and its jobs'
+// v1 cgroups, and its base once empty.
+func endGen(gen string, grace time.Duration) {
+	killGen(gen, grace)
+	os.Remove(filepath.Dir(gen))       // the base, once empty
+	for _, v1 := range v1OfSlot(gen) { // its jobs' v1 cgroups (see cgroupV1), empty now
+		removeTree(v1)
+		os.Remove(filepath.Dir(v1))
+	}
+}
+
+// EndLeftJobCgroups ends what is left in the generations of owner's job
+// cgroups (below this process's cgroup) whose maker is gone, a holder or
+// a daemon killed with -9, and removes them, and the base once empty:
+// what the next hive of that state dir does at its start. For a state
+// dir no hive will use again (a test's): else a killed maker's
+// generation stays for good. The generation of a maker that runs is
+// left alone.
+func EndLeftJobCgroups(owner string, grace time.Duration) {
+	own, _ := Cgroup2()
+	if own == "" {
+		return
+	}
+	base := filepath.Join(own, baseName(owner))
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() && genGone(e.Name()) {
+			endGen(filepath.Join(base, e.Name()), grace)
+		}
+	}
 }
 
 // LeaveJobCgroup moves the calling process out of a job's cgroup (one of

@@ -516,3 +516,53 @@ func TestJobCgroupsOnePassAJob(t *testing.T) {
 	}
 	hivetest.Eventually(t, 5*time.Second, "the worker to make the spares again", full)
 }
+
+// EndLeftJobCgroups ends and removes the generations of owner's job
+// cgroups whose maker is gone (here one whose pid is of a process that
+// exited, with a process left in a job's cgroup), and leaves the
+// generation of a maker that runs (this process's) as it is.
+func TestEndLeftJobCgroups(t *testing.T) {
+	owner := t.TempDir()
+	g := openCgroups(t, owner)
+	base := filepath.Dir(g.Dir())
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := filepath.Join(base, fmt.Sprintf("g-%d-1", gone.Process.Pid))
+	for _, d := range []string{dead, filepath.Join(dead, "s0"), filepath.Join(dead, "s1")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left := exec.Command("/bin/sh", "-c", `echo $$ > "$0/cgroup.procs" && echo ok && exec sleep 3600`, filepath.Join(dead, "s0"))
+	out, err := left.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := left.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { io.Copy(io.Discard, out); waited <- left.Wait() }()
+	t.Cleanup(func() { left.Process.Kill(); <-waited })
+	hivetest.Eventually(t, 5*time.Second, "the process in the dead maker's job cgroup", func() error {
+		if !populated(filepath.Join(dead, "s0")) {
+			return fmt.Errorf("%s is empty", dead)
+		}
+		return nil
+	})
+	EndLeftJobCgroups(owner, 100*time.Millisecond)
+	select {
+	case <-waited:
+		waited <- nil // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("the process left in the dead maker's job cgroup still runs")
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("the dead maker's generation: %v, want it removed", err)
+	}
+	if _, err := os.Stat(g.Dir()); err != nil {
+		t.Errorf("the live maker's generation: %v, want it left", err)
+	}
+}

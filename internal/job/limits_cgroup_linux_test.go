@@ -64,9 +64,10 @@ func TestCgroupPidsLimit(t *testing.T) {
 // cgroup's throttled periods are counted. The loop is a shell's alone
 // (no process per turn, whose start would count against it on a busy
 // machine), for 2 s of wall time exactly. The same loop without a limit
-// runs beside it: on a machine too busy to give it most of a core, a
-// limit of half a core may not show (the limited loop is never
-// throttled), and the test then skips.
+// runs beside it: on a machine too busy to give it most of a core, or
+// to give the limited one as much as its limit, a limit of half a core
+// may not show (the limited loop is never throttled), and the test then
+// skips.
 func TestCgroupCPUsLimit(t *testing.T) {
 	g := cgroupsWith(t, limits.CPUs)
 	h := newHarness(t, Options{Cgroups: g, Grace: time.Second})
@@ -81,7 +82,7 @@ func TestCgroupCPUsLimit(t *testing.T) {
 		return float64(in.Usage.CPUUserMS+in.Usage.CPUSystemMS) / float64(in.Duration().Milliseconds())
 	}
 	r, rc := share(in), share(ctl)
-	if rc < 0.8 && in.Usage.Throttled == 0 {
+	if (rc < 0.8 || r < 0.45) && in.Usage.Throttled == 0 {
 		t.Skipf("the machine is too busy to show a CPU limit: the unlimited loop beside it got %.2f of a core, the limited one %.2f, never throttled", rc, r)
 	}
 	if r < 0.25 || r > 0.75 {

@@ -140,12 +140,7 @@ func medianOf(xs []float64) float64 {
 // timedStart times a background start (run with wait_seconds 0) on s,
 // checked: a job id, running or already done.
 func timedStart(b *testing.B, s *rawSession, k int, params string) time.Duration {
-	t0 := time.Now()
-	out, err := s.call("tools/call", params)
-	dt := time.Since(t0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	out, dt := timedCall(b, s, params)
 	var r struct {
 		IsError bool `json:"isError"`
 		S       struct {

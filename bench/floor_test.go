@@ -108,12 +108,7 @@ func BenchmarkFloorRoundTrip(b *testing.B) {
 // checks its answer: exit 0, shell_kind direct for terminal_exec (not
 // run), and, when done, status done (a run that waited for its end).
 func timedTrue(b *testing.B, s *rawSession, k int, params string, run, done bool) time.Duration {
-	t0 := time.Now()
-	out, err := s.call("tools/call", params)
-	dt := time.Since(t0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	out, dt := timedCall(b, s, params)
 	var r struct {
 		IsError bool `json:"isError"`
 		S       struct {
@@ -127,6 +122,18 @@ func timedTrue(b *testing.B, s *rawSession, k int, params string, run, done bool
 		b.Fatalf("side %d, %s: %s", k, params, out)
 	}
 	return dt
+}
+
+// timedCall times one tools/call of params on s, client side, and
+// returns its result.
+func timedCall(b *testing.B, s *rawSession, params string) ([]byte, time.Duration) {
+	t0 := time.Now()
+	out, err := s.call("tools/call", params)
+	dt := time.Since(t0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out, dt
 }
 
 // timedSpawn times a raw run of argv from this process.

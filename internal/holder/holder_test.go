@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hivetools/hive/internal/errdefs"
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder/wire"
@@ -46,6 +48,13 @@ func (s *sink) HolderLost()             { s.lost <- struct{}{} }
 // serve runs a holder in this process on a socket in a temp dir.
 func serve(t *testing.T) (sock string, stop func()) {
 	t.Helper()
+	return serveWith(t, ServerOptions{})
+}
+
+// serveWith is serve with options o (its socket, first wait and ready
+// set here).
+func serveWith(t *testing.T, o ServerOptions) (sock string, stop func()) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "hold")
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +63,9 @@ func serve(t *testing.T) (sock string, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
+	o.Socket, o.FirstWait, o.Ready = sock, time.Minute, func() { close(ready) }
 	go func() {
-		done <- Serve(ctx, ServerOptions{Socket: sock, FirstWait: time.Minute, Ready: func() { close(ready) }})
+		done <- Serve(ctx, o)
 	}()
 	select {
 	case <-ready:
@@ -155,23 +165,8 @@ func TestEndHeldUntilAcked(t *testing.T) {
 func TestAckAfterTakeover(t *testing.T) {
 	sock, _ := serve(t)
 	dir := t.TempDir()
-	conn, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	r := bufio.NewReader(conn)
-	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := r.ReadString('\n'); err != nil { // the holder's hello
-		t.Fatal(err)
-	}
-	write := func(req wire.Request) {
-		t.Helper()
-		b, _ := json.Marshal(req)
-		if _, err := conn.Write(append(b, '\n')); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d := dialRaw(t, sock)
+	r, write := d.r, d.write
 	write(wire.Request{Op: wire.OpHello, Hello: &wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Pid: os.Getpid()}})
 	sp := spec(dir, "j1", "/bin/true")
 	write(wire.Request{Seq: 1, Op: wire.OpSpawn, Spawn: &sp})
@@ -197,7 +192,7 @@ func TestAckAfterTakeover(t *testing.T) {
 		t.Fatalf("held before the first daemon's ack: %+v %v", held, err)
 	}
 	write(wire.Request{Seq: 2, Op: wire.OpAck, ID: "j1", NoReply: true})
-	conn.Close()
+	d.c.Close()
 	hivetest.Eventually(t, 5*time.Second, "the holder to take the first daemon's ack", func() error {
 		held, err := c2.Held()
 		if err == nil && len(held) == 0 {
@@ -205,6 +200,52 @@ func TestAckAfterTakeover(t *testing.T) {
 		}
 		return fmt.Errorf("the holder holds %+v (%v)", held, err)
 	})
+}
+
+// rawDaemon is a daemon's connection to a holder made by hand, not by
+// a Client (which connects again once superseded, and takes over from
+// whatever took over from it).
+type rawDaemon struct {
+	t     *testing.T
+	c     *net.UnixConn
+	r     *bufio.Reader
+	hello wire.Hello // the holder's
+}
+
+// dialRaw connects to the holder at sock and reads its hello; the
+// connection closes at the test's end.
+func dialRaw(t *testing.T, sock string) *rawDaemon {
+	t.Helper()
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	d := &rawDaemon{t: t, c: conn.(*net.UnixConn), r: bufio.NewReader(conn)}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := d.r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m wire.Message
+	if err := json.Unmarshal([]byte(line), &m); err != nil || m.Hello == nil {
+		t.Fatalf("the holder's hello: %q %v", line, err)
+	}
+	d.hello = *m.Hello
+	return d
+}
+
+// write writes req's line, with descriptors fds.
+func (d *rawDaemon) write(req wire.Request, fds ...int) {
+	d.t.Helper()
+	b, _ := json.Marshal(req)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if _, _, err := d.c.WriteMsgUnix(append(b, '\n'), oob, nil); err != nil {
+		d.t.Fatal(err)
+	}
 }
 
 // openRetry opens a client once the holder has seen the last one go.
@@ -488,4 +529,43 @@ func TestQuitWaitsForEndsOnTheirWay(t *testing.T) {
 		t.Fatalf("quit with a job ending within %v: %v", quitWait, err)
 	}
 	<-acked
+}
+
+// deferrable picks the lines that want no answer as a daemon writes
+// them, and no other: a line it misses is only taken in at once.
+func TestDeferrable(t *testing.T) {
+	marshal := func(req wire.Request) []byte {
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cases := []struct {
+		line []byte
+		want string
+	}{
+		{marshal(wire.Request{Op: wire.OpKeep, Keep: &wire.Kept{}, NoReply: true}), wire.OpKeep},
+		{marshal(wire.Request{Op: wire.OpKeptEnd, ID: "j1", End: &wire.JobEnd{}, NoReply: true}), wire.OpKeptEnd},
+		{marshal(wire.Request{Op: wire.OpAck, ID: "j1", Seq: 42, NoReply: true}), wire.OpAck},
+		{marshal(wire.Request{Op: wire.OpAck, ID: "j1"}), wire.OpAck},
+		{marshal(wire.Request{Op: wire.OpHeld, Seq: 7}), ""},
+		{marshal(wire.Request{Op: wire.OpSpawn, Seq: 1, Spawn: &wire.JobSpec{ID: "j1"}}), ""},
+		{marshal(wire.Request{Op: wire.OpStop, Seq: 3, ID: "keep"}), ""},
+		{marshal(wire.Request{Op: wire.OpKilled, Seq: 3, ID: "j1"}), ""},
+		{[]byte(`{"op":"keeper"}`), ""},
+		{[]byte(`{"op":"ack"}`), wire.OpAck},
+		{[]byte(`{"seq":,"op":"ack"}`), ""},
+		{[]byte(`{"seq":12"op":"ack"}`), ""},
+		{[]byte(`{"seq":12`), ""},
+		{[]byte(` {"op":"ack"}`), ""},
+		{[]byte(`{"id":"x","op":"ack"}`), ""},
+		{[]byte(`{"op":"ack"`), ""},
+		{nil, ""},
+	}
+	for _, c := range cases {
+		if got := deferrable(c.line); got != c.want {
+			t.Errorf("deferrable(%s) = %q, want %q", c.line, got, c.want)
+		}
+	}
 }

@@ -247,7 +247,7 @@ func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
 		sc.send(wire.Message{Re: req.Seq, Error: err.Error(), Code: errdefs.Code(err)})
 		return
 	}
-	if req.Keep.Start.Cgroup != "" {
+	if req.Keep.Start.Cgroup != "" && !sc.superseded.Load() { // (taken in late: its daemon is told nothing more)
 		s.mu.Lock()
 		n := spareLoan - len(kp.lent)
 		s.mu.Unlock()

@@ -2,9 +2,11 @@ package holder
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -157,6 +159,9 @@ func keeperIfAsked() {
 // pidfd once its new parent reaped it) reaches the next daemon.
 func TestKeptJobOutlivesItsDaemon(t *testing.T) {
 	t.Setenv("HIVE_HOLDER_KEEP", "on") // and in the helper's environment
+	// The keep waits to be taken in (deferFor) past the daemon's kill:
+	// the connection's end takes it in before the job is taken over.
+	deferLongFor(t)
 	sock, _ := serve(t)
 	dir := t.TempDir()
 	// The job's new parent once its daemon is gone: this process, which
@@ -432,5 +437,180 @@ func TestKeptFDsCloseOnExec(t *testing.T) {
 	}
 	if flags&unix.FD_CLOEXEC == 0 {
 		t.Errorf("a received descriptor is not close-on-exec (flags %#x)", flags)
+	}
+}
+
+// deferLongFor has the holders the test serves take in the lines that
+// want no answer (deferrable) only when something else makes them: no
+// timer does within the test.
+func deferLongFor(t *testing.T) {
+	t.Helper()
+	was := deferFor
+	deferFor = time.Hour
+	t.Cleanup(func() { deferFor = was })
+}
+
+// The lines that want no answer (a keep, a kept job's end, an ack) wait
+// to be taken in, but never past a line that wants one: what came before
+// is taken in first, in order. (At a newer daemon's hello and at the
+// connection's end: the two tests below.)
+func TestDeferredLinesTakenInFirst(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	deferLongFor(t)
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, _ := listening(t, sock)
+	keeps, inst := c.Keeps()
+	if !keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	endOf := func(id string, code int) wire.JobEnd {
+		return wire.JobEnd{ID: id, Exited: true, ExitCode: code, Ended: time.Now()}
+	}
+	heldEnd := func(c *Client, id string) *wire.JobEnd {
+		t.Helper()
+		held, err := c.Held()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range held {
+			if x.ID == id {
+				return x.End
+			}
+		}
+		return nil
+	}
+	// A keep and its end, then a line that wants an answer: both were
+	// taken in before it, the keep first (an end of a job not kept is
+	// dropped).
+	keepOwnJob(t, c, dir, "d1", inst, "echo one")
+	if err := c.KeepEnd("d1", endOf("d1", 3)); err != nil {
+		t.Fatal(err)
+	}
+	if e := heldEnd(c, "d1"); e == nil || e.ExitCode != 3 {
+		t.Fatalf("held after a keep and its end: %+v", e)
+	}
+	// The ack is taken in before the next question, too.
+	if err := c.Ack("d1"); err != nil {
+		t.Fatal(err)
+	}
+	if e := heldEnd(c, "d1"); e != nil {
+		t.Fatalf("held after its ack: %+v", e)
+	}
+}
+
+// A keep and a kept job's end that wait to be taken in when a newer
+// daemon's hello comes are taken in before that daemon is answered. (The
+// first daemon is a raw connection here: a Client would connect again
+// once superseded, and take over from the second.)
+func TestDeferredLinesTakenInAtTakeover(t *testing.T) {
+	sock, tap := tappedHolder(t)
+	dir := t.TempDir()
+	d := dialRaw(t, sock)
+	if !d.hello.Keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	write := d.write
+	write(wire.Request{Op: wire.OpHello, Hello: &wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Pid: os.Getpid(), Keeps: true}})
+	j, err := startOwnJob(dir, "d2", EnvHolder+"="+d.hello.Instance, "echo two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.close()
+	proc.Wait(j.cmd)
+	<-j.pumped
+	write(wire.Request{Op: wire.OpKeep, Keep: &j.kept, NoReply: true}, j.pidfd, j.outR, j.errR)
+	write(wire.Request{Op: wire.OpKeptEnd, ID: "d2", End: &wire.JobEnd{ID: "d2", Exited: true, ExitCode: 5, Ended: time.Now()}, NoReply: true})
+	waitLog(t, tap, "a line waits to be taken in", 2) // read, not taken in
+	c2, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	held, err := c2.Held()
+	if err != nil || len(held) != 1 || held[0].ID != "d2" || held[0].End == nil || held[0].End.ExitCode != 5 {
+		t.Fatalf("held by the next daemon: %+v %v", held, err)
+	}
+	if err := c2.Ack("d2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logTap is a log handler that tells each record's message on msgs
+// (debug ones too; dropped when msgs is full).
+type logTap struct{ msgs chan string }
+
+func (h logTap) Enabled(context.Context, slog.Level) bool { return true }
+func (h logTap) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h logTap) WithGroup(string) slog.Handler            { return h }
+func (h logTap) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h.msgs <- r.Message:
+	default:
+	}
+	return nil
+}
+
+// tappedHolder serves a holder that keeps jobs and takes in the lines
+// that want no answer only when something makes it (deferLongFor), with
+// its log tapped.
+func tappedHolder(t *testing.T) (string, logTap) {
+	t.Helper()
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	deferLongFor(t)
+	tap := logTap{make(chan string, 1024)}
+	sock, _ := serveWith(t, ServerOptions{Logger: slog.New(tap)})
+	return sock, tap
+}
+
+// waitLog waits for n records of message msg on tap.
+func waitLog(t *testing.T, tap logTap, msg string, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for n > 0 {
+		select {
+		case m := <-tap.msgs:
+			if m == msg {
+				n--
+			}
+		case <-deadline:
+			t.Fatalf("the holder did not log %q", msg)
+		}
+	}
+}
+
+// A keep and a kept job's end that wait to be taken in when the
+// daemon's connection ends are taken in then: the next daemon finds the
+// end (and the holder would take the job over, were its daemon gone).
+func TestDeferredLinesTakenInAtTheEnd(t *testing.T) {
+	sock, tap := tappedHolder(t)
+	dir := t.TempDir()
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeps, inst := c.Keeps()
+	if !keeps {
+		c.Close()
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	keepOwnJob(t, c, dir, "e1", inst, "echo one")
+	if err := c.KeepEnd("e1", wire.JobEnd{ID: "e1", Exited: true, ExitCode: 7, Ended: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	// The end of the connection, not a newer hello, took them in.
+	waitLog(t, tap, "the daemon went", 1)
+	c2, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	held, err := c2.Held()
+	if err != nil || len(held) != 1 || held[0].ID != "e1" || held[0].End == nil || held[0].End.ExitCode != 7 {
+		t.Fatalf("held by the next daemon: %+v %v", held, err)
+	}
+	if err := c2.Ack("e1"); err != nil {
+		t.Fatal(err)
 	}
 }

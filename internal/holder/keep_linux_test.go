@@ -614,3 +614,49 @@ func TestDeferredLinesTakenInAtTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A daemon whose connection ended and that connected again (the same
+// process: Client.afterLoss) before the holder saw the first one end
+// keeps its jobs kept: the end of its old connection does not count as
+// the daemon's going (daemonWent), which would drop its keeper, and a
+// keep from it would be refused.
+func TestSameDaemonAgainKeepsKeeping(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	tap := logTap{make(chan string, 1024)}
+	sock, _ := serveWith(t, ServerOptions{Logger: slog.New(tap)})
+	dir := t.TempDir()
+	// The first connection of this process: raw (a Client would connect
+	// again once superseded).
+	d := dialRaw(t, sock)
+	d.write(wire.Request{Op: wire.OpHello, Hello: &wire.Hello{Proto: wire.Proto, Min: wire.MinProto, Pid: os.Getpid(), Keeps: true}})
+	d.write(wire.Request{Seq: 1, Op: wire.OpHeld})
+	if _, err := d.r.ReadString('\n'); err != nil { // answered: the holder has taken its hello
+		t.Fatal(err)
+	}
+	// The same process again, then the first connection's end.
+	c, err := Open(ClientOptions{Socket: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	keeps, inst := c.Keeps()
+	if !keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	if _, err := c.Held(); err != nil { // answered: the holder has taken its hello
+		t.Fatal(err)
+	}
+	d.c.Close()
+	waitLog(t, tap, "the daemon went", 1)
+	keepOwnJob(t, c, dir, "s1", inst, "echo one")
+	if err := c.KeepEnd("s1", wire.JobEnd{ID: "s1", Exited: true, ExitCode: 9, Ended: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.Held()
+	if err != nil || len(held) != 1 || held[0].ID != "s1" || held[0].End == nil || held[0].End.ExitCode != 9 {
+		t.Fatalf("held after a keep and its end: %+v %v", held, err)
+	}
+	if err := c.Ack("s1"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -531,9 +531,15 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 	if s.conn == sc {
 		s.conn = nil
 	}
+	// The same daemon connected again (Client.afterLoss) before this
+	// connection's end was seen: it has not gone, and its keeper is the
+	// new connection's (the new one's end counts).
+	again := s.conn != nil && s.conn.pid == pid
 	s.mu.Unlock()
-	s.log.Info("the daemon went", "pid", pid)
-	s.daemonWent(pid)
+	s.log.Info("the daemon went", "pid", pid, "connected_again", again)
+	if !again {
+		s.daemonWent(pid)
+	}
 	s.signalIdle()
 }
 

@@ -149,7 +149,8 @@ func (c *fdConn) closeAll() {
 	c.fds = nil
 }
 
-// lend lends kp up to n spares and tells it so. Spares lent before the
+// lend lends kp up to n spares and tells it so (the caller holds
+// s.lendMu: one loan at a time, counted from what is lent). Spares lent before the
 // generation was written to (a new epoch) are taken back first: the
 // daemon drops them (Void) and gets new ones.
 func (s *server) lend(sc *serverConn, kp *keeper, n int) {
@@ -198,7 +199,9 @@ func (s *server) killed(sc *serverConn, req wire.Request, pid int) {
 	kp := s.keepers[pid]
 	s.mu.Unlock()
 	if kp != nil {
+		s.lendMu.Lock()
 		s.lend(sc, kp, 0) // spares of a written generation go before the answer
+		s.lendMu.Unlock()
 	}
 	sc.send(wire.Message{Re: req.Seq, Killed: killed})
 }
@@ -247,14 +250,48 @@ func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
 		sc.send(wire.Message{Re: req.Seq, Error: err.Error(), Code: errdefs.Code(err)})
 		return
 	}
-	if req.Keep.Start.Cgroup != "" && !sc.superseded.Load() { // (taken in late: its daemon is told nothing more)
-		s.mu.Lock()
-		n := spareLoan - len(kp.lent)
-		s.mu.Unlock()
-		if n < spareLoan/2 {
-			n = 0 // lent again with the next: lend still voids a written generation's
-		}
-		s.lend(sc, kp, n)
+	if req.Keep.Start.Cgroup != "" {
+		s.topUp(sc, kp)
+	}
+}
+
+// topUp lends daemon kp, connected on sc, what its loan lacks once half
+// of it is taken (one message every spareLoan/2 jobs, not every job),
+// as much as the holder has: with none at hand (the holder's own spawns
+// take them too), the worker's next spares are lent (OnSpares, topUpNow);
+// lent only on a keep, a daemon left with none started every job through
+// the holder's spawn from then on, and kept none again. A superseded
+// connection's daemon is told nothing more.
+func (s *server) topUp(sc *serverConn, kp *keeper) {
+	if sc.superseded.Load() {
+		return
+	}
+	s.lendMu.Lock()
+	defer s.lendMu.Unlock()
+	s.mu.Lock()
+	n := spareLoan - len(kp.lent)
+	gone := kp.gone
+	s.mu.Unlock()
+	if gone {
+		return
+	}
+	if n < spareLoan/2 {
+		n = 0 // lent again with the next: lend still voids a written generation's
+	}
+	s.lend(sc, kp, n)
+}
+
+// topUpNow tops up the loan of the daemon connected now (OnSpares).
+func (s *server) topUpNow() {
+	s.mu.Lock()
+	sc := s.conn
+	var kp *keeper
+	if sc != nil {
+		kp = s.keepers[sc.pid]
+	}
+	s.mu.Unlock()
+	if kp != nil {
+		s.topUp(sc, kp)
 	}
 }
 

@@ -67,7 +67,9 @@ func (s *server) welcome(sc *serverConn, pid int) {
 	}
 	want := spareLoan - len(kp.lent)
 	s.mu.Unlock()
+	s.lendMu.Lock()
 	s.lend(sc, kp, want)
+	s.lendMu.Unlock()
 }
 
 // daemonWent is told that a connection of daemon pid ended: once its

@@ -159,10 +159,9 @@ func keeperIfAsked() {
 // pidfd once its new parent reaped it) reaches the next daemon.
 func TestKeptJobOutlivesItsDaemon(t *testing.T) {
 	t.Setenv("HIVE_HOLDER_KEEP", "on") // and in the helper's environment
-	// The keep waits to be taken in (deferFor) past the daemon's kill:
-	// the connection's end takes it in before the job is taken over.
-	deferLongFor(t)
-	sock, _ := serve(t)
+	// The keep waits to be taken in past the daemon's kill: the
+	// connection's end takes it in before the job is taken over.
+	sock, _ := serveWith(t, ServerOptions{DeferLines: deferLong})
 	dir := t.TempDir()
 	// The job's new parent once its daemon is gone: this process, which
 	// reaps it (init would, where it reaps).
@@ -440,15 +439,9 @@ func TestKeptFDsCloseOnExec(t *testing.T) {
 	}
 }
 
-// deferLongFor has the holders the test serves take in the lines that
-// want no answer (deferrable) only when something else makes them: no
-// timer does within the test.
-func deferLongFor(t *testing.T) {
-	t.Helper()
-	was := deferFor
-	deferFor = time.Hour
-	t.Cleanup(func() { deferFor = was })
-}
+// deferLong is a wait of deferred lines (ServerOptions.DeferLines) no
+// test sees the end of: they are taken in only by what must take them in.
+const deferLong = time.Hour
 
 // The lines that want no answer (a keep, a kept job's end, an ack) wait
 // to be taken in, but never past a line that wants one: what came before
@@ -456,8 +449,7 @@ func deferLongFor(t *testing.T) {
 // connection's end: the two tests below.)
 func TestDeferredLinesTakenInFirst(t *testing.T) {
 	t.Setenv("HIVE_HOLDER_KEEP", "on")
-	deferLongFor(t)
-	sock, _ := serve(t)
+	sock, _ := serveWith(t, ServerOptions{DeferLines: deferLong})
 	dir := t.TempDir()
 	c, _ := listening(t, sock)
 	keeps, inst := c.Keeps()
@@ -552,14 +544,13 @@ func (h logTap) Handle(_ context.Context, r slog.Record) error {
 }
 
 // tappedHolder serves a holder that keeps jobs and takes in the lines
-// that want no answer only when something makes it (deferLongFor), with
+// that want no answer only when something makes it (deferLong), with
 // its log tapped.
 func tappedHolder(t *testing.T) (string, logTap) {
 	t.Helper()
 	t.Setenv("HIVE_HOLDER_KEEP", "on")
-	deferLongFor(t)
 	tap := logTap{make(chan string, 1024)}
-	sock, _ := serveWith(t, ServerOptions{Logger: slog.New(tap)})
+	sock, _ := serveWith(t, ServerOptions{Logger: slog.New(tap), DeferLines: deferLong})
 	return sock, tap
 }
 

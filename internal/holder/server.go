@@ -58,6 +58,10 @@ type ServerOptions struct {
 	ProgressEvery time.Duration
 	// Ready, if set, is called once the socket listens.
 	Ready func()
+	// DeferLines, if positive, is how long the lines that want no answer
+	// wait to be taken in (deferFor when 0): tests make it long, to see
+	// them taken in by what must take them in.
+	DeferLines time.Duration
 	// Guard, if set, is the argv that starts the holder's guard (`hive
 	// holder-guard`; see Guard), which ends what is left of the jobs and
 	// sessions should the holder die. Without it they outlive a holder
@@ -85,7 +89,8 @@ type server struct {
 	inst     string        // the instance
 	keeps    bool          // it keeps jobs a daemon started (canKeep)
 	keepers  map[int]*keeper
-	deferFor time.Duration // deferFor when it began
+	deferFor time.Duration // how long deferred lines wait (deferFor, or ServerOptions.DeferLines)
+	lendMu   sync.Mutex    // one loan of spares at a time (lend)
 }
 
 // held is one job the holder holds.
@@ -254,11 +259,17 @@ func Serve(ctx context.Context, o ServerOptions) error {
 		return err
 	}
 	defer ln.Close()
-	s := &server{o: o, log: o.Logger, deferFor: deferFor, jobs: map[string]*held{}, reserved: map[string]bool{}, dirty: map[string]bool{},
+	wait := deferFor
+	if o.DeferLines > 0 {
+		wait = o.DeferLines
+	}
+	s := &server{o: o, log: o.Logger, deferFor: wait, jobs: map[string]*held{}, reserved: map[string]bool{}, dirty: map[string]bool{},
 		poke: make(chan struct{}, 1), idle: make(chan struct{}, 1), quit: make(chan struct{})}
 	s.keepers = map[int]*keeper{}
 	s.keeps = canKeep()
 	defer s.closeKeepers()
+	o.Cgroups.OnSpares(s.topUpNow)
+	defer o.Cgroups.OnSpares(nil)
 	if inst := Instance(os.Getpid()); inst != "" {
 		s.mark, s.inst = EnvHolder+"="+inst, inst
 		if len(o.Guard) > 0 {
@@ -558,7 +569,7 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 // Whatever asks about the jobs takes them in first: any other line of
 // the connection (held, take, stop, killed, spawn), a newer daemon's
 // hello, the connection's end, the holder's shutdown.
-var deferFor = 3 * time.Millisecond
+const deferFor = 3 * time.Millisecond
 
 // maxDeferred bounds the lines left waiting: at most this many keeps'
 // descriptors wait in the connection's queue (maxQueuedFDs).

@@ -513,6 +513,32 @@ func TestKeptJobs(t *testing.T) {
 			t.Errorf("%d kept jobs had the holder lend spares %d times, want at most %d", jobs, n, jobs/2)
 		}
 	})
+	t.Run("spares lent again after the holder had none", func(t *testing.T) {
+		// The holder's own spawns take spares too: a daemon's loan that
+		// ran short while the holder had none is topped up once its
+		// worker has made some (it was only on a keep, and a daemon with
+		// no spare keeps none: every job went through the holder's
+		// spawn from then on).
+		g, err := proc.OpenJobCgroups(t.TempDir())
+		if err != nil {
+			t.Skipf("no cgroups here: %v", err)
+		}
+		m, c, _, kept := lentSetupWith(t, g)
+		ctx := context.Background()
+		for range 6 { // past the loan of four
+			j, err := m.Start(job.Spec{Cmd: "sleep 30"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Lend(100)                         // the holder's spares are gone
+			if _, err := c.Held(); err != nil { // its keep is taken in: nothing to lend
+				t.Fatal(err)
+			}
+			m.Kill(j.ID(), true)
+			j.Wait(ctx)
+		}
+		hivetest.Eventually(t, 10*time.Second, "a job kept again", kept)
+	})
 	t.Run("killed while its holder is gone", func(t *testing.T) {
 		// The holder's guard ends what the holder kept, marked process by
 		// marked process: a job dies of its signal, or its shell sees its
@@ -631,6 +657,12 @@ func lentSetup(t *testing.T) (m *job.Manager, c *holder.Client, dir string, kept
 	if err != nil {
 		t.Skipf("no cgroups here: %v", err)
 	}
+	return lentSetupWith(t, g)
+}
+
+// lentSetupWith is lentSetup with the holder's cgroups g.
+func lentSetupWith(t *testing.T, g *proc.JobCgroups) (m *job.Manager, c *holder.Client, dir string, kept func() error) {
+	t.Helper()
 	t.Cleanup(g.Close) // after the holder's end
 	dir, sock, st := heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
 	m, c = heldManager(t, dir, sock, st, time.Second)

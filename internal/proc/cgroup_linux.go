@@ -127,6 +127,20 @@ type JobCgroups struct {
 	v1dirs map[string][]string // under mu: the v1 cgroups of each running job, by id (SetLimits)
 	doneV1 []string            // under mu: ended jobs' v1 cgroups, to remove
 	lent   map[string]bool     // under mu: spares lent (Lend), not adopted or taken back yet
+
+	onSpares func() // under mu: told once the worker made spares (OnSpares)
+}
+
+// OnSpares has f called (on the worker's goroutine, no lock held) each
+// time the worker has made spares: a holder lends them to a daemon whose
+// loan ran short while there were none (Lend gives what there is).
+func (g *JobCgroups) OnSpares(f func()) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.onSpares = f
+	g.mu.Unlock()
 }
 
 // spare is a cgroup made ahead, open and watched.
@@ -324,18 +338,32 @@ func (g *JobCgroups) work(stale []string) {
 // refill makes spares until there are enough (or one cannot be made or
 // watched: a job's cgroup is then made at its start).
 func (g *JobCgroups) refill() {
+	if g.makeSpares() {
+		g.mu.Lock()
+		f := g.onSpares
+		g.mu.Unlock()
+		if f != nil {
+			f()
+		}
+	}
+}
+
+// makeSpares makes spares until there are enough (or one cannot be made
+// or watched: a job's cgroup is then made at its start), and reports
+// whether it made any.
+func (g *JobCgroups) makeSpares() (made bool) {
 	for {
 		g.mu.Lock()
 		g.drainLocked()
 		if g.w == nil || len(g.spares) >= spares {
 			g.mu.Unlock()
-			return
+			return made
 		}
 		path, epoch := g.newPathLocked(), g.epoch
 		g.mu.Unlock()
 		s, err := makeSpare(path)
 		if err != nil {
-			return // made at the start instead
+			return made // made at the start instead
 		}
 		g.mu.Lock()
 		// Watched from now on: a write between its mkdir and this
@@ -348,13 +376,14 @@ func (g *JobCgroups) refill() {
 		}
 		if ok {
 			g.spares = append(g.spares, s)
+			made = true
 		} else {
 			unix.Close(s.fd)
 			g.done = append(g.done, s.path)
 		}
 		g.mu.Unlock()
 		if !ok && !renewed {
-			return // not watched: made at the start instead
+			return made // not watched: made at the start instead
 		}
 	}
 }

@@ -23,6 +23,7 @@ func (g *JobCgroups) Dir() string                { return "" }
 func (g *JobCgroups) Close()                     {}
 func (g *JobCgroups) SlotOf(id string) string    { return "" }
 func (g *JobCgroups) Lend(n int) []string        { return nil }
+func (g *JobCgroups) OnSpares(f func())          {}
 func (g *JobCgroups) Adopt(id, path string) bool { return false }
 func (g *JobCgroups) Unlend(paths []string)      {}
 func (g *JobCgroups) Epoch() int                 { return 0 }

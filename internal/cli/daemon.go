@@ -264,6 +264,7 @@ func runDaemon(ctx context.Context, e Env, args []string) error {
 	if o.fs.NArg() > 0 {
 		return fmt.Errorf("%w: hive daemon takes no arguments, got %q", ErrUsage, o.fs.Args())
 	}
+	slackTimers(e, "daemon")
 	l, err := layout(*o.dir)
 	if err != nil {
 		return err

@@ -17,6 +17,15 @@ func init() {
 	register(command{name: "holder-guard", usage: "holder-guard --instance PID-START [--cgroups DIR]   started by the holder: ends what is left of its jobs once it is gone", run: runHolderGuard, hidden: true})
 }
 
+// slackTimers gives the daemon or the holder its timer slack
+// (proc.SlackTimers: it may execute itself again, before it has opened
+// or started anything); without it, it runs as it is.
+func slackTimers(e Env, what string) {
+	if err := proc.SlackTimers(); err != nil {
+		fmt.Fprintf(e.Stderr, "hive %s: no timer slack of its own (%v): its timers keep the one it was given\n", what, err)
+	}
+}
+
 // runHolderGuard is the holder's guard (holder.Guard): it waits for the
 // holder's end on fd 3, ends what is left of its jobs, and exits.
 func runHolderGuard(ctx context.Context, e Env, args []string) error {
@@ -64,6 +73,7 @@ func runHolder(ctx context.Context, e Env, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: hive holder takes no arguments, got %q", ErrUsage, fs.Args())
 	}
+	slackTimers(e, "holder")
 	l, err := layout(*dir)
 	if err != nil {
 		return err

@@ -296,7 +296,7 @@ func (c *Client) start() (exited <-chan error, err error) {
 	cmd.Env = holderEnv(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
-	if err := proc.Start(cmd); err != nil {
+	if err := proc.StartOwn(cmd); err != nil { // with the daemon's timer slack
 		return nil, fmt.Errorf("start the holder of the jobs: %w", err)
 	}
 	c.log.Info("started the holder of the jobs", "pid", cmd.Process.Pid)

@@ -6,7 +6,7 @@ import "os/exec"
 // Reaper runs must be started here (and waited for with Wait): the reaper
 // then never takes its exit status, which stays the caller's to collect.
 // Elsewhere than Linux it is cmd.Start.
-func Start(cmd *exec.Cmd) error { return start(cmd) }
+func Start(cmd *exec.Cmd) error { return start(cmd, true) }
 
 // Wait waits for a command started with Start (cmd.Wait), then lets the
 // reaper treat its pid as any other.

@@ -40,14 +40,21 @@ var (
 // flight, before cmd.Start: a stand-in for an exec that takes long.
 var startHook func(cmd *exec.Cmd)
 
-func start(cmd *exec.Cmd) error {
+// start starts cmd; a child (not one of hive's own processes: StartOwn)
+// gets the timer slack this process was given (withChildSlack).
+func start(cmd *exec.Cmd, child bool) error {
 	directMu.Lock()
 	starting++
 	directMu.Unlock()
 	if h := startHook; h != nil {
 		h(cmd)
 	}
-	err := cmd.Start()
+	var err error
+	if child {
+		err = withChildSlack(cmd.Start)
+	} else {
+		err = cmd.Start()
+	}
 	directMu.Lock()
 	starting--
 	if err == nil {

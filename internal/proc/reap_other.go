@@ -7,10 +7,10 @@ import (
 	"os/exec"
 )
 
-func start(cmd *exec.Cmd) error { return cmd.Start() }
-func forget(cmd *exec.Cmd)      {}
-func reapExited(ps []Pinned)    {}
-func awaitExit(pid int)         {}
+func start(cmd *exec.Cmd, _ bool) error { return cmd.Start() }
+func forget(cmd *exec.Cmd)              {}
+func reapExited(ps []Pinned)            {}
+func awaitExit(pid int)                 {}
 
 // Reaper is Linux's child subreaper; elsewhere NewReaper fails.
 type Reaper struct{}

@@ -36,7 +36,7 @@ var tickCheck atomic.Int32
 // 0 if it cannot be known.
 func StartTimed(cmd *exec.Cmd) (uint64, error) {
 	before := bootTicks()
-	if err := start(cmd); err != nil {
+	if err := start(cmd, true); err != nil {
 		return 0, err
 	}
 	after := bootTicks()

@@ -6,4 +6,4 @@ import "os/exec"
 
 // StartTimed starts cmd as Start does; the start time of its process is
 // not known here (no /proc): 0.
-func StartTimed(cmd *exec.Cmd) (uint64, error) { return 0, start(cmd) }
+func StartTimed(cmd *exec.Cmd) (uint64, error) { return 0, start(cmd, true) }

@@ -1,0 +1,103 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// HiveSlack is the timer slack (PR_SET_TIMERSLACK) the daemon and the
+// holder run with, in nanoseconds: a timer of theirs may fire up to 1 ms
+// late. Their timers are lingers and deadlines of milliseconds and more;
+// what a call waits for comes by descriptors, not timers. The Go
+// runtime's monitor thread (sysmon), though, sleeps 20 µs at a time
+// while the process works, after every wake-up from its deep sleep (the
+// first system call of each call): with the kernel's default slack of
+// 50 µs, some 20 wake-ups a call in each process, every one of them a
+// preemption of the thread that ran on its processor (the child, the
+// answer, the client). With 1 ms, one or two. The slack is inherited at
+// fork and kept across exec, so the processes a daemon or holder starts
+// get back the slack it was given (childSlack: Start sets it on the
+// forking thread), and the holder, started with StartOwn, inherits the
+// daemon's.
+const HiveSlack = 1_000_000
+
+// EnvChildSlack carries the slack a daemon or holder was given (the one
+// its children get) across its own re-exec and to the holder it starts.
+const EnvChildSlack = "HIVE_CHILD_TIMERSLACK"
+
+// childSlack is the slack the processes this one starts get; 0: this
+// process's own (SlackTimers was not called, or changed nothing).
+var childSlack atomic.Int64
+
+// SlackTimers makes this process run with HiveSlack, for the daemon and
+// the holder, first thing: the runtime's threads exist already and only
+// inherit a slack at their creation, so a process whose slack is lower
+// executes itself again (the same pid, arguments, environment and open
+// descriptors) with it set, once (EnvChildSlack tells the new image the
+// slack to give its children, and that it must not exec again). It
+// returns only when the process runs with the slack, could not get it
+// (nothing changes then), or the exec failed.
+func SlackTimers() error {
+	cur, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil {
+		return err
+	}
+	if v, ok := os.LookupEnv(EnvChildSlack); ok {
+		os.Unsetenv(EnvChildSlack) // not for what this process starts
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && n < HiveSlack && cur >= HiveSlack {
+			childSlack.Store(n)
+		}
+		return nil // executed again already, or started by a daemon: never twice
+	}
+	if cur >= HiveSlack {
+		return nil // given by whatever started it: its children get it too
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	runtime.LockOSThread() // the exec comes from the thread whose slack is set
+	defer runtime.UnlockOSThread()
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, HiveSlack, 0, 0, 0); err != nil {
+		return err
+	}
+	env := append(os.Environ(), EnvChildSlack+"="+strconv.Itoa(max(cur, 1)))
+	err = syscall.Exec(exe, os.Args, env)
+	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(max(cur, 1)), 0, 0, 0) // the exec failed: as it was
+	return err
+}
+
+// withChildSlack runs start (a fork) on a thread whose slack is the one
+// this process's children get, when it differs from this process's.
+func withChildSlack(start func() error) error {
+	n := childSlack.Load()
+	if n <= 0 {
+		return start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(n), 0, 0, 0) != nil {
+		return start()
+	}
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, HiveSlack, 0, 0, 0)
+	return start()
+}
+
+// StartOwn starts cmd, a process of hive's that runs with HiveSlack too
+// (the holder), as Start does but with this process's slack, and tells
+// it the slack for its own children.
+func StartOwn(cmd *exec.Cmd) error {
+	if n := childSlack.Load(); n > 0 {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, EnvChildSlack+"="+strconv.FormatInt(n, 10))
+	}
+	return start(cmd, false)
+}

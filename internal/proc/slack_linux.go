@@ -58,17 +58,15 @@ func SlackTimers() error {
 	if cur >= HiveSlack {
 		return nil // given by whatever started it: its children get it too
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	runtime.LockOSThread() // the exec comes from the thread whose slack is set
 	defer runtime.UnlockOSThread()
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, HiveSlack, 0, 0, 0); err != nil {
 		return err
 	}
 	env := append(os.Environ(), EnvChildSlack+"="+strconv.Itoa(max(cur, 1)))
-	err = syscall.Exec(exe, os.Args, env)
+	// The image that runs, even if its file was replaced or removed
+	// since (os.Executable's path would then be another, or none).
+	err = syscall.Exec("/proc/self/exe", os.Args, env)
 	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(max(cur, 1)), 0, 0, 0) // the exec failed: as it was
 	return err
 }

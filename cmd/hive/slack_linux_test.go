@@ -51,6 +51,14 @@ func TestTimerSlack(t *testing.T) {
 		{"the daemon's", nil},
 		{"the holder's", []string{"--pids", "100"}},
 	} {
+		if leg.args != nil {
+			// The holder's spawn takes a job with limits; where they
+			// cannot be set, that leg has nothing to show.
+			if out, err := hivetest.Run(t, state, append([]string{"run"}, append(leg.args, "--", "true")...)...); err != nil {
+				t.Logf("%s job: no job with limits here: %v: %s", leg.name, err, out)
+				continue
+			}
+		}
 		j := runWait(t, state, append(leg.args, "--", "cat", "/proc/self/timerslack_ns")...)
 		if j.State != "done" {
 			t.Errorf("%s job: %s, %v", leg.name, j.State, j.Error)

@@ -149,10 +149,10 @@ func (c *fdConn) closeAll() {
 	c.fds = nil
 }
 
-// lend lends kp up to n spares and tells it so (the caller holds
-// s.lendMu: one loan at a time, counted from what is lent). Spares lent before the
-// generation was written to (a new epoch) are taken back first: the
-// daemon drops them (Void) and gets new ones.
+// lend lends kp up to n spares and tells it so; the caller holds
+// s.lendMu (one loan at a time, counted from what is lent). Spares lent
+// before the generation was written to (a new epoch) are taken back
+// first: the daemon drops them (Void) and gets new ones.
 func (s *server) lend(sc *serverConn, kp *keeper, n int) {
 	if s.o.Cgroups == nil {
 		return

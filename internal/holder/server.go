@@ -562,7 +562,7 @@ func (s *server) read(sc *serverConn, r *bufio.Reader, pid int) {
 // at once, their decoding and bookkeeping (and the spares lent again)
 // ran beside the job and the answer, on a machine of two processors
 // taking the processor one of them needed: `terminal_exec("true")`
-// calls 2 ms apart 5-7 % slower, `run` 2-3 % in BenchmarkFloorRoundTrip
+// calls 2 ms apart 1-7 % slower, `run` 2-3 % in BenchmarkFloorRoundTrip
 // (bench/README.md, session 21). Nothing waits for them: the daemon
 // waits for no answer, and a line written is the holder's whatever
 // happens to the daemon (the holder reads the connection to its end).

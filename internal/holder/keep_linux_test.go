@@ -519,13 +519,7 @@ func TestDeferredLinesTakenInAtTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	held, err := c2.Held()
-	if err != nil || len(held) != 1 || held[0].ID != "d2" || held[0].End == nil || held[0].End.ExitCode != 5 {
-		t.Fatalf("held by the next daemon: %+v %v", held, err)
-	}
-	if err := c2.Ack("d2"); err != nil {
-		t.Fatal(err)
-	}
+	ackOnlyEnd(t, c2, "d2", 5)
 }
 
 // logTap is a log handler that tells each record's message on msgs
@@ -552,6 +546,19 @@ func tappedHolder(t *testing.T) (string, logTap) {
 	tap := logTap{make(chan string, 1024)}
 	sock, _ := serveWith(t, ServerOptions{Logger: slog.New(tap), DeferLines: deferLong})
 	return sock, tap
+}
+
+// ackOnlyEnd asks the holder what it holds, through c: only kept job
+// id's end, told with exit code code; and acks it.
+func ackOnlyEnd(t *testing.T, c *Client, id string, code int) {
+	t.Helper()
+	held, err := c.Held()
+	if err != nil || len(held) != 1 || held[0].ID != id || held[0].End == nil || held[0].End.ExitCode != code {
+		t.Fatalf("held, want only %s's end (exit %d): %+v %v", id, code, held, err)
+	}
+	if err := c.Ack(id); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitLog waits for n records of message msg on tap.
@@ -597,13 +604,7 @@ func TestDeferredLinesTakenInAtTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	held, err := c2.Held()
-	if err != nil || len(held) != 1 || held[0].ID != "e1" || held[0].End == nil || held[0].End.ExitCode != 7 {
-		t.Fatalf("held by the next daemon: %+v %v", held, err)
-	}
-	if err := c2.Ack("e1"); err != nil {
-		t.Fatal(err)
-	}
+	ackOnlyEnd(t, c2, "e1", 7)
 }
 
 // A daemon whose connection ended and that connected again (the same
@@ -643,11 +644,5 @@ func TestSameDaemonAgainKeepsKeeping(t *testing.T) {
 	if err := c.KeepEnd("s1", wire.JobEnd{ID: "s1", Exited: true, ExitCode: 9, Ended: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	held, err := c.Held()
-	if err != nil || len(held) != 1 || held[0].ID != "s1" || held[0].End == nil || held[0].End.ExitCode != 9 {
-		t.Fatalf("held after a keep and its end: %+v %v", held, err)
-	}
-	if err := c.Ack("s1"); err != nil {
-		t.Fatal(err)
-	}
+	ackOnlyEnd(t, c, "s1", 9)
 }

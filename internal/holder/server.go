@@ -602,22 +602,20 @@ func deferrable(line []byte) string {
 	return ""
 }
 
-var deferredOps = func() []struct {
-	op     string
-	prefix []byte
-} {
-	var ops []struct {
-		op     string
-		prefix []byte
-	}
+// deferredOps are the deferrable ops and how their lines begin (after
+// the seq).
+var deferredOps = func() []deferredOp {
+	var ops []deferredOp
 	for _, op := range []string{wire.OpKeep, wire.OpKeptEnd, wire.OpAck} {
-		ops = append(ops, struct {
-			op     string
-			prefix []byte
-		}{op, []byte(`"op":"` + op + `"`)})
+		ops = append(ops, deferredOp{op, []byte(`"op":"` + op + `"`)})
 	}
 	return ops
 }()
+
+type deferredOp struct {
+	op     string
+	prefix []byte
+}
 
 // deferLine keeps line (deferrable) to be taken in within deferFor.
 func (s *server) deferLine(sc *serverConn, op string, line []byte) {

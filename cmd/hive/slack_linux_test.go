@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,6 +39,23 @@ func TestTimerSlack(t *testing.T) {
 	d := hivetest.StartDaemon(t, state)
 	if got := timerSlack(t, d.Pid); got != proc.HiveSlack {
 		t.Errorf("the daemon's timer slack: %d ns, want %d", got, proc.HiveSlack)
+	}
+	// Executed again from /proc/self/exe, it keeps its name (ps, top and
+	// pgrep show it), in every thread.
+	want := filepath.Base(hivetest.Bin(t).Path)
+	want = want[:min(len(want), 15)]
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(d.Pid) + "/task")
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("the daemon's threads: %v", err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(d.Pid) + "/task/" + task.Name() + "/comm")
+		if err != nil {
+			continue // a thread that ended
+		}
+		if got := strings.TrimSpace(string(b)); got != want {
+			t.Errorf("the daemon's thread %s is named %q, want %q (its executable's name)", task.Name(), got, want)
+		}
 	}
 	if h := hivetest.HolderPid(state); h == 0 {
 		t.Error("no holder")

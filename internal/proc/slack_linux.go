@@ -3,8 +3,10 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -53,6 +55,7 @@ func SlackTimers() error {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 && n < HiveSlack && cur >= HiveSlack {
 			childSlack.Store(n)
 		}
+		renameAfterExec()
 		return nil // executed again already, or started by a daemon: never twice
 	}
 	if cur >= HiveSlack {
@@ -69,6 +72,36 @@ func SlackTimers() error {
 	err = syscall.Exec("/proc/self/exe", os.Args, env)
 	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(max(cur, 1)), 0, 0, 0) // the exec failed: as it was
 	return err
+}
+
+// renameAfterExec gives back the name the process had before it
+// executed itself again: the kernel names a process after the file it
+// executes, "exe" for /proc/self/exe, and ps, top and pgrep show that
+// name. Every thread is renamed (a thread made later takes the name of
+// the one that makes it); the leader's name is the process's.
+func renameAfterExec() {
+	want := filepath.Base(os.Args[0])
+	if len(want) > 15 {
+		want = want[:15] // TASK_COMM_LEN, with its NUL
+	}
+	if b, err := os.ReadFile("/proc/self/comm"); err != nil || strings.TrimSpace(string(b)) != "exe" || want == "exe" || want == "" {
+		return
+	}
+	// Again while a pass renamed any: a thread made meanwhile by one
+	// not renamed yet is named "exe" too.
+	for pass := 0; pass < 4; pass++ {
+		tasks, _ := os.ReadDir("/proc/self/task")
+		renamed := false
+		for _, t := range tasks {
+			p := "/proc/self/task/" + t.Name() + "/comm"
+			if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == "exe" {
+				renamed = os.WriteFile(p, []byte(want), 0) == nil || renamed
+			}
+		}
+		if !renamed {
+			return
+		}
+	}
 }
 
 // withChildSlack runs start (a fork) on a thread whose slack is the one

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/proto"
 )
 
@@ -252,7 +253,8 @@ func Start(l paths.Layout, exe string, args []string, dir string, wait time.Dura
 	cmd.Env = daemonEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = detached()
-	if err := cmd.Start(); err != nil {
+	if err := proc.StartDaemon(cmd); err != nil { // with its timer slack: no exec again // with its timer slack: no re-exec
+
 		return fmt.Errorf("start daemon: %w", err)
 	}
 	exited := make(chan error, 1)

@@ -132,3 +132,28 @@ func StartOwn(cmd *exec.Cmd) error {
 	}
 	return start(cmd, false)
 }
+
+// StartDaemon starts cmd, a hive daemon, from a process not given
+// HiveSlack (a bridge, the CLI): with HiveSlack set on the forking thread
+// and EnvChildSlack naming this process's slack, so that the daemon
+// starts with its slack and need not execute itself again (a few
+// milliseconds of its start). It does not track cmd (Start does): the
+// caller waits for it. Where this process has HiveSlack already or
+// cannot set it, cmd starts as it is (the daemon sees to its slack).
+func StartDaemon(cmd *exec.Cmd) error {
+	cur, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	if err != nil || cur >= HiveSlack || childSlack.Load() > 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if unix.Prctl(unix.PR_SET_TIMERSLACK, HiveSlack, 0, 0, 0) != nil {
+		return cmd.Start()
+	}
+	defer unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(max(cur, 1)), 0, 0, 0)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, EnvChildSlack+"="+strconv.Itoa(max(cur, 1)))
+	return cmd.Start()
+}

@@ -85,6 +85,9 @@ type Client struct {
 	// sentHook, if set (by tests), sees each request's line as it is
 	// written, under mu.
 	sentHook func([]byte)
+	// keepHook, if set (by tests), sees each keep's message (the acks
+	// that go with it, then the keep line) as it is written, under mu.
+	keepHook func([]byte)
 	seq      uint64
 	pending  map[uint64]chan reply
 	sink     job.HeldSink
@@ -101,7 +104,9 @@ type Client struct {
 	// mu, never before.
 	ackMu     sync.Mutex
 	acks      []string
-	ackArmed  bool // a flushAcks is due
+	ackArmed  bool          // a flushAcks is due
+	ackTimer  *time.Timer   // runs flushAcks; stopped when a request takes the acks
+	ackWait   time.Duration // ackLinger, unless a test set another
 	ackClosed bool
 	dead      bool // the connection is gone: the next call dials anew
 	closed    bool
@@ -912,7 +917,15 @@ func (c *Client) Ack(id string) error {
 	c.acks = append(c.acks, id)
 	if !c.ackArmed {
 		c.ackArmed = true
-		time.AfterFunc(ackLinger, c.flushAcks)
+		wait := ackLinger
+		if c.ackWait > 0 {
+			wait = c.ackWait
+		}
+		if c.ackTimer == nil {
+			c.ackTimer = time.AfterFunc(wait, c.flushAcks)
+		} else {
+			c.ackTimer.Reset(wait)
+		}
 	}
 	return nil
 }
@@ -947,21 +960,31 @@ func (c *Client) flushAcks() {
 // (the caller has set the connection's write deadline). Their answers
 // are not waited for: the reader drops an answer no call waits for.
 func (c *Client) writeAcksLocked() bool {
+	b := c.appendAcksLocked(nil)
+	c.w.Write(b)
+	return len(b) > 0
+}
+
+// appendAcksLocked appends the queued acks' lines to dst. The flush that
+// was due for them (Ack) is not any more: a request that takes the acks
+// leaves the daemon no timer to wake for.
+func (c *Client) appendAcksLocked(dst []byte) []byte {
 	c.ackMu.Lock()
 	acks := c.acks
 	c.acks = nil
-	c.ackMu.Unlock()
-	if len(acks) == 0 {
-		return false
+	if len(acks) > 0 && c.ackArmed {
+		c.ackArmed = false
+		c.ackTimer.Stop()
 	}
+	c.ackMu.Unlock()
 	for _, id := range acks {
 		c.seq++
 		b, err := json.Marshal(wire.Request{Op: wire.OpAck, ID: id, Seq: c.seq, NoReply: true})
 		if err == nil {
-			c.w.Write(append(b, '\n'))
+			dst = append(append(dst, b...), '\n')
 		}
 	}
-	return true
+	return dst
 }
 
 // keepWanted: the daemon starts its jobs itself and has the holder keep
@@ -1054,15 +1077,22 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 		return errors.New("keep: not a unix connection")
 	}
 	uc.SetWriteDeadline(time.Now().Add(c.bound(wire.OpSpawn)))
-	// What is buffered goes first, in order.
-	c.writeAcksLocked()
+	// What is buffered goes first, in order (nothing: every write
+	// flushes), then the queued acks and the keep line in one message,
+	// one wake-up of the holder. The descriptors go with its first byte:
+	// the holder queues them as it reads it, before it reads the keep
+	// line that takes them (fdConn).
 	if err := c.w.Flush(); err != nil {
 		c.conn.Close()
 		return fmt.Errorf("keep: %w", err)
 	}
-	n, _, err := uc.WriteMsgUnix(b, unix.UnixRights(pidfd, outR, errR), nil)
-	if err == nil && n < len(b) {
-		_, err = uc.Write(b[n:]) // the descriptors went with the first byte
+	msg := append(c.appendAcksLocked(nil), b...)
+	if c.keepHook != nil {
+		c.keepHook(msg)
+	}
+	n, _, err := uc.WriteMsgUnix(msg, unix.UnixRights(pidfd, outR, errR), nil)
+	if err == nil && n < len(msg) {
+		_, err = uc.Write(msg[n:]) // the descriptors went with the first byte
 	}
 	if err != nil {
 		c.conn.Close()
@@ -1196,6 +1226,9 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.ackMu.Lock()
 	c.ackClosed = true
+	if c.ackTimer != nil {
+		c.ackTimer.Stop() // what is queued is written below, or kept for the next daemon
+	}
 	c.ackMu.Unlock()
 	var err error
 	if c.conn != nil {

@@ -2,6 +2,7 @@ package holder
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -645,4 +646,83 @@ func TestSameDaemonAgainKeepsKeeping(t *testing.T) {
 		t.Fatal(err)
 	}
 	ackOnlyEnd(t, c, "s1", 9)
+}
+
+// The acks queued when a job is kept go to the holder in the keep's own
+// message (one write, one wake-up of the holder), ahead of the keep line
+// whose descriptors ride on the message's first byte: the holder still
+// gives the keep line its descriptors (the job, taken over, ends with
+// its output told). The flush that was due for the acks is not any
+// more: the daemon has no timer left to wake for.
+func TestAcksGoWithTheKeep(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	sock, _ := serve(t)
+	dir := t.TempDir()
+	c, s := listening(t, sock)
+	keeps, inst := c.Keeps()
+	if !keeps {
+		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
+	}
+	var msgs [][]byte
+	c.mu.Lock()
+	c.keepHook = func(b []byte) { msgs = append(msgs, append([]byte(nil), b...)) }
+	c.ackWait = time.Hour // the ack waits for the keep, however slow the machine
+	c.mu.Unlock()
+
+	gate := filepath.Join(dir, "gate")
+	j, err := startOwnJob(dir, "a1", inst, "echo one; while [ ! -e "+gate+" ]; do sleep 0.01; done; echo two; exit 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaped := make(chan error, 1)
+	go func() { reaped <- proc.Wait(j.cmd) }()
+	t.Cleanup(func() {
+		syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+		<-reaped
+		j.close()
+	})
+	<-j.pumped
+	if err := c.Ack("a0"); err != nil { // a job of before, recorded
+		t.Fatal(err)
+	}
+	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
+		t.Fatal(err)
+	}
+
+	c.mu.Lock()
+	got := msgs
+	c.mu.Unlock()
+	if len(got) != 1 {
+		t.Fatalf("%d keep messages, want 1", len(got))
+	}
+	lines := bytes.SplitAfter(got[0], []byte("\n"))
+	if len(lines) != 3 || len(lines[2]) != 0 {
+		t.Fatalf("the keep's message: %q; want an ack line, then the keep line", got[0])
+	}
+	var ack, keep wire.Request
+	if err := json.Unmarshal(lines[0], &ack); err != nil || ack.Op != wire.OpAck || ack.ID != "a0" {
+		t.Errorf("its first line: %q (%v); want the ack of a0", lines[0], err)
+	}
+	if err := json.Unmarshal(lines[1], &keep); err != nil || keep.Op != wire.OpKeep || keep.Keep == nil || keep.Keep.Spec.ID != "a1" {
+		t.Errorf("its second line: %q (%v); want the keep of a1", lines[1], err)
+	}
+	c.ackMu.Lock()
+	armed := c.ackArmed
+	c.ackMu.Unlock()
+	if armed {
+		t.Error("a flush of the acks is still due after the keep took them")
+	}
+
+	if err := c.Take([]wire.Job{{ID: "a1", Stdout: wire.CountsOf(j.out.Stats())}}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	select {
+	case e := <-s.ends:
+		if e.ID != "a1" || e.ExitCode != 3 || e.Stdout.Total != 8 {
+			t.Fatalf("the kept job's end: %+v; want a1, exit 3, 8 bytes of stdout", e)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no end of the kept job")
+	}
 }

@@ -98,10 +98,21 @@ func (j *ownJob) close() {
 	unix.Close(j.pidfd)
 }
 
-// keepOwnJob starts a job as a daemon does (startOwnJob), this test its
-// parent and reaper (its group is killed at the test's end), and has the
-// holder keep it once its first line is pumped.
+// keepOwnJob starts a job (pumpedOwnJob) and has the holder keep it once
+// its first line is pumped.
 func keepOwnJob(t *testing.T, c *Client, dir, id, inst, script string) *ownJob {
+	t.Helper()
+	j := pumpedOwnJob(t, dir, id, inst, script)
+	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// pumpedOwnJob starts a job as a daemon does (startOwnJob), this test its
+// parent and reaper (its group is killed at the test's end), and returns
+// once its first line is pumped.
+func pumpedOwnJob(t *testing.T, dir, id, inst, script string) *ownJob {
 	t.Helper()
 	j, err := startOwnJob(dir, id, inst, script)
 	if err != nil {
@@ -115,9 +126,6 @@ func keepOwnJob(t *testing.T, c *Client, dir, id, inst, script string) *ownJob {
 		j.close()
 	})
 	<-j.pumped
-	if err := c.Keep(j.kept, j.pidfd, j.outR, j.errR); err != nil {
-		t.Fatal(err)
-	}
 	return j
 }
 
@@ -670,18 +678,7 @@ func TestAcksGoWithTheKeep(t *testing.T) {
 	c.mu.Unlock()
 
 	gate := filepath.Join(dir, "gate")
-	j, err := startOwnJob(dir, "a1", inst, "echo one; while [ ! -e "+gate+" ]; do sleep 0.01; done; echo two; exit 3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	reaped := make(chan error, 1)
-	go func() { reaped <- proc.Wait(j.cmd) }()
-	t.Cleanup(func() {
-		syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-		<-reaped
-		j.close()
-	})
-	<-j.pumped
+	j := pumpedOwnJob(t, dir, "a1", inst, "echo one; while [ ! -e "+gate+" ]; do sleep 0.01; done; echo two; exit 3")
 	if err := c.Ack("a0"); err != nil { // a job of before, recorded
 		t.Fatal(err)
 	}

@@ -19,7 +19,9 @@ func outputPipe() (r, w *os.File, err error) {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, os.NewSyscallError("pipe2", err)
 	}
-	if err := unix.SetNonblock(p[0], true); err != nil {
+	// A new pipe's read end has no status flag set: O_NONBLOCK is set
+	// without reading them first (unix.SetNonblock's second call).
+	if _, err := unix.FcntlInt(uintptr(p[0]), unix.F_SETFL, unix.O_NONBLOCK); err != nil {
 		unix.Close(p[0])
 		unix.Close(p[1])
 		return nil, nil, os.NewSyscallError("fcntl", err)

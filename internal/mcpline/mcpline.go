@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -841,6 +842,10 @@ func (c *lineConn) goDirect(msg jsonrpc.Message) bool {
 	c.writeMu.Unlock()
 	c.directs.Add(1)
 	go c.callDirect(ctx, cancel, r.ID, ss, p)
+	// The call first: this reader would otherwise read on (most often to
+	// find nothing, and wait) before the call's goroutine gets the
+	// processor (the daemon runs with few: proc.TuneProcs).
+	runtime.Gosched()
 	return true
 }
 

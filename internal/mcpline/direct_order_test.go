@@ -1,0 +1,100 @@
+package mcpline
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// steps records, in order, what the reader and a direct call did.
+type steps struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (s *steps) add(step string) {
+	s.mu.Lock()
+	s.got = append(s.got, step)
+	s.mu.Unlock()
+}
+
+func (s *steps) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got...)
+}
+
+// readSteps is a connection's input that records each read as it begins.
+type readSteps struct {
+	*os.File
+	s *steps
+}
+
+func (r readSteps) Read(p []byte) (int, error) {
+	r.s.add("read")
+	return r.File.Read(p)
+}
+
+// directSteps answers the tool "step" directly, recording the call.
+type directSteps struct{ s *steps }
+
+func (d directSteps) Has(name string) bool { return name == "step" }
+
+func (d directSteps) Call(context.Context, *mcp.ServerSession, *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
+	d.s.add("call")
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+}
+
+// A call Direct answers begins before the reader reads on: on a daemon
+// with one processor for its goroutines the reader would otherwise read
+// again (most often to find nothing, and wait) before the call ran.
+func TestDirectCallRunsBeforeTheNextRead(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s steps
+	srv := mcp.NewServer(&mcp.Implementation{Name: "order-test"}, nil)
+	tr := &Transport{Reader: readSteps{inR, &s}, Writer: outW, Direct: directSteps{&s}}
+	ss, err := srv.Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.SetSession(ss)
+	t.Cleanup(func() {
+		inW.Close()
+		ss.Wait()
+		outR.Close()
+	})
+	out := bufio.NewReader(outR)
+	send(t, inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	answerLine(t, out)
+	send(t, inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	before := len(s.list())
+	send(t, inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"step","arguments":{}}}`)
+	if line := answerLine(t, out); !strings.Contains(line, `"done"`) {
+		t.Fatalf("the call's answer: %s", line)
+	}
+	if tr.DirectCalls() != 1 {
+		t.Fatalf("%d calls went to Direct, want 1", tr.DirectCalls())
+	}
+	got := s.list()[before:]
+	// The read under way when the line was written returns it; then the
+	// call, then the next read.
+	i := strings.Index(strings.Join(got, " "), "call")
+	if i < 0 || !strings.HasPrefix(strings.Join(got, " ")[i:], "call read") {
+		t.Errorf("after the call was written: %q; want the call, then the next read", got)
+	}
+}

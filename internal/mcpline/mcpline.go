@@ -730,6 +730,15 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	return c.writeEncoded(ctx, msg, data)
+}
+
+// writeEncoded writes msg, encoded as data (a response to a call of a
+// batch waits for the batch's other answers).
+func (c *lineConn) writeEncoded(ctx context.Context, msg jsonrpc.Message, data []byte) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if r, ok := msg.(*jsonrpc.Response); ok {
@@ -857,6 +866,15 @@ func (c *lineConn) callDirect(ctx context.Context, cancel context.CancelFunc, id
 	defer cancel() // its context ends with the answer, as a go-sdk call's
 	res, err := c.direct.Call(ctx, ss, p)
 	resp := &jsonrpc.Response{ID: id}
+	if err == nil {
+		if line, ok := encodeAnswer(id, res); ok {
+			c.writeMu.Lock()
+			delete(c.cancels, id)
+			c.writeMu.Unlock()
+			c.writeEncoded(context.WithoutCancel(ctx), resp, line)
+			return
+		}
+	}
 	if err == nil && res == nil {
 		err = errors.New("tools/call: no result")
 	}

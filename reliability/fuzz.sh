@@ -23,6 +23,7 @@ targets=(
 	"FuzzSocketRequest ./internal/daemon"
 	"FuzzLineConn ./internal/mcpline"
 	"FuzzDecodeMessageAgrees ./internal/mcpline"
+	"FuzzEncodeAnswer ./internal/mcpline"
 	"FuzzEscaped ./internal/termsafe"
 	"FuzzCheck ./internal/policy"
 )

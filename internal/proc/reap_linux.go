@@ -294,7 +294,9 @@ var listChildren = childPids
 // Start registered. Without that file (a kernel without
 // CONFIG_PROC_CHILDREN) it scans the process table.
 func childPids(self int) []int {
-	b, err := readFile("/proc/" + strconv.Itoa(self) + "/task/" + strconv.Itoa(self) + "/children")
+	children.Lock()
+	defer children.Unlock()
+	b, err := children.read(self)
 	if err != nil {
 		return pids(Children(self))
 	}
@@ -305,6 +307,56 @@ func childPids(self int) []int {
 		}
 	}
 	return out
+}
+
+// children is the children file of this process's main thread, kept
+// open: each pass reads it again from its start (the kernel lists the
+// children anew at offset 0), one system call where an open, a read and
+// a close were three, on every job's end (the escape sweep) and every
+// SIGCHLD.
+var children childrenFile
+
+type childrenFile struct {
+	sync.Mutex
+	fd    int
+	pid   int // whose file fd is; 0: none open
+	buf   []byte
+	opens int // the opens made (tests)
+}
+
+// read returns the file's content, in c.buf (valid until the next read);
+// the caller holds c.
+func (c *childrenFile) read(self int) ([]byte, error) {
+	if c.pid != self {
+		if c.pid != 0 {
+			unix.Close(c.fd)
+			c.pid = 0
+		}
+		fd, err := unix.Open("/proc/"+strconv.Itoa(self)+"/task/"+strconv.Itoa(self)+"/children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, err
+		}
+		c.fd, c.pid = fd, self
+		c.opens++
+	}
+	if c.buf == nil {
+		c.buf = make([]byte, 512)
+	}
+	for {
+		n, err := unix.Pread(c.fd, c.buf, 0)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			unix.Close(c.fd)
+			c.pid = 0
+			return nil, err
+		case n == len(c.buf):
+			c.buf = make([]byte, 2*len(c.buf)) // maybe more: again, whole
+			continue
+		}
+		return c.buf[:n], nil
+	}
 }
 
 func pids(sts []Stat) []int {

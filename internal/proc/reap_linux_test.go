@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -197,5 +198,39 @@ func TestTerminateReapsMissedEscapees(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// The children file is opened once and read again from its start at each
+// pass: a child adopted since the last pass is listed, one reaped since
+// is not, and no pass opens the file again.
+func TestChildPidsReadAgain(t *testing.T) {
+	r, err := NewReaper()
+	if err != nil {
+		t.Skipf("no subreaper: %v", err)
+	}
+	defer r.Close()
+	self := os.Getpid()
+	childPids(self)
+	children.Lock()
+	opens := children.opens
+	children.Unlock()
+	pid := escapee(t)
+	if !slices.Contains(childPids(self), pid) {
+		t.Fatalf("the adopted child %d is not listed: %v", pid, childPids(self))
+	}
+	syscall.Kill(pid, syscall.SIGKILL) // the reaper reaps it
+	if err := hivetest.Wait(10*time.Second, func() error {
+		if slices.Contains(childPids(self), pid) {
+			return fmt.Errorf("child %d still listed", pid)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	children.Lock()
+	defer children.Unlock()
+	if children.opens != opens {
+		t.Errorf("the children file was opened %d times more", children.opens-opens)
 	}
 }

@@ -150,6 +150,7 @@ func NewReaper() (*Reaper, error) {
 		active.Store(nil)
 		return nil, fmt.Errorf("become a child subreaper: %w", err)
 	}
+	children.open(r.self) // now: it stays open while the reaper runs
 	signal.Notify(r.sigs, syscall.SIGCHLD)
 	r.wg.Add(1)
 	go func() {
@@ -182,6 +183,7 @@ func (r *Reaper) Close() {
 		r.wg.Wait()
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 		r.Reap()
+		children.close()
 		active.CompareAndSwap(r, nil)
 	})
 }
@@ -310,10 +312,10 @@ func childPids(self int) []int {
 }
 
 // children is the children file of this process's main thread, kept
-// open: each pass reads it again from its start (the kernel lists the
-// children anew at offset 0), one system call where an open, a read and
-// a close were three, on every job's end (the escape sweep) and every
-// SIGCHLD.
+// open while a Reaper runs (opened by NewReaper, closed by its Close):
+// each pass reads it again from its start (the kernel lists the children
+// anew at offset 0), one system call where an open, a read and a close
+// were three, on every job's end (the escape sweep) and every SIGCHLD.
 var children childrenFile
 
 type childrenFile struct {
@@ -322,6 +324,23 @@ type childrenFile struct {
 	pid   int // whose file fd is; 0: none open
 	buf   []byte
 	opens int // the opens made (tests)
+}
+
+// open opens the file of process self now (a read opens it otherwise).
+func (c *childrenFile) open(self int) {
+	c.Lock()
+	defer c.Unlock()
+	c.read(self)
+}
+
+// close closes the file.
+func (c *childrenFile) close() {
+	c.Lock()
+	defer c.Unlock()
+	if c.pid != 0 {
+		unix.Close(c.fd)
+		c.pid = 0
+	}
 }
 
 // read returns the file's content, in c.buf (valid until the next read);

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -511,6 +512,33 @@ func TestKeptJobs(t *testing.T) {
 		}
 		if n := c.Lends() - lends; n > jobs/2 {
 			t.Errorf("%d kept jobs had the holder lend spares %d times, want at most %d", jobs, n, jobs/2)
+		}
+	})
+	t.Run("a lent spare removed before its job starts", func(t *testing.T) {
+		// Should a lent spare's cgroup be gone by the start of the job
+		// that takes it (the holder voided the spares, and the daemon
+		// had not heard yet), the job starts all the same, without a
+		// cgroup of its own.
+		m, c, _, _ := lentSetup(t)
+		p, ok := c.Spare()
+		if !ok {
+			t.Fatal("no spare lent")
+		}
+		c.Unspare(p) // the next job's
+		if err := syscall.Rmdir(p); err != nil {
+			t.Fatalf("remove the spare %s: %v", p, err)
+		}
+		ctx := context.Background()
+		j, err := m.Start(job.Spec{Cmd: "echo started"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ := j.Wait(ctx)
+		if end.State != job.Done || end.ExitCode == nil || *end.ExitCode != 0 {
+			t.Fatalf("the job whose spare was removed: %s, %q", end.State, end.Error)
+		}
+		if out := string(j.Stdout().Tail(100)); out != "started\n" {
+			t.Errorf("its output: %q", out)
 		}
 	})
 	t.Run("spares lent again after the holder had none", func(t *testing.T) {

@@ -24,6 +24,7 @@ targets=(
 	"FuzzLineConn ./internal/mcpline"
 	"FuzzDecodeMessageAgrees ./internal/mcpline"
 	"FuzzEncodeAnswer ./internal/mcpline"
+	"FuzzKeptEndLine ./internal/holder"
 	"FuzzEscaped ./internal/termsafe"
 	"FuzzCheck ./internal/policy"
 )

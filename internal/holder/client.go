@@ -1107,6 +1107,9 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 // It waits for no answer; once it returns without error the holder has
 // the line.
 func (c *Client) KeepEnd(id string, e wire.JobEnd) error {
+	if line, ok := keptEndLine(&e); ok && id == e.ID {
+		return c.tellLine("kept end", line)
+	}
 	return c.tell("kept end", wire.Request{Op: wire.OpKeptEnd, ID: id, End: &e, NoReply: true})
 }
 
@@ -1124,6 +1127,11 @@ func (c *Client) tell(what string, req wire.Request) error {
 	if err != nil {
 		return err
 	}
+	return c.tellLine(what, b)
+}
+
+// tellLine is tell of a request encoded already (b, without its newline).
+func (c *Client) tellLine(what string, b []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || c.dead {

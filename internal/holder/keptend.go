@@ -1,0 +1,113 @@
+package holder
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/hivetools/hive/internal/holder/wire"
+)
+
+// keptEndLine is the kept_end line that tells the holder how job e ended
+// (wire.Request{Op: OpKeptEnd, ID: e.ID, End: &e, NoReply: true}), byte for
+// byte as json.Marshal encodes it, without the newline. It is written
+// between a kept job's end and the daemon's answer for it: encoding/json's
+// walk of the request through reflection (a job end with its counts and
+// usage inside) was the largest part of that step. TestKeptEndLineAgrees
+// and FuzzKeptEndLine keep the two the same; ok is false where this does
+// not encode it (an end time json.Marshal refuses): the caller marshals.
+func keptEndLine(e *wire.JobEnd) (line []byte, ok bool) {
+	ended, err := e.Ended.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	b := make([]byte, 0, 320+len(e.Error))
+	b = append(b, `{"op":"kept_end"`...)
+	if e.ID != "" {
+		b = append(b, `,"id":`...)
+		b = appendString(b, e.ID)
+	}
+	b = append(b, `,"no_reply":true,"end":{"id":`...)
+	b = appendString(b, e.ID)
+	if e.Exited {
+		b = append(b, `,"exited":true`...)
+	}
+	b = append(b, `,"exit_code":`...)
+	b = strconv.AppendInt(b, int64(e.ExitCode), 10)
+	if e.Signal != nil {
+		b = append(b, `,"signal":`...)
+		b = strconv.AppendInt(b, int64(*e.Signal), 10)
+	}
+	if e.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendString(b, e.Error)
+	}
+	if e.Leftover != 0 {
+		b = append(b, `,"leftover":`...)
+		b = strconv.AppendInt(b, int64(e.Leftover), 10)
+	}
+	if e.Stopped {
+		b = append(b, `,"stopped":true`...)
+	}
+	b = append(b, `,"ended":`...)
+	b = append(b, ended...)
+	b = append(b, `,"stdout":`...)
+	b = appendCounts(b, e.Stdout)
+	b = append(b, `,"stderr":`...)
+	b = appendCounts(b, e.Stderr)
+	if u := e.Usage; u != nil {
+		b = append(b, `,"usage":{`...)
+		if u.MemoryPeakBytes != 0 {
+			b = append(b, `"memory_peak_bytes":`...)
+			b = strconv.AppendInt(b, u.MemoryPeakBytes, 10)
+			b = append(b, ',')
+		}
+		b = append(b, `"cpu_user_ms":`...)
+		b = strconv.AppendInt(b, u.CPUUserMS, 10)
+		b = append(b, `,"cpu_system_ms":`...)
+		b = strconv.AppendInt(b, u.CPUSystemMS, 10)
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"memory_bytes", u.MemoryBytes}, {"oom_kills", u.OOMKills}, {"pids_refused", u.PidsRefused}, {"cpu_throttled", u.Throttled}} {
+			if f.v != 0 {
+				b = append(b, `,"`...)
+				b = append(b, f.name...)
+				b = append(b, `":`...)
+				b = strconv.AppendInt(b, f.v, 10)
+			}
+		}
+		b = append(b, '}')
+	}
+	if e.LimitHit != "" {
+		b = append(b, `,"limit_hit":`...)
+		b = appendString(b, e.LimitHit)
+	}
+	return append(b, `}}`...), true
+}
+
+func appendCounts(b []byte, c wire.Counts) []byte {
+	b = append(b, `{"total":`...)
+	b = strconv.AppendInt(b, c.Total, 10)
+	b = append(b, `,"in_file":`...)
+	b = strconv.AppendInt(b, c.InFile, 10)
+	if c.Dropped != 0 {
+		b = append(b, `,"dropped":`...)
+		b = strconv.AppendInt(b, c.Dropped, 10)
+	}
+	return append(b, '}')
+}
+
+// appendString appends s as json.Marshal quotes it: as it is when it has
+// nothing to escape (a job id, a limit's name), else through json.Marshal.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

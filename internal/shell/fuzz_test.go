@@ -37,12 +37,19 @@ func FuzzPlan(f *testing.F) {
 		"ls | wc -l", "cd /tmp", "FOO=1 make", "ls *.go", "echo ~", "echo a=~", "echo {a,b}", "echo {}",
 		"printf '%s\\n' $'x'", "cat <<EOF\nx\nEOF", "ls a\x00b", "echo 'it'\\''s'", "if true; then :; fi",
 		"echo \"$(id)\"", "ls [", "ls [a]", "ls \\\n-l", "echo \xff\xfe", "((", "time ls",
+		"true", "  go test ./... -run X  ", "make -j4 CC=gcc", "A=1", "a=b true", "if", "time", "echo a=b:c,d@e%f+g",
+		"-", "ls -- -x", "x.y/z",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
 		var d Decision
 		within(t, func() { d = Plan(cmd) }, "Plan(%q)", cmd)
+		if plain, ok := plainPlan(cmd); ok {
+			if parsed := parsedPlan(cmd); !slices.Equal(plain.Argv, parsed.Argv) || plain.NeedsShell != parsed.NeedsShell || plain.Reason != parsed.Reason {
+				t.Fatalf("%q: without the parser %#v, with it %#v", cmd, plain, parsed)
+			}
+		}
 		if d.NeedsShell {
 			if d.Argv != nil || d.Reason == "" {
 				t.Fatalf("%q: shell decision %#v: want a reason and no argv", cmd, d)
@@ -136,4 +143,24 @@ func FuzzSemantic(f *testing.F) {
 			t.Fatalf("Semantic(%q, %d) message %q: more than one line", cmd, code, st.Message)
 		}
 	})
+}
+
+// BenchmarkPlainPlan: Plan of a plain command without the parser and
+// with it, taking turns in each iteration: plain-ns/op, parsed-ns/op and
+// their ratio.
+func BenchmarkPlainPlan(b *testing.B) {
+	const cmd = "go test ./internal/shell -run TestPlan -count=1"
+	var plain, parsed time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, ok := plainPlan(cmd); !ok {
+			b.Fatal("not plain")
+		}
+		t1 := time.Now()
+		parsedPlan(cmd)
+		plain, parsed = plain+t1.Sub(t0), parsed+time.Since(t1)
+	}
+	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "plain-ns/op")
+	b.ReportMetric(float64(parsed.Nanoseconds())/float64(b.N), "parsed-ns/op")
+	b.ReportMetric(float64(plain)/float64(parsed), "plain/parsed")
 }

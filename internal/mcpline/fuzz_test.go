@@ -101,10 +101,19 @@ func FuzzDecodeMessageAgrees(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
 		`{"jsonrpc":"2.0","result":{}}`,
 		`{"jsonrpc":"1.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"terminal_exec","arguments":{"cmd":"true"}}}`,
+		`{"jsonrpc": "2.0", "id": "a-1", "method": "tools/call", "params": {"arguments": {"cmd": "echo \"x\" \u00e9", "timeout_sec": 5}, "name": "run"}}`,
+		"{\"id\":0 ,\"params\":{\"name\":\"x\",\"arguments\": 12 },\"method\":\"tools/call\",\"jsonrpc\":\"2.0\"}\n",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[1,{"a":"}"}],"_meta":{}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"id":2}`,
+		`{"jsonrpc":"2.0","id":01,"method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{"name":"x"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":nul}}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
+		checkReadCall(t, in)
 		ours, err1 := decodeMessage(in)
 		theirs, err2 := jsonrpc.DecodeMessage(in)
 		if err1 != nil && err2 == nil && !json.Valid(in) {
@@ -127,4 +136,35 @@ func FuzzDecodeMessageAgrees(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkReadCall fails t if readCall reads in otherwise than decodeMessage
+// and goDirect's decoding of the params would.
+func checkReadCall(t *testing.T, in []byte) {
+	t.Helper()
+	dc, ok := readCall(in)
+	if !ok {
+		return
+	}
+	msg, err := decodeMessage(in)
+	r, isReq := msg.(*jsonrpc.Request)
+	if err != nil || !isReq || r.ID != dc.req.ID || r.Method != dc.req.Method || !bytes.Equal(r.Params, dc.req.Params) {
+		t.Fatalf("%q: readCall %#v, decodeMessage %#v (%v)", in, dc.req, msg, err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(r.Params, &m); err != nil {
+		t.Fatalf("%q: readCall took params encoding/json refuses: %v", in, err)
+	}
+	var name string
+	if err := json.Unmarshal(m["name"], &name); err != nil || name != dc.name {
+		t.Fatalf("%q: name %q, encoding/json's %q (%v)", in, dc.name, name, err)
+	}
+	if !bytes.Equal(m["arguments"], dc.args) || (m["arguments"] == nil) != (dc.args == nil) {
+		t.Fatalf("%q: arguments %q, encoding/json's %q", in, dc.args, m["arguments"])
+	}
+	for k := range m {
+		if k != "name" && k != "arguments" {
+			t.Fatalf("%q: readCall took params with %q", in, k)
+		}
+	}
 }

@@ -219,13 +219,20 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue
 		}
 		if line[0] != '[' {
+			if dc, ok := readCall(line); ok {
+				c.track(dc.req)
+				if c.goDirect(dc.req, &dc) {
+					continue
+				}
+				return dc.req, nil
+			}
 			msg, err := decodeMessage(line)
 			if err != nil {
 				c.rejectBad(line, err)
 				continue
 			}
 			c.track(msg)
-			if c.goDirect(msg) {
+			if c.goDirect(msg, nil) {
 				continue
 			}
 			return msg, nil
@@ -796,8 +803,9 @@ func (c *lineConn) Close() error {
 // whose params hold name (a tool of the session), arguments and _meta
 // alone (exact keys, as the go-sdk reads them) and whose _meta names
 // nothing of the newer protocol (no io.modelcontextprotocol/ key).
-// Anything else goes to the server.
-func (c *lineConn) goDirect(msg jsonrpc.Message) bool {
+// Anything else goes to the server. fast, if not nil, is msg's params
+// as readCall read them (a name and arguments alone).
+func (c *lineConn) goDirect(msg jsonrpc.Message, fast *directCall) bool {
 	r, ok := msg.(*jsonrpc.Request)
 	if !ok || c.direct == nil || r.Method != "tools/call" || !r.IsCall() {
 		return false
@@ -808,6 +816,10 @@ func (c *lineConn) goDirect(msg jsonrpc.Message) bool {
 	}
 	if ip := ss.InitializeParams(); ip == nil || ip.ProtocolVersion >= statelessProtocol {
 		return false
+	}
+	if fast != nil {
+		p := &mcp.CallToolParamsRaw{Name: fast.name, Arguments: fast.args}
+		return c.direct.Has(p.Name) && c.startDirect(r, ss, p)
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(r.Params, &m) != nil {
@@ -834,6 +846,12 @@ func (c *lineConn) goDirect(msg jsonrpc.Message) bool {
 		}
 		p.Meta = meta
 	}
+	return c.startDirect(r, ss, p)
+}
+
+// startDirect hands call r (params p) of session ss to Direct, on a
+// goroutine of its own, and reports whether it did.
+func (c *lineConn) startDirect(r *jsonrpc.Request, ss *mcp.ServerSession, p *mcp.CallToolParamsRaw) bool {
 	c.writeMu.Lock()
 	if c.closing {
 		c.writeMu.Unlock()

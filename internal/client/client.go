@@ -253,8 +253,7 @@ func Start(l paths.Layout, exe string, args []string, dir string, wait time.Dura
 	cmd.Env = daemonEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = detached()
-	if err := proc.StartDaemon(cmd); err != nil { // with its timer slack: no exec again // with its timer slack: no re-exec
-
+	if err := proc.StartDaemon(cmd); err != nil { // with its timer slack: it need not execute itself again
 		return fmt.Errorf("start daemon: %w", err)
 	}
 	exited := make(chan error, 1)

@@ -377,6 +377,20 @@ type call struct {
 	t0               time.Time
 }
 
+// logInfo logs msg with attrs at Info, as log.LogAttrs does but without
+// the caller's program counter: Logger.log walks the stack for it on
+// every record (runtime.Callers), and only a handler that adds the
+// source uses it; the daemon's does not. Two records a tool call.
+func logInfo(log *slog.Logger, msg string, attrs ...slog.Attr) {
+	ctx := context.Background()
+	if !log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	_ = log.Handler().Handle(ctx, r)
+}
+
 // beginCall logs a tool call ("tool call": session, tool, the first 2 KiB
 // of its arguments).
 func beginCall(log *slog.Logger, sess *Session, ss *mcp.ServerSession, tool string, args json.RawMessage) call {
@@ -390,7 +404,7 @@ func beginCall(log *slog.Logger, sess *Session, ss *mcp.ServerSession, tool stri
 	if len(args) > 2048 {
 		args = append(json.RawMessage(nil), args[:2048]...)
 	}
-	log.Info("tool call", "session", c.id, "tool", tool, "args", string(args))
+	logInfo(log, "tool call", slog.String("session", c.id), slog.String("tool", tool), slog.String("args", string(args)))
 	c.t0 = time.Now()
 	return c
 }
@@ -407,7 +421,7 @@ func (c call) end(log *slog.Logger, act *service.Activity, r *mcp.CallToolResult
 			}
 		}
 	}
-	log.Info("tool done", "session", c.id, "tool", c.tool, "duration_ms", time.Since(c.t0).Milliseconds(), "outcome", outcome)
+	logInfo(log, "tool done", slog.String("session", c.id), slog.String("tool", c.tool), slog.Int64("duration_ms", time.Since(c.t0).Milliseconds()), slog.String("outcome", outcome))
 	act.Add(service.Call{At: c.t0, Session: c.id, Client: c.client, Tool: c.tool, DurationMs: time.Since(c.t0).Milliseconds(), Outcome: outcome})
 }
 

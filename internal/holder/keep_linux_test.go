@@ -264,17 +264,8 @@ func TestKeptJobTakenAndForgotten(t *testing.T) {
 	if held, _ := c.Held(); len(held) != 0 {
 		t.Errorf("a kept job listed as held: %+v", held)
 	}
-	if err := c.Take([]wire.Job{{ID: "t1", Stdout: wire.CountsOf(j.out.Stats())}}); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(gate, nil, 0o600)
-	select {
-	case e := <-s.ends:
-		if e.ID != "t1" || e.ExitCode != 6 || e.Stdout.Total != 8 {
-			t.Fatalf("the taken job's end: %+v", e)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no end of the taken job")
+	if e := takeToEnd(t, c, s, j, "t1", gate); e.ID != "t1" || e.ExitCode != 6 || e.Stdout.Total != 8 {
+		t.Fatalf("the taken job's end: %+v", e)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "t1.out")); string(b) != "one\ntwo\n" {
 		t.Errorf("its stdout file: %q", b)
@@ -710,16 +701,24 @@ func TestAcksGoWithTheKeep(t *testing.T) {
 		t.Error("a flush of the acks is still due after the keep took them")
 	}
 
-	if err := c.Take([]wire.Job{{ID: "a1", Stdout: wire.CountsOf(j.out.Stats())}}); err != nil {
+	if e := takeToEnd(t, c, s, j, "a1", gate); e.ID != "a1" || e.ExitCode != 3 || e.Stdout.Total != 8 {
+		t.Fatalf("the kept job's end: %+v; want a1, exit 3, 8 bytes of stdout", e)
+	}
+}
+
+// takeToEnd has the holder take kept job j (id) over, opens its gate
+// (the file its script waits for) and returns the end the holder tells.
+func takeToEnd(t *testing.T, c *Client, s *sink, j *ownJob, id, gate string) wire.JobEnd {
+	t.Helper()
+	if err := c.Take([]wire.Job{{ID: id, Stdout: wire.CountsOf(j.out.Stats())}}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(gate, nil, 0o600)
 	select {
 	case e := <-s.ends:
-		if e.ID != "a1" || e.ExitCode != 3 || e.Stdout.Total != 8 {
-			t.Fatalf("the kept job's end: %+v; want a1, exit 3, 8 bytes of stdout", e)
-		}
+		return e
 	case <-time.After(20 * time.Second):
-		t.Fatal("no end of the kept job")
+		t.Fatalf("no end of job %s", id)
+		return wire.JobEnd{}
 	}
 }

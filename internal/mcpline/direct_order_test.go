@@ -1,10 +1,9 @@
 package mcpline
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -37,13 +36,13 @@ func (s *steps) list() []string {
 
 // readSteps is a connection's input that records each read as it begins.
 type readSteps struct {
-	*os.File
+	io.ReadCloser
 	s *steps
 }
 
 func (r readSteps) Read(p []byte) (int, error) {
 	r.s.add("read")
-	return r.File.Read(p)
+	return r.ReadCloser.Read(p)
 }
 
 // directSteps answers the tool "step" directly, recording the call.
@@ -60,31 +59,12 @@ func (d directSteps) Call(context.Context, *mcp.ServerSession, *mcp.CallToolPara
 // with one processor for its goroutines the reader would otherwise read
 // again (most often to find nothing, and wait) before the call ran.
 func TestDirectCallRunsBeforeTheNextRead(t *testing.T) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var s steps
-	srv := mcp.NewServer(&mcp.Implementation{Name: "order-test"}, nil)
-	tr := &Transport{Reader: readSteps{inR, &s}, Writer: outW, Direct: directSteps{&s}}
-	ss, err := srv.Connect(context.Background(), tr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.SetSession(ss)
-	t.Cleanup(func() {
-		inW.Close()
-		ss.Wait()
-		outR.Close()
+	var tr *Transport
+	inW, out := serveLines(t, mcp.NewServer(&mcp.Implementation{Name: "order-test"}, nil), func(r io.ReadCloser, w io.WriteCloser) *Transport {
+		tr = &Transport{Reader: readSteps{r, &s}, Writer: w, Direct: directSteps{&s}}
+		return tr
 	})
-	out := bufio.NewReader(outR)
-	send(t, inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
-	answerLine(t, out)
-	send(t, inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	// Each call: the read under way when its line was written returns

@@ -737,15 +737,12 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	return c.writeEncoded(ctx, msg, data)
+	return c.writeEncoded(msg, data)
 }
 
 // writeEncoded writes msg, encoded as data (a response to a call of a
 // batch waits for the batch's other answers).
-func (c *lineConn) writeEncoded(ctx context.Context, msg jsonrpc.Message, data []byte) (err error) {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+func (c *lineConn) writeEncoded(msg jsonrpc.Message, data []byte) (err error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	if r, ok := msg.(*jsonrpc.Response); ok {
@@ -889,7 +886,7 @@ func (c *lineConn) callDirect(ctx context.Context, cancel context.CancelFunc, id
 			c.writeMu.Lock()
 			delete(c.cancels, id)
 			c.writeMu.Unlock()
-			c.writeEncoded(context.WithoutCancel(ctx), resp, line)
+			c.writeEncoded(resp, line) // as Write would, whatever became of ctx
 			return
 		}
 	}

@@ -24,6 +24,24 @@ func lineServer(t *testing.T) (in io.WriteCloser, out *bufio.Reader) {
 // lineServerMax is lineServer with a line limit (0: the default).
 func lineServerMax(t *testing.T, maxLine int) (in io.WriteCloser, out *bufio.Reader) {
 	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "line-test"}, nil)
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, struct{}, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, struct{}{}, nil
+	})
+	return serveLines(t, srv, func(r io.ReadCloser, w io.WriteCloser) *Transport {
+		return &Transport{Reader: r, Writer: w, MaxLine: maxLine}
+	})
+}
+
+// serveLines serves srv on the Transport transport makes of two real
+// pipes (the server's input and output), initialized; the test writes
+// lines to in and reads lines from out. A transport with Direct is told
+// its session.
+func serveLines(t *testing.T, srv *mcp.Server, transport func(r io.ReadCloser, w io.WriteCloser) *Transport) (in io.WriteCloser, out *bufio.Reader) {
+	t.Helper()
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -32,16 +50,13 @@ func lineServerMax(t *testing.T, maxLine int) (in io.WriteCloser, out *bufio.Rea
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "line-test"}, nil)
-	type echoIn struct {
-		Text string `json:"text"`
-	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, struct{}, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, struct{}{}, nil
-	})
-	ss, err := srv.Connect(context.Background(), &Transport{Reader: inR, Writer: outW, MaxLine: maxLine}, nil)
+	tr := transport(inR, outW)
+	ss, err := srv.Connect(context.Background(), tr, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tr.Direct != nil {
+		tr.SetSession(ss)
 	}
 	t.Cleanup(func() {
 		inW.Close()

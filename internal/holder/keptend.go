@@ -1,11 +1,10 @@
 package holder
 
 import (
-	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/hivetools/hive/internal/holder/wire"
+	"github.com/hivetools/hive/internal/jsonenc"
 )
 
 // keptEndLine is the kept_end line that tells the holder how job e ended
@@ -26,10 +25,10 @@ func keptEndLine(e *wire.JobEnd) (line []byte, ok bool) {
 	b = append(b, `{"op":"kept_end"`...)
 	if e.ID != "" {
 		b = append(b, `,"id":`...)
-		b = appendString(b, e.ID)
+		b = jsonenc.AppendString(b, e.ID)
 	}
 	b = append(b, `,"no_reply":true,"end":{"id":`...)
-	b = appendString(b, e.ID)
+	b = jsonenc.AppendString(b, e.ID)
 	if e.Exited {
 		b = append(b, `,"exited":true`...)
 	}
@@ -41,7 +40,7 @@ func keptEndLine(e *wire.JobEnd) (line []byte, ok bool) {
 	}
 	if e.Error != "" {
 		b = append(b, `,"error":`...)
-		b = appendString(b, e.Error)
+		b = jsonenc.AppendString(b, e.Error)
 	}
 	if e.Leftover != 0 {
 		b = append(b, `,"leftover":`...)
@@ -57,32 +56,12 @@ func keptEndLine(e *wire.JobEnd) (line []byte, ok bool) {
 	b = append(b, `,"stderr":`...)
 	b = appendCounts(b, e.Stderr)
 	if u := e.Usage; u != nil {
-		b = append(b, `,"usage":{`...)
-		if u.MemoryPeakBytes != 0 {
-			b = append(b, `"memory_peak_bytes":`...)
-			b = strconv.AppendInt(b, u.MemoryPeakBytes, 10)
-			b = append(b, ',')
-		}
-		b = append(b, `"cpu_user_ms":`...)
-		b = strconv.AppendInt(b, u.CPUUserMS, 10)
-		b = append(b, `,"cpu_system_ms":`...)
-		b = strconv.AppendInt(b, u.CPUSystemMS, 10)
-		for _, f := range []struct {
-			name string
-			v    int64
-		}{{"memory_bytes", u.MemoryBytes}, {"oom_kills", u.OOMKills}, {"pids_refused", u.PidsRefused}, {"cpu_throttled", u.Throttled}} {
-			if f.v != 0 {
-				b = append(b, `,"`...)
-				b = append(b, f.name...)
-				b = append(b, `":`...)
-				b = strconv.AppendInt(b, f.v, 10)
-			}
-		}
-		b = append(b, '}')
+		b = append(b, `,"usage":`...)
+		b = u.AppendJSON(b)
 	}
 	if e.LimitHit != "" {
 		b = append(b, `,"limit_hit":`...)
-		b = appendString(b, e.LimitHit)
+		b = jsonenc.AppendString(b, e.LimitHit)
 	}
 	return append(b, `}}`...), true
 }
@@ -97,18 +76,4 @@ func appendCounts(b []byte, c wire.Counts) []byte {
 		b = strconv.AppendInt(b, c.Dropped, 10)
 	}
 	return append(b, '}')
-}
-
-// appendString appends s as json.Marshal quotes it: as it is when it has
-// nothing to escape (a job id, a limit's name), else through json.Marshal.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

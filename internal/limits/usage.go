@@ -1,6 +1,9 @@
 package limits
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Usage is what a job used: at its end, in all (its cgroup's
 // memory.peak and cpu.stat, else the leader's rusage, which counts the
@@ -43,4 +46,30 @@ func Hit(l Limits, u Usage, sigxcpu bool) (field, message string) {
 		return Pids, fmt.Sprintf("%d fork(s) refused by the pids limit (%d)", u.PidsRefused, l.Pids)
 	}
 	return "", ""
+}
+
+// AppendJSON appends u as json.Marshal writes it (the omitempty fields
+// left out when 0), for the encoders of hot answers that write their
+// JSON directly (TestUsageAppendJSON holds it to json.Marshal).
+func (u Usage) AppendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if u.MemoryPeakBytes != 0 {
+		b = append(b, `"memory_peak_bytes":`...)
+		b = strconv.AppendInt(b, u.MemoryPeakBytes, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"cpu_user_ms":`...)
+	b = strconv.AppendInt(b, u.CPUUserMS, 10)
+	b = append(b, `,"cpu_system_ms":`...)
+	b = strconv.AppendInt(b, u.CPUSystemMS, 10)
+	for _, f := range [...]struct {
+		name string
+		v    int64
+	}{{`,"memory_bytes":`, u.MemoryBytes}, {`,"oom_kills":`, u.OOMKills}, {`,"pids_refused":`, u.PidsRefused}, {`,"cpu_throttled":`, u.Throttled}} {
+		if f.v != 0 {
+			b = append(b, f.name...)
+			b = strconv.AppendInt(b, f.v, 10)
+		}
+	}
+	return append(b, '}')
 }

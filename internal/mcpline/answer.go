@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/jsonenc"
 )
 
 // encodeAnswer is the line of a tools/call's answer, byte for byte as the
@@ -21,6 +23,9 @@ import (
 // reflection, between a command's end and its answer; this takes 0.30 of
 // its time (BenchmarkEncodeAnswer).
 // TestEncodeAnswerAgrees and FuzzEncodeAnswer keep the two the same.
+// Structured content marked compact (jsonenc.Compact: json.Marshal's
+// bytes, or an output's AppendJSON held to them) is copied as it is: what
+// the library does to it (compact it, escape HTML) leaves it unchanged.
 func encodeAnswer(id jsonrpc.ID, res *mcp.CallToolResult) (line []byte, ok bool) {
 	if res == nil || len(res.Meta) > 0 || len(res.Content) != 1 || len(res.InputRequests) > 0 || res.RequestState != "" {
 		return nil, false
@@ -30,6 +35,7 @@ func encodeAnswer(id jsonrpc.ID, res *mcp.CallToolResult) (line []byte, ok bool)
 		return nil, false
 	}
 	var structured json.RawMessage
+	compacted := false // structured is compact and HTML-escaped already
 	switch v := res.StructuredContent.(type) {
 	case nil:
 	case json.RawMessage:
@@ -37,6 +43,11 @@ func encodeAnswer(id jsonrpc.ID, res *mcp.CallToolResult) (line []byte, ok bool)
 			return nil, false // marshaled as null
 		}
 		structured = v
+	case jsonenc.Compact:
+		if v == nil {
+			return nil, false // marshaled as null
+		}
+		structured, compacted = json.RawMessage(v), true
 	default:
 		return nil, false
 	}
@@ -59,14 +70,13 @@ func encodeAnswer(id jsonrpc.ID, res *mcp.CallToolResult) (line []byte, ok bool)
 	}
 	// The result's and the text content's marshalers escape HTML (their
 	// json.Marshal); what the encoders after them add is compacting.
-	text, err := json.Marshal(tc.Text)
-	if err != nil {
-		return nil, false
-	}
 	b = append(b, `,"result":{"content":[{"type":"text","text":`...)
-	b = append(b, text...)
+	b = jsonenc.AppendString(b, tc.Text)
 	b = append(b, `}]`...)
-	if structured != nil {
+	if compacted {
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, structured...)
+	} else if structured != nil {
 		var compact bytes.Buffer
 		if json.Compact(&compact, structured) != nil {
 			return nil, false // the library fails on it: its error, not this

@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/jsonenc"
 )
 
 // libraryAnswer is a tools/call answer's line as the library encodes it
@@ -62,6 +64,8 @@ func TestEncodeAnswerAgrees(t *testing.T) {
 		{"text alone", float64(1), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "plain <&> \x01 \xff\xfe end"}}}, true},
 		{"an error", "call-<1>&\"x\"", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "cmd: must not be empty"}}, IsError: true}, true},
 		{"empty text", float64(-3), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{}}}, true},
+		{"marshaled structured content", float64(8), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: env}}, StructuredContent: marshaled(t, map[string]any{"s": "a <b> & \u2028 \xff \x01", "n": []int{1, 2}})}, true},
+		{"null marshaled structured content", float64(2), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, StructuredContent: jsonenc.Compact(nil)}, false},
 		{"structured with spaces", float64(9), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: json.RawMessage(" { \"a\" : [ 1 , 2 ] , \"b\":\"<\u2029>\" } ")}, true},
 		{"large id", float64(1 << 52), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}}, true},
 		{"invalid structured content", float64(2), &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x"}}, StructuredContent: json.RawMessage(`{"a":`)}, false},
@@ -82,8 +86,21 @@ func TestEncodeAnswerAgrees(t *testing.T) {
 	}
 }
 
+// marshaled is v as the tools hand their structured content over:
+// json.Marshal's bytes, marked compact (jsonenc.Compact), which
+// encodeAnswer copies as they are.
+func marshaled(t testing.TB, v any) jsonenc.Compact {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jsonenc.Compact(raw)
+}
+
 // FuzzEncodeAnswer: whatever the text, the structured content and the
-// id, an answer encodeAnswer takes is the library's.
+// id, an answer encodeAnswer takes is the library's; structured content
+// that json.Marshal made (a fuzzed string in an object) is copied as it
+// is, and still the library's bytes.
 func FuzzEncodeAnswer(f *testing.F) {
 	f.Add("ok", `{"exit_code":0}`, "", int64(1), false)
 	f.Add("a <b> & \u2028 \xff", `{"s":"<>&\u2029"}`, "id\"<", int64(-5), true)
@@ -100,6 +117,10 @@ func FuzzEncodeAnswer(f *testing.F) {
 			res.StructuredContent = json.RawMessage(structured)
 		}
 		checkAnswerAgrees(t, id, res)
+		res.StructuredContent = marshaled(t, map[string]any{"text": text, "s": structured, "n": nid})
+		if !checkAnswerAgrees(t, id, res) {
+			t.Fatal("encodeAnswer declined marshaled structured content")
+		}
 	})
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hivetools/hive/internal/jsonenc"
 )
 
 // toolSchemas are the schemas of one tool's input and output types.
@@ -100,11 +102,11 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 		if res == nil {
 			res = &mcp.CallToolResult{}
 		}
-		raw, err := json.Marshal(out)
+		raw, err := marshalOutput(out)
 		if err != nil {
 			return nil, fmt.Errorf("marshaling output: %w", err)
 		}
-		res.StructuredContent = json.RawMessage(raw)
+		res.StructuredContent = raw
 		if res.Content == nil {
 			res.Content = []mcp.Content{&mcp.TextContent{Text: string(raw)}}
 		}
@@ -160,6 +162,25 @@ func decodeArgs[In any](args json.RawMessage, sc *toolSchemas) (In, error) {
 		return in, err
 	}
 	return in, nil
+}
+
+// jsonAppender is an output that writes its own JSON, byte for byte as
+// json.Marshal does (each such type's test and fuzz target hold it to
+// that): the answers of the hottest tools, encoded between a command's
+// end and its answer.
+type jsonAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
+// marshalOutput is json.Marshal(out), as compact JSON the answer's
+// writer may copy as it is (jsonenc.Compact: json.Marshal's output is
+// compact and HTML-escaped already).
+func marshalOutput(out any) (jsonenc.Compact, error) {
+	if a, ok := out.(jsonAppender); ok {
+		return a.AppendJSON(make([]byte, 0, 512)), nil
+	}
+	raw, err := json.Marshal(out)
+	return jsonenc.Compact(raw), err
 }
 
 func errResult(err error) *mcp.CallToolResult {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hivetools/hive/internal/handles"
+	"github.com/hivetools/hive/internal/jsonenc"
 	"github.com/hivetools/hive/internal/output"
 	"github.com/hivetools/hive/internal/paths"
 	"github.com/hivetools/hive/internal/service"
@@ -562,4 +566,87 @@ func readFileAt(path string, off int64, max int) ([]byte, int64) {
 		buf = cutPartialRune(buf)
 	}
 	return buf, off + int64(len(buf))
+}
+
+// AppendJSON appends e as json.Marshal writes it, without reflection:
+// terminal_exec's answer is encoded between a command's end and its
+// answer (TestEnvelopeAppendJSON and FuzzEnvelopeJSON hold the two the
+// same; BenchmarkEnvelopeJSON).
+func (e Envelope) AppendJSON(b []byte) []byte {
+	b = append(b, `{"status":`...)
+	b = jsonenc.AppendString(b, e.Status)
+	b = append(b, `,"exit_code":`...)
+	b = appendIntPtr(b, e.ExitCode)
+	b = append(b, `,"stdout":`...)
+	b = jsonenc.AppendString(b, e.Stdout)
+	b = append(b, `,"stderr":`...)
+	b = jsonenc.AppendString(b, e.Stderr)
+	b = append(b, `,"stdout_truncated_bytes":`...)
+	b = strconv.AppendInt(b, e.StdoutTruncatedBytes, 10)
+	b = append(b, `,"stderr_truncated_bytes":`...)
+	b = strconv.AppendInt(b, e.StderrTruncatedBytes, 10)
+	b = append(b, `,"runtime_ms":`...)
+	b = strconv.AppendInt(b, e.RuntimeMs, 10)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendInt(b, int64(e.Pid), 10)
+	b = append(b, `,"output_handle":`...)
+	b = appendStringPtr(b, e.OutputHandle)
+	b = append(b, `,"timed_out":`...)
+	b = strconv.AppendBool(b, e.TimedOut)
+	b = append(b, `,"semantic_status":`...)
+	b = jsonenc.AppendString(b, e.SemanticStatus)
+	b = append(b, `,"semantic_message":`...)
+	b = appendStringPtr(b, e.SemanticMessage)
+	b = append(b, `,"warning":`...)
+	b = appendStringPtr(b, e.Warning)
+	b = append(b, `,"auto_backgrounded":`...)
+	b = strconv.AppendBool(b, e.AutoBackgrounded)
+	b = append(b, `,"job_id":`...)
+	b = appendStringPtr(b, e.JobID)
+	b = append(b, `,"shell_kind":`...)
+	b = jsonenc.AppendString(b, e.ShellKind)
+	b = append(b, `,"auto_shell":`...)
+	b = strconv.AppendBool(b, e.AutoShell)
+	return append(e.limitsOut.appendJSON(b), '}')
+}
+
+// appendJSON appends o's fields as json.Marshal writes them inside the
+// object that embeds it: each after a comma, those left out that
+// omitempty or omitzero leave out.
+func (o limitsOut) appendJSON(b []byte) []byte {
+	if o.LimitHit != "" {
+		b = append(b, `,"limit_hit":`...)
+		b = jsonenc.AppendString(b, o.LimitHit)
+	}
+	if len(o.LimitsEnforcedBy) > 0 {
+		b = append(b, `,"limits_enforced_by":{`...)
+		for i, k := range slices.Sorted(maps.Keys(o.LimitsEnforcedBy)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonenc.AppendString(b, k)
+			b = append(b, ':')
+			b = jsonenc.AppendString(b, o.LimitsEnforcedBy[k])
+		}
+		b = append(b, '}')
+	}
+	if !o.Usage.IsZero() {
+		b = append(b, `,"usage":`...)
+		b = o.Usage.Usage.AppendJSON(b)
+	}
+	return b
+}
+
+func appendStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return jsonenc.AppendString(b, *s)
+}
+
+func appendIntPtr(b []byte, v *int) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, int64(*v), 10)
 }

@@ -16,6 +16,7 @@ minimize=${FUZZMINIMIZETIME:-10s}
 # Every target, by package. A Fuzz function missing here fails the run.
 targets=(
 	"FuzzArgCheck ./internal/tools"
+	"FuzzFlatArgsAgree ./internal/tools"
 	"FuzzEnvelopeJSON ./internal/tools"
 	"FuzzAppendString ./internal/jsonenc"
 	"FuzzPlan ./internal/shell"

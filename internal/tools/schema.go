@@ -120,8 +120,26 @@ func addTool[In, Out any](s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, O
 
 // decodeArgs checks a call's arguments against the input schema (types,
 // required properties, no unknown ones) and decodes them. Absent
-// arguments are an empty object.
+// arguments are an empty object. The commonest arguments of the hottest
+// tools are read directly (flatDecoder, scanFlat); the rest, and every
+// error, go decodeArgsLibrary's way.
 func decodeArgs[In any](args json.RawMessage, sc *toolSchemas) (In, error) {
+	var in In
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if fd, ok := any(&in).(flatDecoder); ok && sc.check != nil {
+		var buf [maxFlatArgs]flatArg
+		if flat, ok := scanFlat(args, buf[:0]); ok && sc.check.checkFlat(flat) && fd.setFlat(flat) {
+			return in, nil
+		}
+	}
+	return decodeArgsLibrary[In](args, sc)
+}
+
+// decodeArgsLibrary is decodeArgs through encoding/json, for any
+// arguments: the flat ones' way declines all but the commonest.
+func decodeArgsLibrary[In any](args json.RawMessage, sc *toolSchemas) (In, error) {
 	var in In
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

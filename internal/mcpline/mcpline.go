@@ -865,7 +865,10 @@ func (c *lineConn) startDirect(r *jsonrpc.Request, ss *mcp.ServerSession, p *mcp
 	c.directWG.Add(1) // under writeMu: never after Close began to wait
 	c.writeMu.Unlock()
 	c.directs.Add(1)
-	go c.callDirect(ctx, cancel, r.ID, ss, p)
+	go func() {
+		growStack()
+		c.callDirect(ctx, cancel, r.ID, ss, p)
+	}()
 	// The call first: this reader would otherwise read on (most often to
 	// find nothing, and wait) before the call's goroutine gets the
 	// processor (the daemon runs with few: proc.TuneProcs).
@@ -916,3 +919,26 @@ func marshalResult(v any) (json.RawMessage, error) {
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
+
+// callStack is about the stack a direct call of terminal_exec reaches
+// (handler, job manager, the fork's preparation).
+const callStack = 8 << 10
+
+// growStack grows a fresh goroutine's stack to hold callStack at once,
+// while the goroutine has one frame to move: grown on the way, by
+// doublings deep in the call, the stack was copied three times, each
+// copy walking every frame's tables, between the request and the fork
+// (a direct call's goroutine starts with the runtime's smallest stack).
+// BenchmarkGrowStack shows the two ways.
+//
+//go:noinline
+func growStack() {
+	var pad [callStack]byte
+	touchStack(pad[:])
+}
+
+// touchStack writes to b, so that growStack's frame is not optimized
+// away; b does not escape (it stays on the stack).
+//
+//go:noinline
+func touchStack(b []byte) { b[len(b)-1] = 1 }

@@ -159,7 +159,7 @@ func RunHeld(spec wire.JobSpec, reaper *proc.Reaper, cgroups *proc.JobCgroups, l
 	}
 	h := &HeldProc{Spec: spec}
 	noteStart()
-	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, heldDevNull())
+	cmd, pipes, err := newCmd(spec.Path, spec.Argv, spec.Dir, spec.Env, spec.Stdin, heldDevNull(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -425,7 +425,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	var cmd *exec.Cmd
 	var pipes *jobPipes
 	if err == nil {
-		cmd, pipes, err = newCmd(path, argv, j.spec.Dir, append(env[:len(env):len(env)], mark), nil, m.devNull)
+		cmd, pipes, err = newCmd(path, argv, j.spec.Dir, append(env[:len(env):len(env)], mark), nil, m.devNull, m.pipes)
 	}
 	var c *child
 	pidfd := -1
@@ -480,6 +480,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		kerr = k.Keep(kept, pidfd, fdOf(pipes.outR), fdOf(pipes.errR))
 		closeFD(pidfd)
 	}
+	m.pipes.refill() // the next start's, while this job runs
 	if kerr != nil {
 		// It runs all the same, as a job of the daemon's own: it ends
 		// with the daemon.

@@ -115,6 +115,7 @@ type Manager struct {
 
 	records *recordWriter
 	devNull *os.File    // the stdin of jobs without one
+	pipes   *pipeSpare  // the next start's output pipes, made ahead
 	sh      shell.Shell // the policy shell: its kind, and the SHELL of every job's environment
 	shErr   error       // no policy shell: why (command lines fail with it)
 	paths   *pathCache
@@ -207,6 +208,7 @@ func New(o Options) (*Manager, error) {
 	if f, err := os.Open(os.DevNull); err == nil {
 		m.devNull = f // else exec opens it for each job
 	}
+	m.pipes = newPipeSpare()
 	m.paths = newPathCache()
 	return m, nil
 }
@@ -962,6 +964,7 @@ func (m *Manager) Shutdown(ctx context.Context, grace time.Duration, note string
 	if m.devNull != nil {
 		m.devNull.Close() // every job has ended: no start can use it now
 	}
+	m.pipes.close()
 	m.paths.close()
 	return nil
 }

@@ -35,7 +35,7 @@ func TestReleasedChildIsReaped(t *testing.T) {
 			name = "released before its wait began"
 		}
 		t.Run(name, func(t *testing.T) {
-			cmd, pipes, err := newCmd(sleep, []string{"sleep", "30"}, "", nil, nil, nil)
+			cmd, pipes, err := newCmd(sleep, []string{"sleep", "30"}, "", nil, nil, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,6 +80,7 @@ func (j *Job) begin() func() {
 			err = fmt.Errorf("start: %w", err)
 		}
 	}
+	m.pipes.refill() // the next start's, while this job runs
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.starting = false
@@ -285,7 +286,7 @@ func (j *Job) prepare() (*exec.Cmd, *jobPipes, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return newCmd(path, argv, j.spec.Dir, env, j.spec.Stdin, j.m.devNull)
+	return newCmd(path, argv, j.spec.Dir, env, j.spec.Stdin, j.m.devNull, j.m.pipes)
 }
 
 // command is what the job runs: the program's path, its argv and its
@@ -325,18 +326,13 @@ func (j *Job) command() (path string, argv, env []string, err error) {
 	return path, argv, env, nil
 }
 
-// newCmd creates a job's pipes and its command: stdin from stdin (or
-// devNull when nil, or the null device when that is nil too), in a
-// process group of its own.
-func newCmd(path string, argv []string, dir string, env []string, stdin []byte, devNull *os.File) (*exec.Cmd, *jobPipes, error) {
-	var err error
-	p := &jobPipes{}
-	if p.outR, p.outW, err = outputPipe(); err != nil {
-		return nil, nil, fmt.Errorf("stdout pipe: %w", err)
-	}
-	if p.errR, p.errW, err = outputPipe(); err != nil {
-		p.closeAll()
-		return nil, nil, fmt.Errorf("stderr pipe: %w", err)
+// newCmd creates a job's pipes (spare's, if it has them: nil makes
+// them) and its command: stdin from stdin (or devNull when nil, or the
+// null device when that is nil too), in a process group of its own.
+func newCmd(path string, argv []string, dir string, env []string, stdin []byte, devNull *os.File, spare *pipeSpare) (*exec.Cmd, *jobPipes, error) {
+	p, err := spare.take()
+	if err != nil {
+		return nil, nil, err
 	}
 	cmd := &exec.Cmd{
 		Path:        path,

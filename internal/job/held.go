@@ -311,7 +311,7 @@ func (n notifyWriter) Write(p []byte) (int, error) {
 // across the spawn). Its streams follow the files the holder writes.
 func (j *Job) beginHeld() func() {
 	m := j.m
-	path, argv, env, err := j.command()
+	path, argv, env, err := j.command(true) // the holder forks: checked here
 	dir := j.spec.Dir
 	if dir == "" {
 		dir, _ = os.Getwd() // the daemon's, as for a job it runs itself (the holder's is /)
@@ -421,7 +421,7 @@ func (j *Job) keeper() (k Keeper, mark, slot string, ok bool) {
 // daemon adopts it from that record.
 func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	m := j.m
-	path, argv, env, err := j.command()
+	path, argv, env, err := j.command(false)
 	var cmd *exec.Cmd
 	var pipes *jobPipes
 	if err == nil {
@@ -444,7 +444,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 			c.slot = slot
 		}
 		if err = c.start(); err != nil {
-			err = fmt.Errorf("start: %w", err)
+			err = j.startError(err)
 		}
 		release()
 	}

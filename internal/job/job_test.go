@@ -199,17 +199,29 @@ func TestDirectArgvEnvStdinCwd(t *testing.T) {
 	}
 }
 
+// A start that fails says why: the program not found, or the working
+// directory missing or not one (checked once the fork failed: the
+// child's chdir is the check).
 func TestFailedStart(t *testing.T) {
 	h := newHarness(t, Options{})
-	tests := []Spec{
-		{Argv: []string{"no-such-program-hive"}},
-		{Cmd: "true", Dir: "/no/such/dir"},
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for _, spec := range tests {
-		j := h.start(spec)
+	tests := []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Argv: []string{"no-such-program-hive"}}, "no-such-program-hive"},
+		{Spec{Cmd: "true", Dir: "/no/such/dir"}, `cwd "/no/such/dir": stat /no/such/dir: no such file or directory`},
+		{Spec{Argv: []string{"true"}, Dir: "/no/such/dir"}, `cwd "/no/such/dir": stat /no/such/dir: no such file or directory`},
+		{Spec{Argv: []string{"true"}, Dir: file}, `cwd "` + file + `": not a directory`},
+	}
+	for _, tt := range tests {
+		j := h.start(tt.spec)
 		in := h.wait(j)
-		if in.State != Failed || in.Error == "" || in.ExitCode != nil {
-			t.Errorf("%+v: state %s err %q exit %v, want failed with error", spec, in.State, in.Error, in.ExitCode)
+		if in.State != Failed || !strings.Contains(in.Error, tt.want) || in.ExitCode != nil {
+			t.Errorf("%+v: state %s err %q exit %v, want failed with an error saying %q", tt.spec, in.State, in.Error, in.ExitCode, tt.want)
 		}
 	}
 }

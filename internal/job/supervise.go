@@ -77,7 +77,7 @@ func (j *Job) begin() func() {
 			logger: m.o.Logger, cmd: cmd, pipes: pipes, pidStart: &j.pidStart, reaped: &j.reaped,
 			limits: j.spec.Limits, timeout: j.spec.Timeout}
 		if err = c.start(); err != nil {
-			err = fmt.Errorf("start: %w", err)
+			err = j.startError(err)
 		}
 	}
 	m.pipes.refill() // the next start's, while this job runs
@@ -282,7 +282,7 @@ func newStreams(stdout, stderr, index string, o output.Options, kept bool) (out,
 
 // prepare creates the pipes and the command (see command).
 func (j *Job) prepare() (*exec.Cmd, *jobPipes, error) {
-	path, argv, env, err := j.command()
+	path, argv, env, err := j.command(false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -291,10 +291,10 @@ func (j *Job) prepare() (*exec.Cmd, *jobPipes, error) {
 
 // command is what the job runs: the program's path, its argv and its
 // environment (the policy shell's, with the job's marks), once its
-// working directory is checked. It reads only what does not change once
+// working directory is checked (checkDir; see dirErr). It reads only what does not change once
 // the job exists (its spec and id), so it needs no lock, and it takes
 // none: the look-up and the check touch the file system.
-func (j *Job) command() (path string, argv, env []string, err error) {
+func (j *Job) command(checkDir bool) (path string, argv, env []string, err error) {
 	m := j.m
 	argv = j.spec.Argv
 	if len(argv) == 0 {
@@ -316,14 +316,38 @@ func (j *Job) command() (path string, argv, env []string, err error) {
 	if path, err = m.paths.lookPath(argv[0], env, j.spec.Dir); err != nil {
 		return "", nil, nil, err
 	}
-	if j.spec.Dir != "" {
-		if fi, err := os.Stat(j.spec.Dir); err != nil {
-			return "", nil, nil, fmt.Errorf("cwd %q: %w", j.spec.Dir, err)
-		} else if !fi.IsDir() {
-			return "", nil, nil, fmt.Errorf("cwd %q: not a directory", j.spec.Dir)
+	if checkDir {
+		if err := j.dirErr(); err != nil {
+			return "", nil, nil, err
 		}
 	}
 	return path, argv, env, nil
+}
+
+// dirErr is what is wrong with the job's working directory, nil if
+// nothing is. A job this process forks itself has it checked only if
+// the fork fails (startError): the child's chdir is the check, and a stat
+// on every start was one more system call between a request and its
+// fork.
+func (j *Job) dirErr() error {
+	if j.spec.Dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(j.spec.Dir); err != nil {
+		return fmt.Errorf("cwd %q: %w", j.spec.Dir, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("cwd %q: not a directory", j.spec.Dir)
+	}
+	return nil
+}
+
+// startError is the error of a start that failed (c.start's err): the
+// working directory's, if it is what is wrong (see dirErr), else err.
+func (j *Job) startError(err error) error {
+	if derr := j.dirErr(); derr != nil {
+		return derr
+	}
+	return fmt.Errorf("start: %w", err)
 }
 
 // newCmd creates a job's pipes (spare's, if it has them: nil makes

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,4 +131,86 @@ func BenchmarkEnvelopeJSON(b *testing.B) {
 	b.ReportMetric(float64(direct.Nanoseconds())/float64(b.N), "direct-ns/op")
 	b.ReportMetric(float64(lib.Nanoseconds())/float64(b.N), "marshal-ns/op")
 	b.ReportMetric(float64(direct)/float64(lib), "direct/marshal")
+}
+
+// renderEnvelopePrinted is renderEnvelope as it was printed with fmt,
+// the form TestRenderEnvelope holds the appended one to.
+func renderEnvelopePrinted(e Envelope, withOutput bool) string {
+	var b strings.Builder
+	switch {
+	case e.AutoBackgrounded:
+		fmt.Fprintf(&b, "auto-backgrounded as job %s (pid %d) after %dms", *e.JobID, e.Pid, e.RuntimeMs)
+	case e.ExitCode != nil:
+		fmt.Fprintf(&b, "exit %d (%s", *e.ExitCode, e.SemanticStatus)
+		if e.SemanticMessage != nil {
+			fmt.Fprintf(&b, ": %s", *e.SemanticMessage)
+		}
+		fmt.Fprintf(&b, ") in %dms", e.RuntimeMs)
+	default:
+		fmt.Fprintf(&b, "%s", e.SemanticStatus)
+		if e.SemanticMessage != nil {
+			fmt.Fprintf(&b, ": %s", *e.SemanticMessage)
+		}
+	}
+	if e.Warning != nil {
+		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
+	}
+	if withOutput {
+		b.WriteString(e.limitsOut.text())
+	}
+	for _, s := range []struct {
+		name, data  string
+		cut, unkept int64
+	}{{"stdout", e.Stdout, e.StdoutTruncatedBytes, e.stdoutUnkept}, {"stderr", e.Stderr, e.StderrTruncatedBytes, e.stderrUnkept}} {
+		switch {
+		case s.data == "":
+		case withOutput:
+			fmt.Fprintf(&b, "\n--- %s ---\n%s", s.name, s.data)
+		case s.cut > 0 && s.unkept > 0:
+			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s, %d not kept (see semantic_message)", s.name, len(s.data), max(s.cut-s.unkept, 0), *e.OutputHandle, s.unkept)
+		case s.cut > 0:
+			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s", s.name, len(s.data), s.cut, *e.OutputHandle)
+		default:
+			fmt.Fprintf(&b, "\n%s: %d bytes in structuredContent", s.name, len(s.data))
+		}
+	}
+	return b.String()
+}
+
+// terminal_exec's text block, appended, is what fmt printed: each
+// outcome (backgrounded, exited, neither), with and without a message,
+// a warning, output (kept whole, cut, cut and partly not kept), the
+// text form with limits and usage.
+func TestRenderEnvelope(t *testing.T) {
+	code, neg, handle, msg, warn, id := 0, -1, "h1", "Command failed <x> \xff", "rm -rf", "ab12cd34"
+	var cases []Envelope
+	for _, base := range []Envelope{
+		{jobState: jobState{ExitCode: &code}, SemanticStatus: "ok", RuntimeMs: 3},
+		{jobState: jobState{ExitCode: &neg}, SemanticStatus: "error", SemanticMessage: &msg, RuntimeMs: -2},
+		{SemanticStatus: "timed_out", SemanticMessage: &msg},
+		{SemanticStatus: ""},
+		{AutoBackgrounded: true, JobID: &id, Pid: 4242, RuntimeMs: 30000},
+	} {
+		for _, out := range []Envelope{
+			{},
+			{Stdout: "hello\n", Stderr: "é"},
+			{Stdout: "head…tail", StdoutTruncatedBytes: 100, Stderr: "x", StderrTruncatedBytes: 5, stderrUnkept: 9, OutputHandle: &handle},
+			{Stdout: "a", StdoutTruncatedBytes: 7, stdoutUnkept: 3, Stderr: "b", StderrTruncatedBytes: -4, OutputHandle: &handle},
+		} {
+			e := base
+			e.Stdout, e.Stderr, e.StdoutTruncatedBytes, e.StderrTruncatedBytes = out.Stdout, out.Stderr, out.StdoutTruncatedBytes, out.StderrTruncatedBytes
+			e.stdoutUnkept, e.stderrUnkept, e.OutputHandle = out.stdoutUnkept, out.stderrUnkept, out.OutputHandle
+			cases = append(cases, e)
+			e.Warning = &warn
+			e.limitsOut = limitsOut{LimitsEnforcedBy: limits.Enforced{"memory_mb": "cgroup"}, Usage: usageOut{Usage: limits.Usage{CPUUserMS: 4, MemoryPeakBytes: 3 << 20}, known: true}}
+			cases = append(cases, e)
+		}
+	}
+	for i, e := range cases {
+		for _, withOutput := range []bool{false, true} {
+			if got, want := renderEnvelope(e, withOutput), renderEnvelopePrinted(e, withOutput); got != want {
+				t.Errorf("case %d (withOutput %v):\n%q\nprinted:\n%q", i, withOutput, got, want)
+			}
+		}
+	}
 }

@@ -454,45 +454,82 @@ func decode(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }
 // renderEnvelope is terminal_exec's text block: the outcome, and either
 // the output (withOutput: a text session's only copy) or what is where.
 func renderEnvelope(e Envelope, withOutput bool) string {
-	var b strings.Builder
+	// Appended, not printed: this is on the way from a command's end to
+	// its answer, and fmt's printer was a tenth of that step
+	// (TestRenderEnvelope holds it to the printed form).
+	b := make([]byte, 0, 128)
 	switch {
 	case e.AutoBackgrounded:
-		fmt.Fprintf(&b, "auto-backgrounded as job %s (pid %d) after %dms", *e.JobID, e.Pid, e.RuntimeMs)
+		b = append(b, "auto-backgrounded as job "...)
+		b = append(b, *e.JobID...)
+		b = append(b, " (pid "...)
+		b = strconv.AppendInt(b, int64(e.Pid), 10)
+		b = append(b, ") after "...)
+		b = strconv.AppendInt(b, e.RuntimeMs, 10)
+		b = append(b, "ms"...)
 	case e.ExitCode != nil:
-		fmt.Fprintf(&b, "exit %d (%s", *e.ExitCode, e.SemanticStatus)
+		b = append(b, "exit "...)
+		b = strconv.AppendInt(b, int64(*e.ExitCode), 10)
+		b = append(b, " ("...)
+		b = append(b, e.SemanticStatus...)
 		if e.SemanticMessage != nil {
-			fmt.Fprintf(&b, ": %s", *e.SemanticMessage)
+			b = append(b, ": "...)
+			b = append(b, *e.SemanticMessage...)
 		}
-		fmt.Fprintf(&b, ") in %dms", e.RuntimeMs)
+		b = append(b, ") in "...)
+		b = strconv.AppendInt(b, e.RuntimeMs, 10)
+		b = append(b, "ms"...)
 	default:
-		fmt.Fprintf(&b, "%s", e.SemanticStatus)
+		b = append(b, e.SemanticStatus...)
 		if e.SemanticMessage != nil {
-			fmt.Fprintf(&b, ": %s", *e.SemanticMessage)
+			b = append(b, ": "...)
+			b = append(b, *e.SemanticMessage...)
 		}
 	}
 	if e.Warning != nil {
-		fmt.Fprintf(&b, "\nwarning: %s", *e.Warning)
+		b = append(b, "\nwarning: "...)
+		b = append(b, *e.Warning...)
 	}
 	if withOutput { // the text form: no structuredContent tells them
-		b.WriteString(e.limitsOut.text())
+		b = append(b, e.limitsOut.text()...)
 	}
-	for _, s := range []struct {
+	for _, s := range [...]struct {
 		name, data  string
 		cut, unkept int64
 	}{{"stdout", e.Stdout, e.StdoutTruncatedBytes, e.stdoutUnkept}, {"stderr", e.Stderr, e.StderrTruncatedBytes, e.stderrUnkept}} {
-		switch {
-		case s.data == "":
-		case withOutput:
-			fmt.Fprintf(&b, "\n--- %s ---\n%s", s.name, s.data)
-		case s.cut > 0 && s.unkept > 0:
-			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s, %d not kept (see semantic_message)", s.name, len(s.data), max(s.cut-s.unkept, 0), *e.OutputHandle, s.unkept)
-		case s.cut > 0:
-			fmt.Fprintf(&b, "\n%s: %d bytes shown in structuredContent, %d more in output_handle %s", s.name, len(s.data), s.cut, *e.OutputHandle)
-		default:
-			fmt.Fprintf(&b, "\n%s: %d bytes in structuredContent", s.name, len(s.data))
+		if s.data == "" {
+			continue
+		}
+		b = append(b, '\n')
+		if withOutput {
+			b = append(b, "--- "...)
+			b = append(b, s.name...)
+			b = append(b, " ---\n"...)
+			b = append(b, s.data...)
+			continue
+		}
+		b = append(b, s.name...)
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, int64(len(s.data)), 10)
+		if s.cut <= 0 {
+			b = append(b, " bytes in structuredContent"...)
+			continue
+		}
+		more := s.cut
+		if s.unkept > 0 {
+			more = max(s.cut-s.unkept, 0)
+		}
+		b = append(b, " bytes shown in structuredContent, "...)
+		b = strconv.AppendInt(b, more, 10)
+		b = append(b, " more in output_handle "...)
+		b = append(b, *e.OutputHandle...)
+		if s.unkept > 0 {
+			b = append(b, ", "...)
+			b = strconv.AppendInt(b, s.unkept, 10)
+			b = append(b, " not kept (see semantic_message)"...)
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 func (t *terminal) outputGet(sess *Session, in outputGetIn) (*mcp.CallToolResult, OutputPage, error) {

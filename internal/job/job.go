@@ -80,8 +80,8 @@ func checkSpecNUL(spec Spec) error {
 		return err
 	}
 	for i, a := range spec.Argv {
-		if err := CheckNUL(fmt.Sprintf("argv[%d]", i), a); err != nil {
-			return err
+		if strings.IndexByte(a, 0) >= 0 { // the field's name made only for its error
+			return CheckNUL(fmt.Sprintf("argv[%d]", i), a)
 		}
 	}
 	if err := CheckNUL("cwd", spec.Dir); err != nil {

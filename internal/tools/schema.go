@@ -75,7 +75,9 @@ func schemasFor[In, Out any]() *toolSchemas {
 // decoder that allocates 32 KiB each time, which was a third of a
 // terminal_exec("true") round trip. Here the arguments are decoded twice
 // with encoding/json (a map for the schema check, then the type), checked
-// by argCheck, and the output is marshaled once. The output is not
+// by argCheck, or, for the commonest arguments of terminal_exec and run,
+// read once directly (flatargs.go); and the output is marshaled once (by
+// its own AppendJSON where it has one: marshalOutput). The output is not
 // validated at run time: it is marshaled from the very type its schema is
 // derived from (TestOutputsMatchSchemas checks each type against its
 // schema).

@@ -2,7 +2,6 @@ package job
 
 import (
 	"os"
-	"runtime"
 	"testing"
 )
 
@@ -15,11 +14,9 @@ func TestPipeSpare(t *testing.T) {
 	if ahead == nil {
 		t.Fatal("no set made ahead")
 	}
-	if runtime.GOOS == "linux" {
-		for _, f := range []*os.File{ahead.outR, ahead.outW, ahead.errR, ahead.errW} {
-			if !closeOnExec(t, f) {
-				t.Errorf("%s: not close-on-exec", f.Name())
-			}
+	for _, f := range []*os.File{ahead.outR, ahead.outW, ahead.errR, ahead.errW} {
+		if !closeOnExec(t, f) {
+			t.Errorf("%s: not close-on-exec", f.Name())
 		}
 	}
 	p, err := s.take()

@@ -3,10 +3,7 @@
 // test and fuzz target hold it to that), without reflection.
 package jsonenc
 
-import (
-	"strconv"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 const hexDigits = "0123456789abcdef"
 
@@ -63,12 +60,6 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, s[from:]...)
 	return append(b, '"')
 }
-
-// AppendInt appends v in decimal.
-func AppendInt(b []byte, v int64) []byte { return strconv.AppendInt(b, v, 10) }
-
-// AppendBool appends true or false.
-func AppendBool(b []byte, v bool) []byte { return strconv.AppendBool(b, v) }
 
 // Compact is JSON that is compact and HTML-escaped already, as
 // json.Marshal writes it: what an encoder would do to it again (compact

@@ -104,7 +104,7 @@ func (c *argCheck) check(v any, path string) error {
 	}
 	if len(c.types) > 0 {
 		t := jsonType(v)
-		if !slices.Contains(c.types, t) && !(t == "integer" && slices.Contains(c.types, "number")) {
+		if !c.allows(t) {
 			return fmt.Errorf("%s: got %s %s, want %s", where(path), t, short(v), strings.Join(c.types, " or "))
 		}
 	}
@@ -171,10 +171,7 @@ func jsonType(v any) string {
 	case bool:
 		return "boolean"
 	case float64:
-		if v == math.Trunc(v) && !math.IsInf(v, 0) {
-			return "integer"
-		}
-		return "number"
+		return numberType(v)
 	case string:
 		return "string"
 	case []any:
@@ -183,6 +180,21 @@ func jsonType(v any) string {
 		return "object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// numberType is the JSON Schema type of a number: "integer" if it has
+// no fraction.
+func numberType(v float64) string {
+	if v == math.Trunc(v) && !math.IsInf(v, 0) {
+		return "integer"
+	}
+	return "number"
+}
+
+// allows reports whether c's types take a value of JSON type t (an
+// integer is a number too); c has types.
+func (c *argCheck) allows(t string) bool {
+	return slices.Contains(c.types, t) || (t == "integer" && slices.Contains(c.types, "number"))
 }
 
 // short quotes a scalar for an error message.

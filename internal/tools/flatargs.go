@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"math"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -208,12 +207,9 @@ func (c *argCheck) checkFlat(args []flatArg) bool {
 			if err != nil {
 				return false // out of float64's range: the library's error
 			}
-			t = "number"
-			if v == math.Trunc(v) && !math.IsInf(v, 0) {
-				t = "integer"
-			}
+			t = numberType(v)
 		}
-		if !slices.Contains(pc.types, t) && !(t == "integer" && slices.Contains(pc.types, "number")) {
+		if !pc.allows(t) {
 			return false
 		}
 	}

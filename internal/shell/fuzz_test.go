@@ -87,7 +87,8 @@ func FuzzPlan(f *testing.F) {
 const maxFuzzCmd = 16 << 10
 
 // FuzzWarning: Warning never panics, answers within a few seconds for a
-// command of up to 16 KiB, and its answer is "" or one line.
+// command of up to 16 KiB, and its answer is "" or one line; for a plain
+// command (walked without the parser) it is the parser's answer.
 func FuzzWarning(f *testing.F) {
 	for _, s := range []string{
 		"", "rm -rf /", "echo 'rm -rf /'", "sudo -u root rm -fr ./build", "bash -c \"sh -c 'rm -rf x'\"",
@@ -95,6 +96,8 @@ func FuzzWarning(f *testing.F) {
 		"dd 'of=/dev/sd\na'", "kubectl -n prod delete pod x", ":(){ :|:& };:", "chmod -R 777 /",
 		"eval 'eval \"eval rm -rf y\"'", "echo x | mysql -e 'DROP TABLE t'", "terraform destroy -auto-approve",
 		"rm -rf \"$(printf 'a\\nb')\"", "xargs rm -rf < list", "env -S 'rm -rf /' x", "rm -rf 'a\nb'",
+		"rm  -rf  x", "sudo rm -fr ./build", "xargs rm -rf", "nice -n5 git push -f", "sh -c rm -rf x",
+		"env A=1 rm -rf x", "timeout 5 dd of=/dev/sda", "find . -delete", "git clean -fdx", "true",
 	} {
 		f.Add(s)
 	}
@@ -106,6 +109,11 @@ func FuzzWarning(f *testing.F) {
 		within(t, func() { w = Warning(cmd) }, "Warning(%q)", cmd)
 		if strings.ContainsAny(w, "\n\r") {
 			t.Fatalf("Warning(%q) = %q: more than one line", cmd, w)
+		}
+		if _, plain := plainArgv(cmd); plain {
+			if parsed := parsedWarning(cmd); w != parsed {
+				t.Fatalf("Warning(%q) = %q without the parser, %q with it", cmd, w, parsed)
+			}
 		}
 	})
 }
@@ -159,6 +167,62 @@ func BenchmarkPlainPlan(b *testing.B) {
 		t1 := time.Now()
 		parsedPlan(cmd)
 		plain, parsed = plain+t1.Sub(t0), parsed+time.Since(t1)
+	}
+	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "plain-ns/op")
+	b.ReportMetric(float64(parsed.Nanoseconds())/float64(b.N), "parsed-ns/op")
+	b.ReportMetric(float64(plain)/float64(parsed), "plain/parsed")
+}
+
+// TestWarningPlain: plain commands, which Warning walks without the
+// parser, warn as the parser's walk does, and the destructive ones do.
+func TestWarningPlain(t *testing.T) {
+	for _, c := range []struct{ cmd, want string }{
+		{"rm -rf x", "may force-remove files recursively (rm -rf)"},
+		{"  sudo   rm -fr ./build ", "may force-remove files recursively (rm -rf)"},
+		{"xargs rm -rf", "may force-remove files recursively (rm -rf)"},
+		{"sh -c rm", ""},
+		{"true", ""},
+		{"ls -la", ""},
+		{"go test ./... -run X", ""},
+	} {
+		if _, ok := plainArgv(c.cmd); !ok {
+			t.Fatalf("%q: not plain", c.cmd)
+		}
+		got, parsed := Warning(c.cmd), parsedWarning(c.cmd)
+		if got != parsed {
+			t.Errorf("Warning(%q) = %q, the parser's walk %q", c.cmd, got, parsed)
+		}
+		if c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("Warning(%q) = %q, want %q in it", c.cmd, got, c.want)
+		}
+		if c.want == "" && got != "" {
+			t.Errorf("Warning(%q) = %q, want none", c.cmd, got)
+		}
+	}
+	for _, cmd := range []string{"git push --force origin main", "dd if=/dev/zero of=/dev/sda", "kubectl -n prod delete pod x"} {
+		if _, ok := plainArgv(cmd); !ok {
+			t.Fatalf("%q: not plain", cmd)
+		}
+		if w := Warning(cmd); w == "" || w != parsedWarning(cmd) {
+			t.Errorf("Warning(%q) = %q, the parser's walk %q", cmd, w, parsedWarning(cmd))
+		}
+	}
+}
+
+// BenchmarkWarningPlain: Warning of a plain command (its words walked)
+// against the parser's walk of it, in the same loop.
+func BenchmarkWarningPlain(b *testing.B) {
+	const cmd = "go test ./internal/shell -run TestPlan -count=1"
+	var plain, parsed time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		w := Warning(cmd)
+		t1 := time.Now()
+		p := parsedWarning(cmd)
+		plain, parsed = plain+t1.Sub(t0), parsed+time.Since(t1)
+		if w != p {
+			b.Fatalf("%q against %q", w, p)
+		}
 	}
 	b.ReportMetric(float64(plain.Nanoseconds())/float64(b.N), "plain-ns/op")
 	b.ReportMetric(float64(parsed.Nanoseconds())/float64(b.N), "parsed-ns/op")

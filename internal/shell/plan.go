@@ -65,16 +65,26 @@ func Plan(cmd string) Decision {
 // bash expands or removes, so its value is as written: the decision is
 // the parser's (FuzzPlan holds the two the same).
 func plainPlan(cmd string) (Decision, bool) {
-	for i := 0; i < len(cmd); i++ {
-		if c := cmd[i]; !plainByte[c] && c != ' ' {
-			return Decision{}, false
-		}
-	}
-	argv := strings.Fields(cmd)
-	if len(argv) == 0 || builtins[argv[0]] || strings.IndexByte(argv[0], '=') >= 0 {
+	argv, ok := plainArgv(cmd)
+	if !ok {
 		return Decision{}, false
 	}
 	return Decision{Argv: argv}, true
+}
+
+// plainArgv is the words of a plain command (see plainPlan), as bash
+// reads them; ok is false for any other command.
+func plainArgv(cmd string) (argv []string, ok bool) {
+	for i := 0; i < len(cmd); i++ {
+		if c := cmd[i]; !plainByte[c] && c != ' ' {
+			return nil, false
+		}
+	}
+	argv = strings.Fields(cmd)
+	if len(argv) == 0 || builtins[argv[0]] || strings.IndexByte(argv[0], '=') >= 0 {
+		return nil, false
+	}
+	return argv, true
 }
 
 // plainByte are the bytes of plainPlan's words.

@@ -28,6 +28,8 @@ targets=(
 	"FuzzDecodeMessageAgrees ./internal/mcpline"
 	"FuzzEncodeAnswer ./internal/mcpline"
 	"FuzzKeptEndLine ./internal/holder"
+	"FuzzKeepLine ./internal/holder"
+	"FuzzJobJSON ./internal/store"
 	"FuzzEscaped ./internal/termsafe"
 	"FuzzCheck ./internal/policy"
 )

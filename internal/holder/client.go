@@ -1056,9 +1056,12 @@ func (c *Client) KeepsRecords() bool {
 // reads it even if this daemon dies at once. The job's end is told with
 // Ack, as a held job's.
 func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
-	b, err := json.Marshal(wire.Request{Op: wire.OpKeep, Keep: &k, NoReply: true})
-	if err != nil {
-		return err
+	b, ok := keepLine(&k)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(wire.Request{Op: wire.OpKeep, Keep: &k, NoReply: true}); err != nil {
+			return err
+		}
 	}
 	b = append(b, '\n')
 	c.mu.Lock()

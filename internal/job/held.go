@@ -526,7 +526,11 @@ func (j *Job) keptRecord(st wire.JobStart) json.RawMessage {
 	in := j.info
 	j.mu.Unlock()
 	in.State, in.Pid, in.PidStart, in.Started, in.LimitsBy = Running, st.Pid, st.PidStart, st.Started, st.LimitsBy
-	b, err := json.Marshal(toRecord(in))
+	rec := toRecord(in)
+	if b, ok := rec.AppendJSON(make([]byte, 0, 512)); ok {
+		return b // json.Marshal's encoding, without reflection (store.Job.AppendJSON)
+	}
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return nil
 	}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hivetools/hive/internal/jsonenc"
+)
+
+// AppendJSON appends j's JSON, byte for byte json.Marshal's (TestJobJSON,
+// FuzzJobJSON), without reflection: a kept job's record is encoded on a
+// start's path (wire.Kept.Record). ok is false, and b as given, for a
+// record of limits, their enforcement or usage, or a time json.Marshal
+// refuses: json.Marshal encodes those.
+func (j *Job) AppendJSON(b []byte) (out []byte, ok bool) {
+	if !j.Limits.IsZero() || len(j.LimitsBy) > 0 || j.Usage != nil {
+		return b, false
+	}
+	var times [3][]byte
+	for i, t := range [3]time.Time{j.Created, j.Started, j.Ended} {
+		if t.IsZero() {
+			continue
+		}
+		tb, err := t.MarshalJSON()
+		if err != nil {
+			return b, false
+		}
+		times[i] = tb
+	}
+	out = append(b, '{')
+	str := func(name, v string) {
+		if v != "" {
+			out = appendName(out, name)
+			out = jsonenc.AppendString(out, v)
+		}
+	}
+	num := func(name string, v int64) {
+		if v != 0 {
+			out = appendName(out, name)
+			out = strconv.AppendInt(out, v, 10)
+		}
+	}
+	flag := func(name string, v bool) {
+		if v {
+			out = appendName(out, name)
+			out = append(out, "true"...)
+		}
+	}
+	str("id", j.ID)
+	str("name", j.Name)
+	str("cmd", j.Cmd)
+	if len(j.Argv) > 0 {
+		out = appendName(out, "argv")
+		for i, a := range j.Argv {
+			if i == 0 {
+				out = append(out, '[')
+			} else {
+				out = append(out, ',')
+			}
+			out = jsonenc.AppendString(out, a)
+		}
+		out = append(out, ']')
+	}
+	str("shell_kind", j.ShellKind)
+	str("cwd", j.Cwd)
+	str("source", j.Source)
+	str("state", j.State)
+	if j.ExitCode != nil {
+		out = appendName(out, "exit_code")
+		out = strconv.AppendInt(out, int64(*j.ExitCode), 10)
+	}
+	if j.Signal != nil {
+		out = appendName(out, "signal")
+		out = strconv.AppendInt(out, int64(*j.Signal), 10)
+	}
+	str("error", j.Error)
+	num("timeout", int64(j.Timeout))
+	for i, name := range [3]string{"created", "started", "ended"} {
+		if times[i] != nil {
+			out = appendName(out, name)
+			out = append(out, times[i]...)
+		}
+	}
+	num("pid", int64(j.Pid))
+	if j.PidStart != 0 {
+		out = appendName(out, "pid_start")
+		out = strconv.AppendUint(out, j.PidStart, 10)
+	}
+	str("boot_id", j.BootID)
+	str("stdout_path", j.StdoutPath)
+	str("stderr_path", j.StderrPath)
+	num("stdout_bytes", j.StdoutBytes)
+	num("stderr_bytes", j.StderrBytes)
+	num("stdout_dropped", j.StdoutDropped)
+	num("stderr_dropped", j.StderrDropped)
+	num("leftover", int64(j.Leftover))
+	flag("quiet", j.Quiet)
+	flag("kill_on_timeout", j.KillOnTimeout)
+	str("limit_hit", j.LimitHit)
+	return append(out, '}'), true
+}
+
+// appendName appends a member's name and colon, after a comma unless
+// it is the object's first.
+func appendName(b []byte, name string) []byte {
+	if b[len(b)-1] != '{' {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, '"', ':')
+}

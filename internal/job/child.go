@@ -342,7 +342,9 @@ func drainPumps(pumped chan struct{}, pumps []*pumper) {
 // go (release), until it is: the wait goes on on a goroutine of its own
 // then, until the leader exits (the daemon exits meanwhile).
 func (c *child) wait() (err error, released bool) {
-	if c.release == nil {
+	if c.release == nil || proc.Exited(c.pid) {
+		// A leader that has exited already is reaped here, without a
+		// goroutine for the wait: a release would find it ended.
 		return proc.Wait(c.cmd), false
 	}
 	waited := make(chan error, 1)

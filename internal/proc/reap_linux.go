@@ -81,8 +81,14 @@ func start(cmd *exec.Cmd, child bool) error {
 // runtime's processor from a thread blocked in wait4 (and the runtime's
 // monitor no wake-ups every 20 µs while one is). Without non-blocking
 // pidfds (Linux before 5.10, or a poller that will not take one) it
-// returns at once, and the blocking wait does it all.
+// returns at once, and the blocking wait does it all. A child that has
+// exited already (on a machine of few processors a short one often runs
+// to its end before its parent goes on) costs one system call here, not
+// a pidfd and its registration with the poller.
 func awaitExit(pid int) {
+	if Exited(pid) {
+		return
+	}
 	fd, err := unix.PidfdOpen(pid, unix.O_NONBLOCK)
 	if err != nil {
 		return
@@ -398,4 +404,12 @@ func UID(pid int) (int, bool) {
 		return 0, false
 	}
 	return int(st.Uid), true
+}
+
+// Exited reports whether pid, a child of this process not reaped yet,
+// has exited (it is a zombie: a wait reaps it at once). It reaps nothing.
+func Exited(pid int) bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo != 0
 }

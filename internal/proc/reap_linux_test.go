@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hivetools/hive/internal/hivetest"
 )
 
@@ -232,5 +234,48 @@ func TestChildPidsReadAgain(t *testing.T) {
 	defer children.Unlock()
 	if children.opens != opens {
 		t.Errorf("the children file was opened %d times more", children.opens-opens)
+	}
+}
+
+// TestExited: Exited is false while a child runs, true once it has exited
+// and before it is reaped, and reaps nothing (the wait after it gets the
+// child's exit status); false once the child is reaped.
+func TestExited(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "read x; exit 3")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if Exited(pid) {
+		t.Fatal("Exited of a running child: true")
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	in.Close() // the shell's read ends: it exits 3
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		if _, err := unix.Poll(fds, 10_000); err != unix.EINTR {
+			break
+		}
+	}
+	if fds[0].Revents&unix.POLLIN == 0 {
+		t.Fatal("the child did not exit within 10 s")
+	}
+	if !Exited(pid) || !Exited(pid) {
+		t.Fatal("Exited of an exited child: false")
+	}
+	err = cmd.Wait()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("the wait after Exited: %v, %v: want exit status 3 (Exited reaped it?)", err, cmd.ProcessState)
+	}
+	if Exited(pid) {
+		t.Fatal("Exited of a reaped child: true")
 	}
 }

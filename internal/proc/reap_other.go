@@ -12,6 +12,10 @@ func forget(cmd *exec.Cmd)              {}
 func reapExited(ps []Pinned)            {}
 func awaitExit(pid int)                 {}
 
+// Exited reports whether pid, a child not reaped yet, has exited; only
+// Linux tells it without a wait: elsewhere false.
+func Exited(pid int) bool { return false }
+
 // Reaper is Linux's child subreaper; elsewhere NewReaper fails.
 type Reaper struct{}
 

@@ -59,6 +59,10 @@ func (s *Server) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 	if d := tools.DirectOf(srv); d != nil && !s.noDirect.Load() {
 		lt.Direct = d
 	}
+	// Counted before it connects: once connected it reads and answers
+	// (initialize) at once, and whoever got an answer finds it counted.
+	s.mcpSessions.Add(1)
+	defer s.mcpSessions.Add(-1)
 	ss, err := srv.Connect(ctx, lt, nil)
 	if err != nil {
 		s.log.Error("mcp connect", "err", err)
@@ -70,8 +74,6 @@ func (s *Server) serveMCP(ctx context.Context, c net.Conn, br *bufio.Reader, req
 	}
 	defer lt.WaitDirect()
 	s.log.Info("mcp session open", "session", sess.ID, "cwd", sess.Cwd, "groups", req.Groups, "stdio", req.Stdio)
-	s.mcpSessions.Add(1)
-	defer s.mcpSessions.Add(-1)
 	// The daemon stopping ends the session (and says so).
 	ended := make(chan struct{})
 	go func() {

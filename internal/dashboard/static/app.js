@@ -845,11 +845,13 @@ function drawNotes() {
     el("li", { "data-agent": n.agent }, el("span", { class: "dim" }, new Date(at(n.at)).toLocaleTimeString()), " ", n.agent, ": ", n.text)));
 }
 function onSwarmAgent(a) {
+  if (swarmBusy) swarmAgain = true; // the read under way may be older: read again after it
   if (!swarm.name) return; // the page has not read the directory yet
   swarm.agents.set(a.name, a);
   if (!$("swarmview").hidden) drawAgent(a.name);
 }
 function onSwarmGone(g) {
+  if (swarmBusy) swarmAgain = true;
   if (!swarm.agents.delete(g.name)) return;
   if (!$("swarmview").hidden) drawAgent(g.name);
 }
@@ -858,14 +860,23 @@ function onSwarmNotice(n) {
   swarm.notes.length = Math.min(swarm.notes.length, NOTES_KEPT);
   if (!$("swarmview").hidden) drawNotes();
 }
-let swarmBusy = false;
+// A read of the directory asked for while one is under way (a
+// swarm_reset), or an agent's change that comes meanwhile (the read may
+// have been answered before it, and would draw the agent as it was),
+// makes the page read it again once that read is drawn.
+let swarmBusy = false, swarmAgain = false;
 async function loadSwarm() {
-  if (swarmBusy) return;
+  if (swarmBusy) { swarmAgain = true; return; }
   clearTimeout(swarmTimer);
   swarmBusy = true;
+  swarmAgain = false;
   let sw = null, err = null;
   try { sw = await api("GET", "/api/swarm"); } catch (e) { err = e; }
   swarmBusy = false;
+  drawLoadedSwarm(sw, err);
+  if (swarmAgain) { swarmAgain = false; loadSwarm(); }
+}
+function drawLoadedSwarm(sw, err) {
   const shown = !$("swarmview").hidden;
   if (sw && !sw.swarm) { // the daemon joined none
     $("swarm-link").hidden = true;

@@ -3,6 +3,7 @@ package holder
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -76,6 +77,18 @@ func TestKeepLineAgrees(t *testing.T) {
 	}
 	if len(m.Keep.Spec) != 11 || len(m.Keep.Start) != 4 {
 		t.Errorf("the full keep has %d members in its spec and %d in its start, want 11 and 4: %s", len(m.Keep.Spec), len(m.Keep.Start), b)
+	}
+	// Every field of the spec and the start is either encoded (above) or
+	// declined (below; and the spec's EnvTail, never sent): a field added
+	// to either fails here until keepLine encodes or declines it.
+	if n := reflect.TypeOf(wire.JobSpec{}).NumField(); n != 11+5+1 {
+		t.Errorf("wire.JobSpec has %d fields; keepLine knows 17 (11 members, of which path, argv and env only empty; env_ref, env_base, dir, stdin and limits declined; EnvTail)", n)
+	}
+	if n := reflect.TypeOf(wire.JobStart{}).NumField(); n != 4+1 {
+		t.Errorf("wire.JobStart has %d fields; keepLine knows 5 (4 encoded, LimitsBy declined)", n)
+	}
+	if n := reflect.TypeOf(wire.Kept{}).NumField(); n != 3 {
+		t.Errorf("wire.Kept has %d fields; keepLine knows 3", n)
 	}
 	for name, k := range map[string]wire.Kept{
 		"argv":      {Spec: wire.JobSpec{ID: "x", Argv: []string{"true"}}},

@@ -7,9 +7,10 @@ import (
 	"github.com/hivetools/hive/internal/jsonenc"
 )
 
-// AppendJSON appends j's JSON, byte for byte json.Marshal's (TestJobJSON,
-// FuzzJobJSON), without reflection: a kept job's record is encoded on a
-// start's path (wire.Kept.Record). ok is false, and b as given, for a
+// AppendJSON appends j's JSON, byte for byte json.Marshal's and the
+// pinned form (TestJobJSON, TestJobAppendJSON, FuzzJobJSON), without
+// reflection: a kept job's record is encoded on a start's path
+// (wire.Kept.Record). ok is false, and b as given, for a
 // record of limits, their enforcement or usage, or a time json.Marshal
 // refuses: json.Marshal encodes those.
 func (j *Job) AppendJSON(b []byte) (out []byte, ok bool) {

@@ -28,6 +28,7 @@ targets=(
 	"FuzzDecodeMessageAgrees ./internal/mcpline"
 	"FuzzEncodeAnswer ./internal/mcpline"
 	"FuzzKeptEndLine ./internal/holder"
+	"FuzzKeepEndedLine ./internal/holder"
 	"FuzzKeepLine ./internal/holder"
 	"FuzzJobJSON ./internal/store"
 	"FuzzEscaped ./internal/termsafe"

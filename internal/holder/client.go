@@ -1104,6 +1104,40 @@ func (c *Client) Keep(k wire.Kept, pidfd, outR, errR int) error {
 	return nil
 }
 
+// KeepsEnded implements job.Keeper: a job whose leader ended before it
+// was kept may be kept with its end, in one line (KeepEnded, protocol 6).
+func (c *Client) KeepsEnded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keeps && !c.dead && c.proto >= 6
+}
+
+// KeepEnded has the holder keep a job this daemon started whose leader
+// had exited when the fork returned, once it ended: its keep and its end
+// in one line (protocol 6), no descriptors (its end is told: the holder
+// only keeps that end, the record and the job's cgroup, until the ack).
+// It waits for no answer; once it returns without error the holder has
+// the line.
+func (c *Client) KeepEnded(k wire.Kept, e wire.JobEnd) error {
+	b, ok := keepEndedLine(&k, &e)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(wire.Request{Op: wire.OpKeep, Keep: &k, End: &e, NoReply: true}); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	delete(c.out, k.Start.Cgroup) // its job is in it
+	proto, keeps := c.proto, c.keeps
+	c.mu.Unlock()
+	if !keeps || proto < 6 {
+		// The caller asked first (KeepsEnded): a holder it spoke with
+		// before this one did.
+		return fmt.Errorf("keep: the holder keeps no ended job (protocol %d)", proto)
+	}
+	return c.tellLine("keep", b)
+}
+
 // KeepEnd tells the holder how a kept job ended, before this daemon
 // answers for it and before its record is committed: the holder keeps
 // that end until the ack, for the next daemon should this one die first.

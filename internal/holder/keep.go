@@ -209,15 +209,22 @@ func (s *server) killed(sc *serverConn, req wire.Request, pid int) {
 // cgroupKilledWait is how long OpKilled waits by default.
 const cgroupKilledWait = 100 * time.Millisecond
 
-// keep keeps the job a keep line tells, with its descriptors.
+// keep keeps the job a keep line tells, with its descriptors; a keep
+// that carries the job's end (protocol 6: it ended before it was kept)
+// carries none, and is kept as a kept job whose end was told.
 func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
-	fds, ok := fc.take(3)
+	fds, ok := []int{-1, -1, -1}, true
+	if req.End == nil {
+		fds, ok = fc.take(3)
+	}
 	var err error
 	switch {
 	case !ok:
 		err = errdefs.New(errdefs.ErrInvalid, "keep: the line carries no pidfd and pipes")
 	case req.Keep == nil || req.Keep.Spec.ID == "" || req.Keep.Start.Pid <= 0:
 		err = errdefs.New(errdefs.ErrInvalid, "keep: the job's id and its leader's pid are required")
+	case req.End != nil && req.End.ID != req.Keep.Spec.ID:
+		err = errdefs.New(errdefs.ErrInvalid, fmt.Sprintf("keep: end.id %q: must be the kept job's id %q", req.End.ID, req.Keep.Spec.ID))
 	case !s.keeps:
 		err = errdefs.New(errdefs.ErrUnavailable, "keep: this holder keeps no job it did not start")
 	}
@@ -234,7 +241,12 @@ func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
 		case s.stop:
 			err = errdefs.New(errdefs.ErrUnavailable, "keep: the holder is stopping")
 		default:
-			s.jobs[id] = &held{k: &kept{k: *req.Keep, pidfd: fds[0], outR: fds[1], errR: fds[2], daemon: pid}}
+			k := &kept{k: *req.Keep, pidfd: fds[0], outR: fds[1], errR: fds[2], daemon: pid}
+			if req.End != nil {
+				e := *req.End
+				k.end = &e
+			}
+			s.jobs[id] = &held{k: k}
 			if slot := req.Keep.Start.Cgroup; slot != "" && kp.lent[slot] {
 				delete(kp.lent, slot)
 				s.o.Cgroups.Adopt(id, slot)
@@ -243,9 +255,7 @@ func (s *server) keep(sc *serverConn, fc *fdConn, req wire.Request, pid int) {
 		s.mu.Unlock()
 	}
 	if err != nil {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
+		closeFDs(fds)
 		s.log.Warn("a job to keep was refused", "err", err)
 		sc.send(wire.Message{Re: req.Seq, Error: err.Error(), Code: errdefs.Code(err)})
 		return
@@ -298,10 +308,17 @@ func (s *server) topUpNow() {
 // forget drops kept job id, k (its daemon recorded its end, or told it
 // before it died): the descriptors close, its cgroup goes.
 func (s *server) forget(id string, k *kept) {
-	for _, fd := range []int{k.pidfd, k.outR, k.errR} {
-		unix.Close(fd)
-	}
+	closeFDs([]int{k.pidfd, k.outR, k.errR})
 	s.o.Cgroups.End(id, 0, false)
+}
+
+// closeFDs closes fds, but the -1 of a keep that carried none.
+func closeFDs(fds []int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
 }
 
 // takeOver makes the kept job id a held one (job.TakeHeld) from the

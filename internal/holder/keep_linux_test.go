@@ -345,27 +345,29 @@ func TestKeptJobStopGoesOnWhenTakenOver(t *testing.T) {
 	c.Ack("s1")
 }
 
-// A keep line without its descriptors, or without an id, is refused
-// naming what it lacks; the holder reads on.
-func TestKeepRefusedOnTheWire(t *testing.T) {
-	sock, _ := serve(t)
+// wireKeeper connects to the holder at sock as a daemon that keeps jobs,
+// of protocol proto, by hand: the connection, the holder's hello, and a
+// reader of its next answer (events skipped). It skips the test where
+// the holder keeps no jobs.
+func wireKeeper(t *testing.T, sock string, proto int) (conn net.Conn, hello *wire.Hello, read func() wire.Message) {
+	t.Helper()
 	conn, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	t.Cleanup(func() { conn.Close() })
 	r := bufio.NewReader(conn)
 	line, err := r.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
 	}
-	var hello wire.Message
-	json.Unmarshal([]byte(line), &hello)
-	if hello.Hello == nil || !hello.Hello.Keeps {
+	var m wire.Message
+	json.Unmarshal([]byte(line), &m)
+	if m.Hello == nil || !m.Hello.Keeps {
 		t.Skip("this holder keeps no jobs here (a kernel before 6.15)")
 	}
-	conn.Write([]byte(`{"op":"hello","hello":{"proto":3,"min":1,"keeps":true,"pid":` + strconv.Itoa(os.Getpid()) + `}}` + "\n"))
-	read := func() wire.Message {
+	conn.Write([]byte(`{"op":"hello","hello":{"proto":` + strconv.Itoa(proto) + `,"min":1,"keeps":true,"pid":` + strconv.Itoa(os.Getpid()) + `}}` + "\n"))
+	return conn, m.Hello, func() wire.Message {
 		t.Helper()
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		for {
@@ -380,6 +382,13 @@ func TestKeepRefusedOnTheWire(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A keep line without its descriptors, or without an id, is refused
+// naming what it lacks; the holder reads on.
+func TestKeepRefusedOnTheWire(t *testing.T) {
+	sock, _ := serve(t)
+	conn, _, read := wireKeeper(t, sock, 3)
 	conn.Write([]byte(`{"seq":1,"op":"keep","keep":{"spec":{"id":"x","path":"","argv":null,"env":null,"stdout":"/dev/null","stderr":"/dev/null"},"start":{"pid":1,"started":"2024-01-01T00:00:00Z"}},"no_reply":true}` + "\n"))
 	if m := read(); m.Re != 1 || !strings.Contains(m.Error, "no pidfd") || m.Code != "invalid" {
 		t.Errorf("a keep without descriptors: %+v", m)
@@ -720,5 +729,41 @@ func takeToEnd(t *testing.T, c *Client, s *sink, j *ownJob, id, gate string) wir
 	case <-time.After(20 * time.Second):
 		t.Fatalf("no end of job %s", id)
 		return wire.JobEnd{}
+	}
+}
+
+// A keep that carries its job's end (protocol 6) takes no descriptors:
+// the holder lists the job with that end and its record until the ack.
+// One whose end names another job is refused, naming the field.
+func TestKeepWithItsEndOnTheWire(t *testing.T) {
+	sock, _ := serve(t)
+	conn, hello, read := wireKeeper(t, sock, 6)
+	if hello.Proto < 6 {
+		t.Fatalf("the holder speaks protocol %d, want 6", hello.Proto)
+	}
+	keep := func(seq int, id, endID string) {
+		k := wire.Kept{Spec: wire.JobSpec{ID: id, Stdout: "/dev/null", Stderr: "/dev/null"},
+			Start: wire.JobStart{Pid: 1, Started: time.Now()}, Record: json.RawMessage(`{"id":"` + id + `","state":"running"}`)}
+		b, err := json.Marshal(wire.Request{Seq: uint64(seq), Op: wire.OpKeep, Keep: &k, End: &wire.JobEnd{ID: endID, Exited: true, ExitCode: 7, Ended: time.Now()}, NoReply: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write(append(b, '\n'))
+	}
+	keep(1, "e1", "e2")
+	if m := read(); m.Re != 1 || !strings.Contains(m.Error, "end.id") || m.Code != "invalid" {
+		t.Errorf("a keep whose end names another job: %+v", m)
+	}
+	keep(2, "e1", "e1")
+	conn.Write([]byte(`{"seq":3,"op":"held"}` + "\n"))
+	m := read()
+	if m.Re != 3 || m.Error != "" || len(m.Held) != 1 || m.Held[0].ID != "e1" || m.Held[0].End == nil || m.Held[0].End.ExitCode != 7 || !strings.Contains(string(m.Held[0].Record), `"e1"`) {
+		t.Fatalf("held after a keep with its end: %+v", m)
+	}
+	conn.Write([]byte(`{"seq":4,"op":"ack","id":"e1"}` + "\n"))
+	read()
+	conn.Write([]byte(`{"seq":5,"op":"held"}` + "\n"))
+	if m := read(); m.Re != 5 || len(m.Held) != 0 {
+		t.Errorf("held after the ack: %+v", m)
 	}
 }

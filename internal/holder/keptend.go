@@ -17,17 +17,43 @@ import (
 // and FuzzKeptEndLine keep the two the same; ok is false where this does
 // not encode it (an end time json.Marshal refuses): the caller marshals.
 func keptEndLine(e *wire.JobEnd) (line []byte, ok bool) {
-	ended, err := e.Ended.MarshalJSON()
-	if err != nil {
-		return nil, false
-	}
 	b := make([]byte, 0, 320+len(e.Error))
 	b = append(b, `{"op":"kept_end"`...)
 	if e.ID != "" {
 		b = append(b, `,"id":`...)
 		b = jsonenc.AppendString(b, e.ID)
 	}
-	b = append(b, `,"no_reply":true,"end":{"id":`...)
+	b = append(b, `,"no_reply":true,"end":`...)
+	if b, ok = appendJobEnd(b, e); !ok {
+		return nil, false
+	}
+	return append(b, '}'), true
+}
+
+// keepEndedLine is the keep line of a job that ended before it was kept
+// (protocol 6: wire.Request{Op: OpKeep, Keep: k, End: e, NoReply: true}),
+// byte for byte as json.Marshal encodes it, for a keep keepLine encodes
+// (ok false otherwise: the caller marshals). TestKeepEndedLineAgrees.
+func keepEndedLine(k *wire.Kept, e *wire.JobEnd) (line []byte, ok bool) {
+	b, ok := keepLine(k)
+	if !ok {
+		return nil, false
+	}
+	b = append(b[:len(b)-1], `,"end":`...) // the request's closing brace
+	if b, ok = appendJobEnd(b, e); !ok {
+		return nil, false
+	}
+	return append(b, '}'), true
+}
+
+// appendJobEnd appends e as json.Marshal encodes it; ok is false for an
+// end time it refuses.
+func appendJobEnd(b []byte, e *wire.JobEnd) (_ []byte, ok bool) {
+	ended, err := e.Ended.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	b = append(b, `{"id":`...)
 	b = jsonenc.AppendString(b, e.ID)
 	if e.Exited {
 		b = append(b, `,"exited":true`...)
@@ -63,7 +89,7 @@ func keptEndLine(e *wire.JobEnd) (line []byte, ok bool) {
 		b = append(b, `,"limit_hit":`...)
 		b = jsonenc.AppendString(b, e.LimitHit)
 	}
-	return append(b, `}}`...), true
+	return append(b, '}'), true
 }
 
 func appendCounts(b []byte, c wire.Counts) []byte {

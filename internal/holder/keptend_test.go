@@ -86,3 +86,59 @@ func BenchmarkKeptEndLine(b *testing.B) {
 	b.ReportMetric(float64(marshal.Nanoseconds())/float64(b.N), "marshal-ns/op")
 	b.ReportMetric(float64(line)/float64(marshal), "line/marshal")
 }
+
+// checkKeepEnded fails t unless keepEndedLine encodes the keep k with
+// end e as json.Marshal does, or declines what keepLine declines or
+// json.Marshal refuses.
+func checkKeepEnded(t testing.TB, k wire.Kept, e wire.JobEnd) {
+	t.Helper()
+	want, werr := json.Marshal(wire.Request{Op: wire.OpKeep, Keep: &k, End: &e, NoReply: true})
+	_, keepOK := keepLine(&k)
+	got, ok := keepEndedLine(&k, &e)
+	switch {
+	case ok && werr != nil:
+		t.Fatalf("keepEndedLine encoded a keep json.Marshal refuses (%v): %s", werr, got)
+	case ok && !bytes.Equal(got, want):
+		t.Fatalf("keepEndedLine:\n%s\njson.Marshal:\n%s", got, want)
+	case !ok && keepOK && werr == nil:
+		t.Fatalf("keepEndedLine declined a keep keepLine encodes and an end json.Marshal encodes: %s", want)
+	}
+}
+
+// The line of a keep that carries its end (protocol 6) is json.Marshal's,
+// byte for byte, for the keeps keepLine encodes and any end; a keep it
+// declines is declined.
+func TestKeepEndedLineAgrees(t *testing.T) {
+	sig := 9
+	k := sampleKeep(t)
+	ended := time.Date(2026, 12, 4, 17, 5, 6, 999, time.UTC)
+	for _, e := range []wire.JobEnd{
+		{ID: k.Spec.ID, Exited: true, Ended: ended, Stdout: wire.Counts{Total: 5, InFile: 5}, Usage: &limits.Usage{CPUUserMS: 1}},
+		{ID: k.Spec.ID, ExitCode: -1, Signal: &sig, Error: "x<\"y\">\xff", Leftover: 2, Stopped: true, Ended: ended.In(time.FixedZone("", 3600)), LimitHit: "Pids"},
+		{ID: "", Ended: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, // refused by both
+	} {
+		checkKeepEnded(t, k, e)
+		checkKeepEnded(t, wire.Kept{Spec: wire.JobSpec{ID: "x"}, Start: wire.JobStart{Pid: 1, Started: ended}}, e)
+	}
+	declined := k
+	declined.Spec.Dir = "/"
+	if _, ok := keepEndedLine(&declined, &wire.JobEnd{ID: k.Spec.ID, Ended: ended}); ok {
+		t.Error("a keep keepLine declines (a directory) was encoded")
+	}
+}
+
+// FuzzKeepEndedLine: whatever the keep's and the end's strings, numbers
+// and times, the line is json.Marshal's.
+func FuzzKeepEndedLine(f *testing.F) {
+	f.Add("3fa9c0d1", "/s/x.out", "err", int64(5), int64(1e9), int64(1764774245123456789), true)
+	f.Add("", "", "\xff<", int64(-1), int64(0), int64(-1), false)
+	f.Fuzz(func(t *testing.T, id, path, errText string, n, sec, ns int64, exited bool) {
+		k := wire.Kept{
+			Spec:  wire.JobSpec{ID: id, Stdout: path, Stderr: errText, FileCap: n, LeftoverGrace: time.Duration(sec)},
+			Start: wire.JobStart{Pid: int(n), Started: time.Unix(sec, n), Cgroup: path},
+		}
+		e := wire.JobEnd{ID: id, Exited: exited, ExitCode: int(n), Error: errText, Ended: time.Unix(0, ns).UTC(),
+			Stdout: wire.Counts{Total: n, InFile: sec}}
+		checkKeepEnded(t, k, e)
+	})
+}

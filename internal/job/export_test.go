@@ -2,3 +2,17 @@ package job
 
 // MaxKept is maxKept, for the tests of package job_test.
 var MaxKept = maxKept
+
+// SetBeforeKeep has f run once a kept job's fork returned, before its
+// leader is looked at (beforeKeep), until restore.
+func SetBeforeKeep(f func(pid int)) (restore func()) {
+	beforeKeep = f
+	return func() { beforeKeep = nil }
+}
+
+// KeptAtEnd reports whether j was kept with its end (Keeper.KeepEnded).
+func KeptAtEnd(j *Job) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.keptAtEnd
+}

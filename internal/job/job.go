@@ -236,11 +236,16 @@ type Job struct {
 	// child is the job's process while this daemon is its parent (no
 	// Holder); held is set once a Holder runs it (heldEnd then hears
 	// how it ended).
-	child   *child
-	held    bool
-	kept    bool // child, kept by the holder too (beginKept)
-	heldEnd chan wire.JobEnd
-	cgroup  string // a held job's cgroup in its holder (wire.JobStart.Cgroup)
+	child *child
+	held  bool
+	kept  bool // child, kept by the holder too (beginKept)
+	// keepAtEnd is the keep of a child whose leader had exited when the
+	// fork returned, to be told with its end (Keeper.KeepEnded): until
+	// then it is the daemon's own, kept only if that is told.
+	keepAtEnd *keepAtEnd
+	keptAtEnd bool // kept so: its keep went with its end
+	heldEnd   chan wire.JobEnd
+	cgroup    string // a held job's cgroup in its holder (wire.JobStart.Cgroup)
 	// runSeq is a held job's running record (its seq); endKept is set
 	// once it ended with its holder keeping the end until the ack (see
 	// Durable). Under mu.

@@ -190,17 +190,34 @@ func (j *Job) watch(c *child) {
 			j.info.Error = j.m.holderLostError()
 		}
 	}
-	if k, ok := j.m.o.Holder.(Keeper); ok && j.kept {
+	if k, ok := j.m.o.Holder.(Keeper); ok && (j.kept || j.keepAtEnd != nil) {
 		// Its holder keeps its end until the ack, and tells it to the
 		// next daemon should this one die before its record: a plain
 		// end is told to its callers without waiting for its record
 		// (see Durable), as a held job's. Told with no lock held: a
 		// holder that does not read (stopped) must stall no view of
-		// the job.
+		// the job. A job kept at its end (beginKept) is kept so now,
+		// with its running record; else it stays the daemon's own (its
+		// end is committed before it is told).
 		e := j.wireEndLocked()
+		var atEnd *wire.Kept
+		if ke := j.keepAtEnd; ke != nil {
+			atEnd = &ke.k
+			atEnd.Record = runningRecord(ke.in, ke.k.Start)
+		}
 		j.mu.Unlock()
-		told := k.KeepEnd(e.ID, e) == nil
+		var told bool
+		if atEnd != nil {
+			told = k.KeepEnded(*atEnd, e) == nil
+		} else {
+			told = k.KeepEnd(e.ID, e) == nil
+		}
 		j.mu.Lock()
+		if atEnd != nil {
+			j.keepAtEnd = nil
+			j.kept, j.keptAtEnd = told, told
+			j.recordKept = told && atEnd.Record != nil
+		}
 		j.endKept = told && j.reason == "" && j.info.Error == ""
 	}
 	end := Done

@@ -28,9 +28,13 @@ import (
 // keep carries the job's record (Kept.Record) and the holder lists it
 // with the job (Job.Record): the daemon may answer a kept job's caller
 // before its record is committed, since a next daemon finds the record
-// with the holder.
+// with the holder. Version 6: a keep may carry the job's end
+// (Request.End) and no descriptors: a job whose leader had exited when
+// the fork returned, kept only once it ended (one line at its end where
+// a keep and a kept_end went), its end kept until the ack as a kept
+// job's told with OpKeptEnd.
 const (
-	Proto    = 5
+	Proto    = 6
 	MinProto = 1
 )
 

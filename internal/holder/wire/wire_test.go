@@ -115,7 +115,7 @@ func TestWords(t *testing.T) {
 	if EnvRefUnknown != "env_ref: unknown on this connection" {
 		t.Errorf("EnvRefUnknown %q: the daemon knows it by its words", EnvRefUnknown)
 	}
-	if Proto != 5 || MinProto != 1 {
+	if Proto != 6 || MinProto != 1 {
 		t.Errorf("versions %d..%d: a change of version is a change of this test too", MinProto, Proto)
 	}
 }

@@ -1,0 +1,136 @@
+package job_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/holder"
+	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/proc"
+)
+
+// A kept job whose leader has exited when its fork returns (as it often
+// has on few processors: here a hook waits for that) is kept with its
+// end, in one line (holder protocol 6), not with a keep at its start:
+// its caller is told its end before anything of it is committed, the
+// holder has that end and its running record until the ack, and should
+// the daemon die first the next one adopts it as told, output and all.
+// A job still running when its fork returns is kept at once.
+func TestKeptAtItsEnd(t *testing.T) {
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	g, err := proc.OpenJobCgroups(t.TempDir())
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	t.Cleanup(g.Close) // after the holder's end
+	dir, sock, st := heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
+	ctx := context.Background()
+	m1, c1 := heldManager(t, dir, sock, st, time.Second)
+	defer m1.Close(ctx)
+	if ok, _ := c1.Keeps(); !ok || c1.Info().Cgroups == "" {
+		c1.Close()
+		t.Skip("this holder keeps no jobs here, or makes no cgroups")
+	}
+	if !c1.KeepsEnded() {
+		t.Fatal("a holder of this build keeps no ended job (protocol 6)")
+	}
+	hivetest.Eventually(t, 10*time.Second, "the holder's first spares", func() error {
+		p, ok := c1.Spare()
+		if !ok {
+			return errors.New("none lent yet")
+		}
+		c1.Unspare(p)
+		return nil
+	})
+
+	// Still running when its fork returns: kept at once.
+	j, err := m1.Start(job.Spec{Cmd: "sleep 30", Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1.Kill(j.ID(), true)
+	if end, _ := j.Wait(ctx); end.State != job.Killed || job.KeptAtEnd(j) {
+		t.Fatalf("a job killed while it ran: %s, kept at its end %v; want killed, kept at its start", end.State, job.KeptAtEnd(j))
+	}
+
+	hivetest.Eventually(t, 10*time.Second, "the killed job recorded and acked", func() error {
+		if held, err := c1.Held(); err != nil || len(held) != 0 {
+			return fmt.Errorf("held %+v %v", held, err)
+		}
+		return nil
+	})
+
+	// Its leader ended before its fork returned; the store refuses
+	// writes meanwhile.
+	defer job.SetBeforeKeep(func(pid int) {
+		var si unix.Siginfo
+		unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
+	})()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TRIGGER no_room BEFORE INSERT ON jobs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	j, err = m1.Start(job.Spec{Cmd: "echo ended; exit 3", Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.ID()
+	j.Wait(ctx)
+	if !job.KeptAtEnd(j) {
+		t.Fatal("a job whose leader ended before its fork returned: not kept with its end")
+	}
+	told, err := m1.Durable(j)
+	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != 3 {
+		t.Fatalf("told: %+v %v, want done with exit 3 while the store refuses writes", told, err)
+	}
+	held, err := c1.Held()
+	if err != nil || len(held) != 1 || held[0].ID != id || held[0].End == nil || held[0].End.ExitCode != 3 || len(held[0].Record) == 0 {
+		t.Fatalf("the holder holds %+v (%v), want the end and the record of %s", held, err, id)
+	}
+	if rec, err := st.GetJob(ctx, id); err == nil {
+		t.Fatalf("recorded while the store refuses writes: %+v", rec)
+	}
+
+	// The daemon "dies": it says nothing more to the holder. The next
+	// one adopts the job as told.
+	c1.Close()
+	m2, c2 := heldManager(t, dir, sock, st, time.Second)
+	defer c2.Close()
+	defer m2.Close(ctx)
+	j2, err := m2.Get(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := j2.Wait(ctx)
+	if got.State != job.Done || got.ExitCode == nil || *got.ExitCode != 3 {
+		t.Errorf("adopted: %+v, told %+v", got, told)
+	}
+	if out := string(j2.Stdout().Tail(100)); out != "ended\n" {
+		t.Errorf("the adopted job's output: %q", out)
+	}
+	if _, err := db.Exec(`DROP TRIGGER no_room`); err != nil {
+		t.Fatal(err)
+	}
+	hivetest.Eventually(t, 10*time.Second, "recorded done, then acked", func() error {
+		rec, err := st.GetJob(ctx, id)
+		if err != nil || rec.State != string(job.Done) || rec.ExitCode == nil || *rec.ExitCode != 3 {
+			return fmt.Errorf("record %+v %v", rec, err)
+		}
+		if held, err := c2.Held(); err != nil || len(held) != 0 {
+			return fmt.Errorf("held %+v %v", held, err)
+		}
+		return nil
+	})
+}

@@ -47,6 +47,7 @@ func (d *daemon) Version(wantSum bool) proto.Response {
 
 // Stats reads the daemon's own figures.
 func (d *daemon) Stats() *proto.Stats {
+	d.jobs.MakeAhead() // counted from the start with them (reliability row 12)
 	st := &proto.Stats{Goroutines: runtime.NumGoroutine(), JobsRunning: d.jobs.Running(), InboxWaiters: d.sock.InboxWaiters()}
 	if u, ok := proc.ReadUsage(os.Getpid()); ok {
 		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS

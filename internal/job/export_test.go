@@ -16,3 +16,7 @@ func KeptAtEnd(j *Job) bool {
 	defer j.mu.Unlock()
 	return j.keptAtEnd
 }
+
+// PipesMadeAhead reports whether the next start's pipes are made
+// (pipeSpare).
+func PipesMadeAhead(m *Manager) bool { return !m.pipes.empty() }

@@ -511,7 +511,9 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		kerr = k.Keep(kept, pidfd, fdOf(pipes.outR), fdOf(pipes.errR))
 		closeFD(pidfd)
 	}
-	m.pipes.refill() // the next start's, while this job runs
+	if atEnd == nil {
+		m.pipes.refill() // the next start's, while this job runs
+	} // else once its callers had its end (watch): it ran already
 	if kerr != nil {
 		// It runs all the same, as a job of the daemon's own: it ends
 		// with the daemon.

@@ -22,8 +22,9 @@ import (
 // end, in one line (holder protocol 6), not with a keep at its start:
 // its caller is told its end before anything of it is committed, the
 // holder has that end and its running record until the ack, and should
-// the daemon die first the next one adopts it as told, output and all.
-// A job still running when its fork returns is kept at once.
+// the daemon die first the next one adopts it as told, output and all;
+// the next start's pipes, which its start took, are made again after its
+// end. A job still running when its fork returns is kept at once.
 func TestKeptAtItsEnd(t *testing.T) {
 	t.Setenv("HIVE_HOLDER_KEEP", "on")
 	g, err := proc.OpenJobCgroups(t.TempDir())
@@ -91,6 +92,14 @@ func TestKeptAtItsEnd(t *testing.T) {
 	if !job.KeptAtEnd(j) {
 		t.Fatal("a job whose leader ended before its fork returned: not kept with its end")
 	}
+	// Its start took the pipes made ahead; the next ones are made once
+	// it ended (not while it ran: it had ended already).
+	hivetest.Eventually(t, 10*time.Second, "the next start's pipes made again", func() error {
+		if !job.PipesMadeAhead(m1) {
+			return errors.New("not made")
+		}
+		return nil
+	})
 	told, err := m1.Durable(j)
 	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != 3 {
 		t.Fatalf("told: %+v %v, want done with exit 3 while the store refuses writes", told, err)

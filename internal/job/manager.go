@@ -725,6 +725,13 @@ func (m *Manager) Running() int {
 	return m.running
 }
 
+// MakeAhead makes what the next start takes ready made, if a start took
+// it and it is not made yet (see pipeSpare; a job that ended before its
+// fork returned makes it again only once its callers have its end). The
+// daemon's own figures (Stats) call it first: the descriptors they count
+// include the next start's pipes whenever they are asked.
+func (m *Manager) MakeAhead() { m.pipes.refill() }
+
 // Pending is how many jobs wait for a slot now.
 func (m *Manager) Pending() int {
 	m.mu.Lock()

@@ -39,6 +39,17 @@ func newPipeSpare() *pipeSpare {
 	return s
 }
 
+// empty reports whether no set is made ahead (a start took it) and one
+// may be made.
+func (s *pipeSpare) empty() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.set == nil && !s.closed
+}
+
 // take returns the set made ahead, or a new one.
 func (s *pipeSpare) take() (*jobPipes, error) {
 	if s == nil {

@@ -232,6 +232,15 @@ func (j *Job) watch(c *child) {
 		// lock of the job's held: see heldKind.Recorded).
 		j.m.sup.AckWhenRecorded(j.info.ID)
 	}
+	if j.m.pipes.empty() {
+		// The next start's pipes, which this one took and did not
+		// make again (a job that ended before its fork returned: see
+		// beginKept), once its callers have its end: the processor goes
+		// to them first (the daemon runs with one; a yield puts this
+		// goroutine behind them).
+		runtime.Gosched()
+		j.m.pipes.refill()
+	}
 }
 
 type jobPipes struct {

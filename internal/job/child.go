@@ -3,6 +3,7 @@ package job
 import (
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,10 @@ type child struct {
 	release chan struct{}
 	// waited, if set, is called once its leader is reaped or it is let
 	// go (run), before its end is recorded.
-	waited   func()
+	waited func()
+	// ended: its leader had exited when the fork returned (a job kept
+	// at its end): run reads its pipes at once, pumps only what is left.
+	ended    bool
 	pumps    []*pumper // run's, under mu
 	released bool      // under mu: no pump starts from now on
 	// killedBy, if set, tells whether the job's cgroup (one its holder
@@ -252,7 +256,22 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	if c.release != nil {
 		mk = pumpSpliced // its holder reads on should this process die
 	}
-	pumps := []*pumper{mk(pipes.outR, out, done), mk(pipes.errR, errw, done)}
+	var pumps []*pumper
+	for _, p := range []struct {
+		r *os.File
+		w io.Writer
+	}{{pipes.outR, out}, {pipes.errR, errw}} {
+		// A leader that ended before its fork returned wrote all it did
+		// into the pipes, which end with it unless something it left
+		// holds them: read now, on this goroutine; a pump (a goroutine,
+		// its deadline's timer, its wake-ups) only for a pipe that does
+		// not end so.
+		if c.ended && readToEnd(p.r, p.w) {
+			done()
+			continue
+		}
+		pumps = append(pumps, mk(p.r, p.w, done))
+	}
 	c.pumps = pumps
 	c.mu.Unlock()
 

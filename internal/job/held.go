@@ -504,6 +504,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	case atEnd != nil:
 		kerr = nil
 		closeFD(pidfd)
+		c.ended = true
 	case pidfd >= 0:
 		if records {
 			kept.Record = j.keptRecord(kept.Start)

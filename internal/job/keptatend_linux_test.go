@@ -24,7 +24,9 @@ import (
 // holder has that end and its running record until the ack, and should
 // the daemon die first the next one adopts it as told, output and all;
 // the next start's pipes, which its start took, are made again after its
-// end. A job still running when its fork returns is kept at once.
+// end; its output is read at once, and what a process it left writes
+// later is read too. A job still running when its fork returns is kept
+// at once.
 func TestKeptAtItsEnd(t *testing.T) {
 	t.Setenv("HIVE_HOLDER_KEEP", "on")
 	g, err := proc.OpenJobCgroups(t.TempDir())
@@ -75,6 +77,25 @@ func TestKeptAtItsEnd(t *testing.T) {
 		var si unix.Siginfo
 		unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
 	})()
+	// What a process it left writes after its end is read too: its
+	// pipe does not end with the leader (a pump reads on).
+	j, err = m1.Start(job.Spec{Cmd: "(trap '' TERM; sleep 0.3; echo late) & echo early", Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := j.Wait(ctx); end.State != job.Done || !job.KeptAtEnd(j) {
+		t.Fatalf("a job that left a writer: %s, kept at its end %v", end.State, job.KeptAtEnd(j))
+	}
+	if out := string(j.Stdout().Tail(100)); out != "early\nlate\n" {
+		t.Errorf("the output of a job that left a writer: %q, want early and late", out)
+	}
+	hivetest.Eventually(t, 10*time.Second, "that job recorded and acked", func() error {
+		if held, err := c1.Held(); err != nil || len(held) != 0 {
+			return fmt.Errorf("held %+v %v", held, err)
+		}
+		return nil
+	})
+
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +112,9 @@ func TestKeptAtItsEnd(t *testing.T) {
 	j.Wait(ctx)
 	if !job.KeptAtEnd(j) {
 		t.Fatal("a job whose leader ended before its fork returned: not kept with its end")
+	}
+	if out := string(j.Stdout().Tail(100)); out != "ended\n" {
+		t.Errorf("its output: %q", out)
 	}
 	// Its start took the pipes made ahead; the next ones are made once
 	// it ended (not while it ran: it had ended already).

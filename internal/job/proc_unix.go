@@ -181,6 +181,34 @@ func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([
 	return targets, jobOf
 }
 
+// readToEnd reads what the pipe r holds right now into s, without
+// waiting for more, and reports whether it reached the pipe's end (every
+// writer gone). A read that fails otherwise is an end too, as a pump's.
+func readToEnd(r *os.File, s io.Writer) (ended bool) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	bp := smallBufPool.Get().(*[]byte)
+	defer smallBufPool.Put(bp)
+	rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := syscall.Read(int(fd), *bp)
+			switch {
+			case n > 0:
+				s.Write((*bp)[:n])
+			case err == syscall.EINTR:
+			case err == syscall.EAGAIN:
+				return true // more may come: a pump's
+			default:
+				ended = true // EOF, or a failed read
+				return true
+			}
+		}
+	})
+	return ended
+}
+
 // drainNow reads what the pipe r holds right now, without waiting for more.
 func drainNow(r *os.File, s io.Writer, buf []byte) {
 	r.SetReadDeadline(time.Time{})

@@ -192,5 +192,9 @@ func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([
 // escapees finds nothing here: no process table to prove anything by.
 func escapees(id, owner string, since uint64, pgid int) []proc.Pinned { return nil }
 
+// readToEnd reads nothing here: a pump reads (only a job kept at its end,
+// on Linux, asks).
+func readToEnd(r *os.File, s io.Writer) bool { return false }
+
 // drainNow is a no-op: Windows pipes here have no deadlines to interrupt.
 func drainNow(r *os.File, s io.Writer, buf []byte) {}

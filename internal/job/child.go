@@ -44,6 +44,9 @@ type child struct {
 	// waited, if set, is called once its leader is reaped or it is let
 	// go (run), before its end is recorded.
 	waited func()
+	// onReaped, if set, is called once the leader is reaped (or found
+	// ended), before run closes the pipes (Job.keepSettled).
+	onReaped func()
 	// ended: its leader had exited when the fork returned (a job kept
 	// at its end): run reads its pipes at once, pumps only what is left.
 	ended    bool
@@ -279,6 +282,9 @@ func (c *child) run(out, errw io.Writer) childEnd {
 	c.done()
 	if released {
 		return childEnd{released: true}
+	}
+	if c.onReaped != nil {
+		c.onReaped()
 	}
 	c.reaped.Store(true)
 	var e childEnd

@@ -20,3 +20,14 @@ func KeptAtEnd(j *Job) bool {
 // PipesMadeAhead reports whether the next start's pipes are made
 // (pipeSpare).
 func PipesMadeAhead(m *Manager) bool { return !m.pipes.empty() }
+
+// Kept reports whether j is kept by its holder now (beginKept,
+// keepLate).
+func Kept(j *Job) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.kept
+}
+
+// KeepLater is keepLater.
+const KeepLater = keepLater

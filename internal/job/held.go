@@ -492,15 +492,34 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	// first, the holder ends what is in the cgroups it lent (Unlend).
 	// Without a cgroup (nothing else would end such processes) or with
 	// a holder that does not take such a keep, it is kept now.
+	//
+	// A job waited for inline (attached) that still runs is kept only
+	// keepLater from now (keepLate), if it runs then: one that ends
+	// before (most commands an agent runs) is kept with its end too;
+	// until then it is the daemon's own, and ends with it. A job told to
+	// a caller as running (detached: its id is answered at once) is kept
+	// now; an attached one told so later (Detach) is kept first.
 	var atEnd *wire.Kept
+	later := false
 	if beforeKeep != nil {
 		beforeKeep(c.pid)
 	}
-	if slot != "" && pidfd >= 0 && records && k.KeepsEnded() && (keepAllAtEnd || proc.Exited(c.pid)) {
-		atEnd = &kept
+	if slot != "" && pidfd >= 0 && records && k.KeepsEnded() {
+		j.mu.Lock()
+		attached := !j.detached
+		j.mu.Unlock()
+		switch {
+		case keepAllAtEnd || proc.Exited(c.pid):
+			atEnd = &kept
+		case attached && keepLater > 0:
+			atEnd, later = &kept, true
+		}
 	}
 	kerr := errors.New("no pidfd")
 	switch {
+	case atEnd != nil && later:
+		kerr = nil // its pidfd is kept for the keep
+		c.onReaped = j.keepSettled
 	case atEnd != nil:
 		kerr = nil
 		closeFD(pidfd)
@@ -526,7 +545,11 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	j.child = c
 	j.kept = kerr == nil && atEnd == nil
 	if atEnd != nil {
-		j.keepAtEnd = &keepAtEnd{k: *atEnd, in: j.info}
+		j.keepAtEnd = &keepAtEnd{k: *atEnd, in: j.info, pidfd: -1}
+		if later {
+			j.keepAtEnd.keeper, j.keepAtEnd.pidfd, j.keepAtEnd.pipes = k, pidfd, pipes
+			j.keepAtEnd.t = time.AfterFunc(keepLater, j.keepLate)
+		}
 	}
 	j.recordKept = j.kept && kept.Record != nil
 	// Its streams now, while it runs (as a held job's exist once it
@@ -578,10 +601,74 @@ var keepAllAtEnd = os.Getenv("HIVE_KEEP_AT_END") == "always"
 var beforeKeep func(pid int)
 
 // keepAtEnd is the keep of a job kept at its end (see beginKept): the
-// keep, and the job's Info as it started, for its running record.
+// keep, and the job's Info as it started, for its running record. For a
+// job whose keep was put off while it runs (keepLate): its holder, its
+// leader's pidfd (-1 none) and pipes, and the timer of the keep.
 type keepAtEnd struct {
-	k  wire.Kept
-	in Info
+	k      wire.Kept
+	in     Info
+	keeper Keeper
+	pidfd  int
+	pipes  *jobPipes
+	t      *time.Timer
+}
+
+// keepLater is how long an attached job runs before it is kept (see
+// beginKept): most commands an agent runs end within it, and are kept
+// with their end, in one line.
+const keepLater = 50 * time.Millisecond
+
+// keepLate keeps a job whose keep was put off (beginKept) and that runs
+// still: with its holder now, as beginKept would have at its start. One
+// whose end came (keepSettled) is kept with its end (watch); one being
+// stopped too (a stop its holder was not told of would not go on should
+// the holder take the job over). Called by the keep's timer, and before
+// the job is told as running (Detach) or let go (releaseKept).
+func (j *Job) keepLate() {
+	j.keepMu.Lock()
+	defer j.keepMu.Unlock()
+	j.mu.Lock()
+	ke := j.keepAtEnd
+	if ke == nil || ke.pidfd < 0 || j.keepOver || j.reason != "" {
+		j.mu.Unlock()
+		return
+	}
+	j.keepAtEnd = nil
+	ke.t.Stop()
+	k := ke.k
+	k.Record = runningRecord(ke.in, ke.k.Start)
+	j.mu.Unlock()
+	// The pipes stay open meanwhile: the end closes them only once
+	// keepSettled has the lock this holds.
+	err := ke.keeper.Keep(k, ke.pidfd, fdOf(ke.pipes.outR), fdOf(ke.pipes.errR))
+	closeFD(ke.pidfd)
+	j.m.pipes.refill() // the next start's, which this one took, while it runs
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil {
+		// It runs all the same, as a job of the daemon's own.
+		j.m.o.Logger.Warn("the holder does not keep a job: it ends if the daemon does", "job", j.info.ID, "err", err)
+		return
+	}
+	j.kept = true
+	j.recordKept = k.Record != nil
+	if !j.detached && !j.recordKept {
+		j.m.records.hurry() // see adoptLocked
+	}
+}
+
+// keepSettled is called once the leader of a job whose keep was put off
+// is reaped, before its pipes close: no keep is made from then on (its
+// end's keep is: watch), and one under way is over.
+func (j *Job) keepSettled() {
+	j.keepMu.Lock()
+	defer j.keepMu.Unlock()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.keepOver = true
+	if ke := j.keepAtEnd; ke != nil && ke.t != nil {
+		ke.t.Stop()
+	}
 }
 
 // runningRecord is in's running record as st starts it (see keptRecord).
@@ -817,6 +904,7 @@ func (m *Manager) releaseKept() {
 	var takes []wire.Job
 	var cs []*child
 	for _, j := range kept {
+		j.keepLate() // one whose keep was put off: kept now, to be let go
 		j.mu.Lock()
 		c, ok := j.child, j.kept && !j.info.State.Terminal()
 		j.mu.Unlock()

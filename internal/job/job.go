@@ -244,8 +244,13 @@ type Job struct {
 	// then it is the daemon's own, kept only if that is told.
 	keepAtEnd *keepAtEnd
 	keptAtEnd bool // kept so: its keep went with its end
-	heldEnd   chan wire.JobEnd
-	cgroup    string // a held job's cgroup in its holder (wire.JobStart.Cgroup)
+	// keepMu is held by a keep that was put off (keepLate) while it is
+	// made, and taken once the leader is reaped (keepSettled); keepOver
+	// (under mu too) is set then: no such keep is made from then on.
+	keepMu   sync.Mutex
+	keepOver bool
+	heldEnd  chan wire.JobEnd
+	cgroup   string // a held job's cgroup in its holder (wire.JobStart.Cgroup)
 	// runSeq is a held job's running record (its seq); endKept is set
 	// once it ended with its holder keeping the end until the ack (see
 	// Durable). Under mu.
@@ -360,6 +365,7 @@ func (j *Job) Stderr() *output.Stream {
 // next); if that fails, the job is killed and the error wraps
 // ErrNotRecorded.
 func (j *Job) Detach() error {
+	j.keepLate() // told as running from now on: its holder has it first
 	j.mu.Lock()
 	if j.info.State.Terminal() {
 		j.mu.Unlock()

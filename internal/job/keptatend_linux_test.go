@@ -25,8 +25,9 @@ import (
 // the daemon die first the next one adopts it as told, output and all;
 // the next start's pipes, which its start took, are made again after its
 // end; its output is read at once, and what a process it left writes
-// later is read too. A job still running when its fork returns is kept
-// at once.
+// later is read too. An attached job still running when its fork
+// returns is kept once it ran for KeepLater, or when told as running,
+// and with its end if it ends before; a detached one at once.
 func TestKeptAtItsEnd(t *testing.T) {
 	t.Setenv("HIVE_HOLDER_KEEP", "on")
 	g, err := proc.OpenJobCgroups(t.TempDir())
@@ -54,14 +55,55 @@ func TestKeptAtItsEnd(t *testing.T) {
 		return nil
 	})
 
-	// Still running when its fork returns: kept at once.
+	// Still running when its fork returns: kept once it ran for
+	// KeepLater (an attached job), or at once when told as running
+	// (Detach), or at its start (a detached job).
 	j, err := m1.Start(job.Spec{Cmd: "sleep 30", Attached: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if job.Kept(j) {
+		t.Error("an attached job kept at its start, want after KeepLater")
+	}
+	hivetest.Eventually(t, 10*time.Second, "the attached job kept once it ran for KeepLater", func() error {
+		if !job.Kept(j) {
+			return errors.New("not kept")
+		}
+		return nil
+	})
 	m1.Kill(j.ID(), true)
 	if end, _ := j.Wait(ctx); end.State != job.Killed || job.KeptAtEnd(j) {
-		t.Fatalf("a job killed while it ran: %s, kept at its end %v; want killed, kept at its start", end.State, job.KeptAtEnd(j))
+		t.Fatalf("a job killed while it ran: %s, kept at its end %v; want killed, kept while it ran", end.State, job.KeptAtEnd(j))
+	}
+	j, err = m1.Start(job.Spec{Cmd: "sleep 30", Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if !job.Kept(j) {
+		t.Error("a job told as running (Detach) before KeepLater: not kept")
+	}
+	m1.Kill(j.ID(), true)
+	j.Wait(ctx)
+	j, err = m1.Start(job.Spec{Cmd: "sleep 30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !job.Kept(j) {
+		t.Error("a detached job: not kept at its start")
+	}
+	m1.Kill(j.ID(), true)
+	j.Wait(ctx)
+	// Ended within KeepLater, though not when its fork returned: kept
+	// with its end.
+	j, err = m1.Start(job.Spec{Cmd: "sleep 0.01; echo soon", Attached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, _ := j.Wait(ctx); end.State != job.Done || !job.KeptAtEnd(j) || string(j.Stdout().Tail(100)) != "soon\n" {
+		t.Fatalf("a job that ended within KeepLater: %s, kept at its end %v, output %q", end.State, job.KeptAtEnd(j), j.Stdout().Tail(100))
 	}
 
 	hivetest.Eventually(t, 10*time.Second, "the killed job recorded and acked", func() error {

@@ -174,7 +174,7 @@ func (j *Job) watch(c *child) {
 		}
 		j.info.Error += e.note
 	}
-	if !e.holderLost && j.kept && (e.sig != nil || e.code > 128) && j.reason == "" {
+	if !e.holderLost && (j.kept || j.keepAtEnd != nil) && (e.sig != nil || e.code > 128) && j.reason == "" {
 		// Killed by a signal hive did not send, or a shell whose child
 		// was (exit 128+n): its holder's guard's, if the holder is gone
 		// (it ends what the holder kept, by marks, one by one: a shell
@@ -204,6 +204,10 @@ func (j *Job) watch(c *child) {
 		if ke := j.keepAtEnd; ke != nil {
 			atEnd = &ke.k
 			atEnd.Record = runningRecord(ke.in, ke.k.Start)
+			if ke.pidfd >= 0 {
+				closeFD(ke.pidfd) // its keep was put off: not made (keepSettled)
+				ke.pidfd = -1
+			}
 		}
 		j.mu.Unlock()
 		var told bool
@@ -270,8 +274,11 @@ func (p *jobPipes) closeAll() {
 // created the stream stays in memory only (its ring) and Info.Error says so.
 func (j *Job) createStreamsLocked() {
 	var note string
+	// A job whose keep was put off (beginKept) may be kept while it
+	// runs: its streams are a kept job's from the start.
+	later := j.keepAtEnd != nil && j.keepAtEnd.pidfd >= 0
 	j.stdout, j.stderr, j.index, note = newStreams(j.info.StdoutPath, j.info.StderrPath, j.info.IndexPath(),
-		output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap}, j.kept)
+		output.Options{RingSize: j.m.o.RingSize, FileCap: j.m.o.FileCap}, j.kept || later)
 	if note != "" {
 		j.info.Error = note
 	}

@@ -1112,9 +1112,10 @@ func (c *Client) KeepsEnded() bool {
 	return c.keeps && !c.dead && c.proto >= 6
 }
 
-// KeepEnded has the holder keep a job this daemon started whose leader
-// had exited when the fork returned, once it ended: its keep and its end
-// in one line (protocol 6), no descriptors (its end is told: the holder
+// KeepEnded has the holder keep a job this daemon started and did not
+// keep while it ran (its leader had exited when the fork returned, or it
+// ended before its keep was due), once it ended: its keep and its end in
+// one line (protocol 6), no descriptors (its end is told: the holder
 // only keeps that end, the record and the job's cgroup, until the ack).
 // It waits for no answer; once it returns without error the holder has
 // the line.

@@ -240,8 +240,9 @@ type Job struct {
 	held  bool
 	kept  bool // child, kept by the holder too (beginKept)
 	// keepAtEnd is the keep of a child whose leader had exited when the
-	// fork returned, to be told with its end (Keeper.KeepEnded): until
-	// then it is the daemon's own, kept only if that is told.
+	// fork returned, or whose keep was put off while it runs (an attached
+	// job's: keepLate), to be told with its end (Keeper.KeepEnded) unless
+	// made before: until then it is the daemon's own.
 	keepAtEnd *keepAtEnd
 	keptAtEnd bool // kept so: its keep went with its end
 	// keepMu is held by a keep that was put off (keepLate) while it is

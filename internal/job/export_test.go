@@ -31,3 +31,10 @@ func Kept(j *Job) bool {
 
 // KeepLater is keepLater.
 const KeepLater = keepLater
+
+// SetLateKeepMade has f run once a put-off keep is made (lateKeepMade),
+// until restore.
+func SetLateKeepMade(f func()) (restore func()) {
+	lateKeepMade = f
+	return func() { lateKeepMade = nil }
+}

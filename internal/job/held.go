@@ -596,6 +596,10 @@ func (j *Job) keptRecord(st wire.JobStart) json.RawMessage {
 // their fork returned is the scheduler's to say.
 var keepAllAtEnd = os.Getenv("HIVE_KEEP_AT_END") == "always"
 
+// lateKeepMade, set by tests, runs once keepLate made its keep, before it
+// takes the job's lock.
+var lateKeepMade func()
+
 // beforeKeep, set by tests, runs once a kept job's fork returned, before
 // its leader is looked at (see beginKept).
 var beforeKeep func(pid int)
@@ -642,6 +646,9 @@ func (j *Job) keepLate() {
 	// keepSettled has the lock this holds.
 	err := ke.keeper.Keep(k, ke.pidfd, fdOf(ke.pipes.outR), fdOf(ke.pipes.errR))
 	closeFD(ke.pidfd)
+	if lateKeepMade != nil {
+		lateKeepMade()
+	}
 	j.m.pipes.refill() // the next start's, which this one took, while it runs
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -654,6 +661,17 @@ func (j *Job) keepLate() {
 	j.recordKept = k.Record != nil
 	if !j.detached && !j.recordKept {
 		j.m.records.hurry() // see adoptLocked
+	}
+	if j.reason != "" {
+		// Stopped while the keep was made (its stop, which found it
+		// not kept, told the holder nothing): told now, so that a
+		// holder that takes it over goes on with the stop.
+		id, force, grace := j.info.ID, j.stopForce, j.stopGrace
+		go func() {
+			if err := ke.keeper.KeepStop(id, force, grace); err != nil {
+				j.m.o.Logger.Warn("the holder was not told of a kept job's stop", "job", id, "err", err)
+			}
+		}()
 	}
 }
 

@@ -217,9 +217,10 @@ type Job struct {
 	spec     Spec // not changed once the job is in its manager's map (read without mu)
 	detached bool
 	reason   State // requested end state (killed, timed_out, interrupted); "" = none
-	// stopForce and stopGrace are the stop asked (reason) while the job
-	// was pending: applied if its process starts all the same (a stop
-	// that came while its start was in flight).
+	// stopForce and stopGrace are the stop asked (reason): applied if
+	// its process starts all the same (a stop that came while its start
+	// was in flight), and told to a holder that keeps the job only from
+	// then on (keepLate).
 	stopForce bool
 	stopGrace time.Duration
 	// starting is set while the job's process is being started without

@@ -15,6 +15,7 @@ import (
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/job"
 	"github.com/hivetools/hive/internal/proc"
+	"github.com/hivetools/hive/internal/store"
 )
 
 // A kept job whose leader has exited when its fork returns (as it often
@@ -29,31 +30,9 @@ import (
 // returns is kept once it ran for KeepLater, or when told as running,
 // and with its end if it ends before; a detached one at once.
 func TestKeptAtItsEnd(t *testing.T) {
-	t.Setenv("HIVE_HOLDER_KEEP", "on")
-	g, err := proc.OpenJobCgroups(t.TempDir())
-	if err != nil {
-		t.Skipf("no cgroups here: %v", err)
-	}
-	t.Cleanup(g.Close) // after the holder's end
-	dir, sock, st := heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
+	dir, sock, st, m1, c1 := keepingSetup(t)
 	ctx := context.Background()
-	m1, c1 := heldManager(t, dir, sock, st, time.Second)
 	defer m1.Close(ctx)
-	if ok, _ := c1.Keeps(); !ok || c1.Info().Cgroups == "" {
-		c1.Close()
-		t.Skip("this holder keeps no jobs here, or makes no cgroups")
-	}
-	if !c1.KeepsEnded() {
-		t.Fatal("a holder of this build keeps no ended job (protocol 6)")
-	}
-	hivetest.Eventually(t, 10*time.Second, "the holder's first spares", func() error {
-		p, ok := c1.Spare()
-		if !ok {
-			return errors.New("none lent yet")
-		}
-		c1.Unspare(p)
-		return nil
-	})
 
 	// Still running when its fork returns: kept once it ran for
 	// KeepLater (an attached job), or at once when told as running
@@ -208,4 +187,84 @@ func TestKeptAtItsEnd(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// keepingSetup is a holder that makes cgroups and a manager that keeps
+// its jobs with it (a client of its own), once the holder lent its first
+// spares; it skips where there are no cgroups. The caller closes both.
+func keepingSetup(t *testing.T) (dir, sock string, st *store.Store, m *job.Manager, c *holder.Client) {
+	t.Helper()
+	t.Setenv("HIVE_HOLDER_KEEP", "on")
+	g, err := proc.OpenJobCgroups(t.TempDir())
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	t.Cleanup(g.Close) // after the holder's end
+	dir, sock, st = heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
+	m, c = heldManager(t, dir, sock, st, time.Second)
+	if ok, _ := c.Keeps(); !ok || c.Info().Cgroups == "" {
+		c.Close()
+		m.Close(context.Background())
+		t.Skip("this holder keeps no jobs here, or makes no cgroups")
+	}
+	if !c.KeepsEnded() {
+		t.Fatal("a holder of this build keeps no ended job (protocol 6)")
+	}
+	hivetest.Eventually(t, 10*time.Second, "the holder's first spares", func() error {
+		p, ok := c.Spare()
+		if !ok {
+			return errors.New("none lent yet")
+		}
+		c.Unspare(p)
+		return nil
+	})
+	return dir, sock, st, m, c
+}
+
+// An attached job stopped while its put-off keep was made (the stop
+// found it not kept) has the holder told of the stop after the keep:
+// once the holder takes the job over (here after a release), it goes on
+// with the stop, SIGKILL when the grace is over (the job ignores SIGINT).
+func TestPutOffKeepStopGoesOn(t *testing.T) {
+	dir, sock, st, m1, c1 := keepingSetup(t)
+	ctx := context.Background()
+	made, goOn := make(chan struct{}), make(chan struct{})
+	restoreMade := job.SetLateKeepMade(func() {
+		close(made)
+		<-goOn
+	})
+	j, err := m1.Start(job.Spec{Cmd: "trap '' INT; while :; do sleep 0.01; done", Attached: true, Name: "stubborn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-made
+	if _, err := m1.Kill(j.ID(), false); err != nil {
+		t.Fatal(err)
+	}
+	close(goOn)
+	restoreMade()
+	hivetest.Eventually(t, 10*time.Second, "the job kept", func() error {
+		if !job.Kept(j) {
+			return errors.New("not kept")
+		}
+		return nil
+	})
+	if err := m1.Release(""); err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	m1.Close(ctx)
+	m2, c2 := heldManager(t, dir, sock, st, time.Second)
+	defer c2.Close()
+	defer m2.Close(ctx)
+	jr, err := m2.Get("stubborn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	end, ok := jr.Wait(wctx)
+	if !ok || end.State != job.Killed || end.Signal == nil || *end.Signal != 9 {
+		t.Fatalf("stopped while its put-off keep was made, then let go: %+v (want killed by SIGKILL)", end)
+	}
 }

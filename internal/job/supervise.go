@@ -855,14 +855,16 @@ func (j *Job) stopWithin(reason State, force bool, grace time.Duration, note str
 	if note != "" && j.info.Error == "" {
 		j.info.Error = note
 	}
+	// The first stop's grace, SIGKILL if any stop forces: what begin
+	// applies to a process whose start was in flight, and what a keep
+	// made meanwhile tells its holder (keepLate).
+	if j.stopGrace == 0 {
+		j.stopGrace = grace
+	}
+	j.stopForce = j.stopForce || force
 	if j.info.State == Pending {
 		// begin sees the reason before starting, or, if its start is in
-		// flight, stops the process once it has started: the first
-		// stop's grace, SIGKILL if any stop forces.
-		if j.stopGrace == 0 {
-			j.stopGrace = grace
-		}
-		j.stopForce = j.stopForce || force
+		// flight, stops the process once it has started.
 		defer j.mu.Unlock()
 		return j.snapshotLocked(), nil
 	}

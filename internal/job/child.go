@@ -48,7 +48,8 @@ type child struct {
 	// ended), before run closes the pipes (Job.keepSettled).
 	onReaped func()
 	// ended: its leader had exited when the fork returned (a job kept
-	// at its end): run reads its pipes at once, pumps only what is left.
+	// at its end): run reads its pipes at once, pumps only what is left,
+	// and reaps it without looking for its exit again.
 	ended    bool
 	pumps    []*pumper // run's, under mu
 	released bool      // under mu: no pump starts from now on
@@ -367,9 +368,13 @@ func drainPumps(pumped chan struct{}, pumps []*pumper) {
 // go (release), until it is: the wait goes on on a goroutine of its own
 // then, until the leader exits (the daemon exits meanwhile).
 func (c *child) wait() (err error, released bool) {
-	if c.release == nil || proc.Exited(c.pid) {
-		// A leader that has exited already is reaped here, without a
-		// goroutine for the wait: a release would find it ended.
+	if c.ended || c.release != nil && proc.Exited(c.pid) {
+		// A leader that has exited already (beginKept saw it, or now) is
+		// reaped here, without a goroutine for the wait: a release would
+		// find it ended.
+		return proc.WaitExited(c.cmd), false
+	}
+	if c.release == nil {
 		return proc.Wait(c.cmd), false
 	}
 	waited := make(chan error, 1)

@@ -500,7 +500,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	// a caller as running (detached: its id is answered at once) is kept
 	// now; an attached one told so later (Detach) is kept first.
 	var atEnd *wire.Kept
-	later := false
+	later, exited := false, false
 	if beforeKeep != nil {
 		beforeKeep(c.pid)
 	}
@@ -508,8 +508,9 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 		j.mu.Lock()
 		attached := !j.detached
 		j.mu.Unlock()
+		exited = proc.Exited(c.pid)
 		switch {
-		case keepAllAtEnd || proc.Exited(c.pid):
+		case exited || keepAllAtEnd:
 			atEnd = &kept
 		case attached && keepLater > 0:
 			atEnd, later = &kept, true
@@ -523,7 +524,7 @@ func (j *Job) beginKept(k Keeper, mark, slot string) func() {
 	case atEnd != nil:
 		kerr = nil
 		closeFD(pidfd)
-		c.ended = true
+		c.ended = exited // not one HIVE_KEEP_AT_END keeps so while it runs
 	case pidfd >= 0:
 		if records {
 			kept.Record = j.keptRecord(kept.Start)

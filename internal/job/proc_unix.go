@@ -181,25 +181,37 @@ func findOrphans(left []store.Job, known map[string]bool, owner, boot string) ([
 	return targets, jobOf
 }
 
-// readToEnd reads what the pipe r holds right now into s, without
-// waiting for more, and reports whether it reached the pipe's end (every
-// writer gone). A read that fails otherwise is an end too, as a pump's.
-func readToEnd(r *os.File, s io.Writer) (ended bool) {
+// readToEnd reads what the pipe r, which has no deadline set, holds
+// right now into s (readNow), with a buffer of the pumps' pool.
+func readToEnd(r *os.File, s io.Writer) bool {
+	bp := smallBufPool.Get().(*[]byte)
+	defer smallBufPool.Put(bp)
+	return readNow(r, s, *bp)
+}
+
+// drainNow reads what the pipe r holds right now, without waiting for more.
+func drainNow(r *os.File, s io.Writer, buf []byte) {
+	r.SetReadDeadline(time.Time{})
+	readNow(r, s, buf)
+}
+
+// readNow reads what the pipe r holds right now into s, without waiting
+// for more, and reports whether it reached the pipe's end (every writer
+// gone). A read that fails otherwise is an end too, as a pump's.
+func readNow(r *os.File, s io.Writer, buf []byte) (ended bool) {
 	rc, err := r.SyscallConn()
 	if err != nil {
 		return false
 	}
-	bp := smallBufPool.Get().(*[]byte)
-	defer smallBufPool.Put(bp)
 	rc.Read(func(fd uintptr) bool {
 		for {
-			n, err := syscall.Read(int(fd), *bp)
+			n, err := syscall.Read(int(fd), buf)
 			switch {
 			case n > 0:
-				s.Write((*bp)[:n])
+				s.Write(buf[:n])
 			case err == syscall.EINTR:
 			case err == syscall.EAGAIN:
-				return true // more may come: a pump's
+				return true // empty now: more may come
 			default:
 				ended = true // EOF, or a failed read
 				return true
@@ -207,26 +219,6 @@ func readToEnd(r *os.File, s io.Writer) (ended bool) {
 		}
 	})
 	return ended
-}
-
-// drainNow reads what the pipe r holds right now, without waiting for more.
-func drainNow(r *os.File, s io.Writer, buf []byte) {
-	r.SetReadDeadline(time.Time{})
-	rc, err := r.SyscallConn()
-	if err != nil {
-		return
-	}
-	rc.Read(func(fd uintptr) bool {
-		for {
-			n, err := syscall.Read(int(fd), buf)
-			if n > 0 {
-				s.Write(buf[:n])
-			}
-			if n <= 0 || err != nil {
-				return true // done: empty (EAGAIN), EOF or an error
-			}
-		}
-	})
 }
 
 // splicer is a stream that takes its bytes straight from a pipe

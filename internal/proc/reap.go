@@ -21,6 +21,16 @@ func Wait(cmd *exec.Cmd) error {
 	return err
 }
 
+// WaitExited is Wait for a command whose process has exited already
+// (Exited said so): it is reaped at once, with no look for its exit.
+func WaitExited(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	if cmd.Process != nil {
+		forget(cmd)
+	}
+	return err
+}
+
 // How a job's processes that leave its group are found (the daemon's
 // escape_tracking, in `hive version --json`).
 const (

@@ -1,5 +1,7 @@
 package job
 
+import "time"
+
 // MaxKept is maxKept, for the tests of package job_test.
 var MaxKept = maxKept
 
@@ -29,8 +31,13 @@ func Kept(j *Job) bool {
 	return j.kept
 }
 
-// KeepLater is keepLater.
-const KeepLater = keepLater
+// SetKeepLater sets keepLater to d until restore: a test of a job that
+// ends before (or runs past) it does not race the clock.
+func SetKeepLater(d time.Duration) (restore func()) {
+	old := keepLater
+	keepLater = d
+	return func() { keepLater = old }
+}
 
 // SetLateKeepMade has f run once a put-off keep is made (lateKeepMade),
 // until restore.

@@ -620,8 +620,8 @@ type keepAtEnd struct {
 
 // keepLater is how long an attached job runs before it is kept (see
 // beginKept): most commands an agent runs end within it, and are kept
-// with their end, in one line.
-const keepLater = 50 * time.Millisecond
+// with their end, in one line. A variable for the tests.
+var keepLater = 50 * time.Millisecond
 
 // keepLate keeps a job whose keep was put off (beginKept) and that runs
 // still: with its holder now, as beginKept would have at its start. One
@@ -652,8 +652,8 @@ func (j *Job) keepLate() {
 	}
 	j.m.pipes.refill() // the next start's, which this one took, while it runs
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	if err != nil {
+		j.mu.Unlock()
 		// It runs all the same, as a job of the daemon's own.
 		j.m.o.Logger.Warn("the holder does not keep a job: it ends if the daemon does", "job", j.info.ID, "err", err)
 		return
@@ -663,16 +663,17 @@ func (j *Job) keepLate() {
 	if !j.detached && !j.recordKept {
 		j.m.records.hurry() // see adoptLocked
 	}
-	if j.reason != "" {
+	stopped, id, force, grace := j.reason != "", j.info.ID, j.stopForce, j.stopGrace
+	j.mu.Unlock()
+	if stopped {
 		// Stopped while the keep was made (its stop, which found it
-		// not kept, told the holder nothing): told now, so that a
-		// holder that takes it over goes on with the stop.
-		id, force, grace := j.info.ID, j.stopForce, j.stopGrace
-		go func() {
-			if err := ke.keeper.KeepStop(id, force, grace); err != nil {
-				j.m.o.Logger.Warn("the holder was not told of a kept job's stop", "job", id, "err", err)
-			}
-		}()
+		// not kept, told the holder nothing): told now, with no lock of
+		// the job's held but keepMu, so that what lets the job go
+		// (releaseKept, which takes keepMu first) comes after it, and a
+		// holder that takes the job over goes on with the stop.
+		if err := ke.keeper.KeepStop(id, force, grace); err != nil {
+			j.m.o.Logger.Warn("the holder was not told of a kept job's stop", "job", id, "err", err)
+		}
 	}
 }
 

@@ -35,8 +35,10 @@ func TestKeptAtItsEnd(t *testing.T) {
 	defer m1.Close(ctx)
 
 	// Still running when its fork returns: kept once it ran for
-	// KeepLater (an attached job), or at once when told as running
+	// KeepLater (an attached job; a second here, so that the look right
+	// after the start cannot be late), or at once when told as running
 	// (Detach), or at its start (a detached job).
+	restoreLater := job.SetKeepLater(time.Second)
 	j, err := m1.Start(job.Spec{Cmd: "sleep 30", Attached: true})
 	if err != nil {
 		t.Fatal(err)
@@ -75,8 +77,10 @@ func TestKeptAtItsEnd(t *testing.T) {
 	}
 	m1.Kill(j.ID(), true)
 	j.Wait(ctx)
-	// Ended within KeepLater, though not when its fork returned: kept
-	// with its end.
+	// Ended within KeepLater (a minute here: no clock to race), though
+	// not when its fork returned: kept with its end.
+	restoreLater()
+	defer job.SetKeepLater(time.Minute)()
 	j, err = m1.Start(job.Spec{Cmd: "sleep 0.01; echo soon", Attached: true})
 	if err != nil {
 		t.Fatal(err)

@@ -890,6 +890,7 @@ func (c *lineConn) callDirect(ctx context.Context, cancel context.CancelFunc, id
 			delete(c.cancels, id)
 			c.writeMu.Unlock()
 			c.writeEncoded(resp, line) // as Write would, whatever became of ctx
+			yieldToReader()
 			return
 		}
 	}

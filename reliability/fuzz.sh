@@ -31,6 +31,7 @@ targets=(
 	"FuzzKeepEndedLine ./internal/holder"
 	"FuzzKeepLine ./internal/holder"
 	"FuzzJobJSON ./internal/store"
+	"FuzzJournalRegion ./internal/job"
 	"FuzzEscaped ./internal/termsafe"
 	"FuzzCheck ./internal/policy"
 )

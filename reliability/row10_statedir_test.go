@@ -200,7 +200,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 		}
 
 		// The store and its companions.
-		for _, name := range []string{"hive.db", "hive.db-wal", "hive.db-shm"} {
+		for _, name := range []string{"hive.db", "hive.db-wal", "hive.db-shm", "jobs-journal"} {
 			dir = newStateDir(t)
 			out = r.outsideFile(t)
 			hivetest.Symlink(t, out, filepath.Join(dir, name))
@@ -323,7 +323,7 @@ func TestRow10HostileStateDir(t *testing.T) {
 			}
 			return nil
 		})
-		for _, name := range []string{"hive.db", "hive.db-wal", "daemon.lock", "daemon.log", "hive.sock", "hyperhive-status"} {
+		for _, name := range []string{"hive.db", "hive.db-wal", "daemon.lock", "daemon.log", "hive.sock", "hyperhive-status", "jobs-journal"} {
 			if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
 				loose = append(loose, fmt.Sprintf("%s: missing after a run: %v", name, err))
 			}

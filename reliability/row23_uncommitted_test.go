@@ -44,32 +44,8 @@ func row23Daemon(t *testing.T) (string, *daemon, *hivetest.Session) {
 // done, its exit code, its output's byte count.
 func TestRow23AnsweredBeforeCommitted(t *testing.T) {
 	dir, d, s := row23Daemon(t)
-	// A first call starts the holder.
-	var env struct {
-		ExitCode *int   `json:"exit_code"`
-		Pid      int    `json:"pid"`
-		Stdout   string `json:"stdout"`
-		Auto     bool   `json:"auto_backgrounded"`
-	}
-	s.MustCall("terminal_exec", map[string]any{"cmd": "true"}, &env)
-	if err := os.WriteFile(filepath.Join(dir, stallWrites), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	n := count(5, 50)
-	type told struct {
-		cmd  string
-		exit int
-		out  int64
-	}
-	var answered []told
-	for i := range n {
-		cmd := fmt.Sprintf("echo row23-%d-%d; exit %d", os.Getpid(), i, i%3)
-		_, isErr, err := s.TryCall("terminal_exec", map[string]any{"cmd": cmd}, &env)
-		if err != nil || isErr || env.ExitCode == nil || env.Auto {
-			t.Fatalf("call %d of %d while no record is written: %v (tool error %v, %+v): a kept job's answer must not wait for its record", i+1, n, err, isErr, env)
-		}
-		answered = append(answered, told{cmd, *env.ExitCode, int64(len(env.Stdout))})
-	}
+	answered := execStalled(t, dir, s, n, "row23", 3)
 	d.Kill()
 	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
 		t.Fatal(err)
@@ -77,43 +53,85 @@ func TestRow23AnsweredBeforeCommitted(t *testing.T) {
 
 	d = startDaemon(t, dir)
 	var recorded int
-	byCmd := map[string]int{}
-	check := func() error {
-		resp, err := d.Call(proto.Request{Cmd: proto.CmdPs, All: true})
-		if err != nil {
-			return err
-		}
-		byCmd = map[string]int{}
-		recorded = 0
-		for _, a := range answered {
-			for _, j := range resp.Jobs {
-				if j.Cmd != a.cmd {
-					continue
-				}
-				byCmd[a.cmd]++
-				if j.State == "done" && j.ExitCode != nil && *j.ExitCode == a.exit && j.StdoutBytes == a.out {
-					recorded++
-				} else if j.State != "running" {
-					return fmt.Errorf("%q was answered exit %d, %d bytes out; the next daemon has it %s exit %v, %d bytes (%s)",
-						a.cmd, a.exit, a.out, j.State, deref(j.ExitCode), j.StdoutBytes, j.Error)
-				}
-			}
-		}
-		if recorded != len(answered) {
-			return fmt.Errorf("%d of %d answered jobs recorded as answered", recorded, len(answered))
-		}
-		return nil
-	}
 	// The ends are recorded as the next daemon adopts the jobs.
-	if err := hivetest.Wait(10*time.Second, check); err != nil {
+	if err := hivetest.Wait(10*time.Second, func() (err error) {
+		recorded, err = recordedAsAnswered(d, answered)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
-	for c, k := range byCmd {
-		if k != 1 {
-			t.Errorf("%q: %d records, want 1", c, k)
+	figure(t, 23, "a daemon whose job record writes stall: %d of %d terminal_exec calls answered (exit codes 0-2); after its kill -9 the next daemon has %d of %d recorded as answered (done, exit code, bytes), from its journal and the records the holder kept", len(answered), n, recorded, len(answered))
+}
+
+// execTold is what a call answered of a job: its command (or its id, if
+// set: the job is found by it), exit code (to come, for a start) and
+// output's byte count.
+type execTold struct {
+	cmd  string
+	id   string
+	exit int
+	out  int64
+}
+
+// execStalled has the daemon of dir stall its job record writes (a first
+// call starts the holder before), then makes n terminal_exec calls on s,
+// exit codes 0 to codes-1, each answered while nothing is written.
+func execStalled(t *testing.T, dir string, s *hivetest.Session, n int, tag string, codes int) []execTold {
+	t.Helper()
+	var env struct {
+		ExitCode *int   `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+		Auto     bool   `json:"auto_backgrounded"`
+	}
+	s.MustCall("terminal_exec", map[string]any{"cmd": "true"}, &env)
+	if err := os.WriteFile(filepath.Join(dir, stallWrites), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var answered []execTold
+	for i := range n {
+		cmd := fmt.Sprintf("echo %s-%d-%d; exit %d", tag, os.Getpid(), i, i%codes)
+		_, isErr, err := s.TryCall("terminal_exec", map[string]any{"cmd": cmd}, &env)
+		if err != nil || isErr || env.ExitCode == nil || env.Auto {
+			t.Fatalf("call %d of %d while no record is written: %v (tool error %v, %+v): a kept job's answer must not wait for its record", i+1, n, err, isErr, env)
+		}
+		answered = append(answered, execTold{cmd: cmd, exit: *env.ExitCode, out: int64(len(env.Stdout))})
+	}
+	return answered
+}
+
+// recordedAsAnswered counts the jobs of answered the daemon has recorded
+// as answered (done, the exit code, the byte count), by command or id:
+// an error for one recorded otherwise (running is not yet: counted out),
+// or more than once, or for any not recorded yet.
+func recordedAsAnswered(d *daemon, answered []execTold) (int, error) {
+	resp, err := d.Call(proto.Request{Cmd: proto.CmdPs, All: true})
+	if err != nil {
+		return 0, err
+	}
+	recorded := 0
+	for _, a := range answered {
+		k := 0
+		for _, j := range resp.Jobs {
+			if a.id != "" && j.ID != a.id || a.id == "" && j.Cmd != a.cmd {
+				continue
+			}
+			k++
+			switch {
+			case j.State == "done" && j.ExitCode != nil && *j.ExitCode == a.exit && j.StdoutBytes == a.out:
+				recorded++
+			case j.State != "running":
+				return recorded, fmt.Errorf("job %s %q was answered (exit %d, %d bytes out); the daemon has it %s exit %v, %d bytes (%s)",
+					j.ID, j.Cmd, a.exit, a.out, j.State, deref(j.ExitCode), j.StdoutBytes, j.Error)
+			}
+		}
+		if k > 1 {
+			return recorded, fmt.Errorf("%q %s: %d records, want 1", a.cmd, a.id, k)
 		}
 	}
-	figure(t, 23, "a daemon whose job record writes stall: %d of %d terminal_exec calls answered (exit codes 0-2); after its kill -9 the next daemon has %d of %d recorded as answered (done, exit code, bytes), from the records the holder kept", len(answered), n, recorded, len(answered))
+	if recorded != len(answered) {
+		return recorded, fmt.Errorf("%d of %d answered jobs recorded as answered", recorded, len(answered))
+	}
+	return recorded, nil
 }
 
 // Row 23, background jobs: a daemon that can write the first record of a
@@ -132,12 +150,7 @@ func TestRow23RunAnsweredBeforeCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := count(6, 40)
-	type told struct {
-		id   string
-		exit int
-		out  int64
-	}
-	var answered []told
+	var answered []execTold
 	for i := range n {
 		out := fmt.Sprintf("row23r-%d-%d", os.Getpid(), i)
 		cmd := fmt.Sprintf("sleep 0.3; echo %s; exit %d", out, i%3)
@@ -149,7 +162,7 @@ func TestRow23RunAnsweredBeforeCommitted(t *testing.T) {
 		if err != nil || isErr || st.ID == "" || st.Status != "running" {
 			t.Fatalf("run %d of %d while no record but pending ones is written: %v (tool error %v, %+v): a start the holder has must not wait for its running record", i+1, n, err, isErr, st)
 		}
-		answered = append(answered, told{st.ID, i % 3, int64(len(out) + 1)})
+		answered = append(answered, execTold{cmd: cmd, id: st.ID, exit: i % 3, out: int64(len(out) + 1)})
 	}
 	d.Kill()
 	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
@@ -158,37 +171,10 @@ func TestRow23RunAnsweredBeforeCommitted(t *testing.T) {
 
 	d = startDaemon(t, dir)
 	var recorded int
-	check := func() error {
-		resp, err := d.Call(proto.Request{Cmd: proto.CmdPs, All: true})
-		if err != nil {
-			return err
-		}
-		recorded = 0
-		for _, a := range answered {
-			k := 0
-			for _, j := range resp.Jobs {
-				if j.ID != a.id {
-					continue
-				}
-				k++
-				switch {
-				case j.State == "done" && j.ExitCode != nil && *j.ExitCode == a.exit && j.StdoutBytes == a.out:
-					recorded++
-				case j.State != "running":
-					return fmt.Errorf("job %s was answered running (exit %d to come, %d bytes out); the next daemon has it %s exit %v, %d bytes (%s)",
-						a.id, a.exit, a.out, j.State, deref(j.ExitCode), j.StdoutBytes, j.Error)
-				}
-			}
-			if k != 1 {
-				return fmt.Errorf("job %s: %d records, want 1", a.id, k)
-			}
-		}
-		if recorded != len(answered) {
-			return fmt.Errorf("%d of %d answered jobs recorded done as they ended", recorded, len(answered))
-		}
-		return nil
-	}
-	if err := hivetest.Wait(15*time.Second, check); err != nil {
+	if err := hivetest.Wait(15*time.Second, func() (err error) {
+		recorded, err = recordedAsAnswered(d, answered)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	figure(t, 23, "a daemon that writes no job record but pending ones: %d of %d run calls answered running; after its kill -9 the next daemon has %d of %d recorded (kept and holder-started alike) and done as they ended (exit code, bytes)", len(answered), n, recorded, len(answered))

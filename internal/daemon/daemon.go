@@ -396,7 +396,7 @@ func (d *daemon) open() error {
 	d.jobs, err = job.New(job.Options{Holder: holder, LostReason: lostReason,
 		Dir: l.Tasks(), Store: st, MaxRunning: d.cfg.MaxRunning, Grace: d.cfg.Grace,
 		FileCap: d.cfg.FileCap, Logger: d.log, Owner: l.Dir, Shell: d.cfg.Shell, Reaper: d.reaper,
-		Cgroups: d.cgroups, Limits: d.cfg.Limits,
+		Cgroups: d.cgroups, Limits: d.cfg.Limits, Journal: l.JobJournal(),
 		// A detached job's loose end is written with its record, in
 		// one transaction, and published once committed.
 		Todo: func(in job.Info) store.Todo {

@@ -1,6 +1,10 @@
 package job
 
-import "time"
+import (
+	"time"
+
+	"github.com/hivetools/hive/internal/store"
+)
 
 // MaxKept is maxKept, for the tests of package job_test.
 var MaxKept = maxKept
@@ -44,4 +48,21 @@ func SetKeepLater(d time.Duration) (restore func()) {
 func SetLateKeepMade(f func()) (restore func()) {
 	lateKeepMade = f
 	return func() { lateKeepMade = nil }
+}
+
+// WriteJournal writes recs to the journal at path (sequence numbers 1,
+// 2, ...), as a daemon that died before their commit would have left
+// them; false where there is no journal.
+func WriteJournal(path string, recs ...store.Job) (bool, error) {
+	jl, _, _, err := openJournal(path)
+	if err != nil || jl == nil {
+		return false, err
+	}
+	defer jl.close()
+	for i := range recs {
+		if err := jl.append(&recs[i], uint64(i+1)); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }

@@ -296,13 +296,17 @@ func TestToldEndAdoptedAsTold(t *testing.T) {
 // heldManager is a manager of the jobs in dir/tasks on st, its jobs held
 // by the holder at sock through a client of its own (the caller closes
 // both). grace is Options.Grace (0: the default).
-func heldManager(t *testing.T, dir, sock string, st *store.Store, grace time.Duration) (*job.Manager, *holder.Client) {
+func heldManager(t *testing.T, dir, sock string, st *store.Store, grace time.Duration, opts ...func(*job.Options)) (*job.Manager, *holder.Client) {
 	t.Helper()
 	c, err := holder.Open(holder.ClientOptions{Socket: sock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c, Owner: dir, Grace: grace})
+	o := job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Holder: c, Owner: dir, Grace: grace}
+	for _, f := range opts {
+		f(&o)
+	}
+	m, err := job.New(o)
 	if err != nil {
 		c.Close()
 		t.Fatal(err)

@@ -258,6 +258,10 @@ type Job struct {
 	// Durable). Under mu.
 	runSeq  uint64
 	endKept bool
+	// journaled is the sequence number of the job's record that is in
+	// the manager's journal (journalLocked), 0 if none: while it is the
+	// job's latest, the record is as good as committed (Sync, Durable).
+	journaled atomic.Uint64
 	// recordKept: the holder keeps the job's running record with it (a
 	// kept job, wire.Kept.Record): a next daemon finds it there, so an
 	// ended job's end may be told before either record is committed.

@@ -2,14 +2,10 @@ package job_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder"
@@ -98,10 +94,7 @@ func TestKeptAtItsEnd(t *testing.T) {
 
 	// Its leader ended before its fork returned; the store refuses
 	// writes meanwhile.
-	defer job.SetBeforeKeep(func(pid int) {
-		var si unix.Siginfo
-		unix.Waitid(unix.P_PID, pid, &si, unix.WEXITED|unix.WNOWAIT, nil)
-	})()
+	defer exitedAtFork()()
 	// What a process it left writes after its end is read too: its
 	// pipe does not end with the leader (a pump reads on).
 	j, err = m1.Start(job.Spec{Cmd: "(trap '' TERM; sleep 0.3; echo late) & echo early", Attached: true})
@@ -121,14 +114,7 @@ func TestKeptAtItsEnd(t *testing.T) {
 		return nil
 	})
 
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "hive.db")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TRIGGER no_room BEFORE INSERT ON jobs BEGIN SELECT RAISE(FAIL, 'database or disk is full'); END`); err != nil {
-		t.Fatal(err)
-	}
+	roomAgain := noRoom(t, dir)
 	j, err = m1.Start(job.Spec{Cmd: "echo ended; exit 3", Attached: true})
 	if err != nil {
 		t.Fatal(err)
@@ -178,9 +164,7 @@ func TestKeptAtItsEnd(t *testing.T) {
 	if out := string(j2.Stdout().Tail(100)); out != "ended\n" {
 		t.Errorf("the adopted job's output: %q", out)
 	}
-	if _, err := db.Exec(`DROP TRIGGER no_room`); err != nil {
-		t.Fatal(err)
-	}
+	roomAgain()
 	hivetest.Eventually(t, 10*time.Second, "recorded done, then acked", func() error {
 		rec, err := st.GetJob(ctx, id)
 		if err != nil || rec.State != string(job.Done) || rec.ExitCode == nil || *rec.ExitCode != 3 {
@@ -194,9 +178,10 @@ func TestKeptAtItsEnd(t *testing.T) {
 }
 
 // keepingSetup is a holder that makes cgroups and a manager that keeps
-// its jobs with it (a client of its own), once the holder lent its first
-// spares; it skips where there are no cgroups. The caller closes both.
-func keepingSetup(t *testing.T) (dir, sock string, st *store.Store, m *job.Manager, c *holder.Client) {
+// its jobs with it (a client of its own; opts change its options), once
+// the holder lent its first spares; it skips where there are no cgroups.
+// The caller closes both.
+func keepingSetup(t *testing.T, opts ...func(*job.Options)) (dir, sock string, st *store.Store, m *job.Manager, c *holder.Client) {
 	t.Helper()
 	t.Setenv("HIVE_HOLDER_KEEP", "on")
 	g, err := proc.OpenJobCgroups(t.TempDir())
@@ -205,7 +190,7 @@ func keepingSetup(t *testing.T) (dir, sock string, st *store.Store, m *job.Manag
 	}
 	t.Cleanup(g.Close) // after the holder's end
 	dir, sock, st = heldSetup(t, 0, func(o *holder.ServerOptions) { o.Cgroups = g })
-	m, c = heldManager(t, dir, sock, st, time.Second)
+	m, c = heldManager(t, dir, sock, st, time.Second, opts...)
 	if ok, _ := c.Keeps(); !ok || c.Info().Cgroups == "" {
 		c.Close()
 		m.Close(context.Background())

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +98,14 @@ type Options struct {
 	// of the holder that held it, by the job's start: see
 	// holder.ReadLost).
 	LostReason func(started time.Time) string
+	// Journal, if set, is where the records of ended jobs that callers
+	// are told of before their commit go first (a file in the state
+	// directory, mapped: see journal): an attached job kept at its end
+	// (see beginKept) is answered for once its record is written there,
+	// and its holder is told after its callers. At New what the file
+	// holds and the store lacks is put in the store. If "", such a job's
+	// holder is told before its callers, as the keeper of its end.
+	Journal string
 }
 
 // Environment variables set in every job.
@@ -147,6 +156,9 @@ type Manager struct {
 	// their start (keeper) until their leader is reaped or let go
 	// (child.waited): at most maxKept.
 	kept atomic.Int32
+	// journal: see Options.Journal (nil without).
+	journal     *journal
+	journalWarn sync.Once
 }
 
 // maxEndedInMemory is how many ended jobs keep their Job in memory; older
@@ -187,23 +199,40 @@ func New(o Options) (*Manager, error) {
 	m := &Manager{o: o, ctx: ctx, cancel: cancel, jobs: map[string]*Job{}, names: map[string]string{}, hexIDs: map[uint32]struct{}{}, sh: sh, shErr: shErr,
 		released: make(chan struct{})}
 	m.sup = supervise.New(heldKind{m}, supervise.Options{What: "job", Logger: o.Logger})
-	ids, err := o.Store.JobIDs(ctx)
-	if err != nil {
+	m.records = newRecordWriter(o.Store, o.Logger, o.Todo, o.OnCommit, o.OnRecord)
+	fail := func(err error) (*Manager, error) {
+		m.records.close()
+		if m.journal != nil {
+			m.journal.close()
+		}
 		cancel()
 		return nil, err
 	}
-	known := make(map[string]bool, len(ids))
+	var journaled map[string]bool
+	if o.Journal != "" {
+		var err error
+		if journaled, err = m.replayJournal(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	ids, err := o.Store.JobIDs(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	known := make(map[string]bool, len(ids)+len(journaled))
 	for _, id := range ids {
 		known[id] = true
+	}
+	for id := range journaled {
+		known[id] = true
+	}
+	for id := range known {
 		if n, ok := parseHexID(id); ok {
 			m.hexIDs[n] = struct{}{}
 		}
 	}
-	m.records = newRecordWriter(o.Store, o.Logger, o.Todo, o.OnCommit, o.OnRecord)
-	if err := m.recover(known); err != nil {
-		m.records.close()
-		cancel()
-		return nil, err
+	if err := m.recover(known, journaled); err != nil {
+		return fail(err)
 	}
 	if f, err := os.Open(os.DevNull); err == nil {
 		m.devNull = f // else exec opens it for each job
@@ -213,11 +242,17 @@ func New(o Options) (*Manager, error) {
 	return m, nil
 }
 
-func (m *Manager) recover(known map[string]bool) error {
+// recover ends the jobs the last daemon left pending or running, and
+// adopts those its holder holds. journaled are the jobs whose end the
+// journal had (replayJournal): their end stands, whatever the store read.
+func (m *Manager) recover(known, journaled map[string]bool) error {
 	ctx := context.Background()
 	left, err := m.o.Store.ListJobs(ctx, 0, string(Pending), string(Running))
 	if err != nil {
 		return fmt.Errorf("recover jobs: %w", err)
+	}
+	if len(journaled) > 0 {
+		left = slices.DeleteFunc(left, func(rec store.Job) bool { return journaled[rec.ID] })
 	}
 	if m.o.Holder != nil {
 		if left, err = m.adoptHeld(left, known); err != nil {
@@ -575,6 +610,10 @@ func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 // Durable returns j's snapshot once it is committed (see Sync): the
 // snapshot to tell a client.
 //
+// An ended job whose record is in the journal (journalLocked: an
+// attached one kept at its end, with Options.Journal) needs nothing
+// committed: the next daemon puts the journal's records in the store.
+//
 // An attached held job whose holder keeps its end until the end is
 // recorded (and acked: see endHeld) needs only its running record
 // committed: should this daemon die before the end's record is, the next
@@ -589,6 +628,11 @@ func (m *Manager) forget(j *Job, prevID string, hadName bool) {
 func (m *Manager) Durable(j *Job) (Info, error) {
 	j.mu.Lock()
 	in := j.snapshotLocked()
+	if seq := j.seq.Load(); seq != 0 && j.journaled.Load() == seq {
+		// Its latest record is in the journal (see journalLocked).
+		j.mu.Unlock()
+		return in, nil
+	}
 	kept := j.endKept && j.runSeq > 0 && !j.detached
 	runSeq, recordKept := j.runSeq, j.recordKept
 	toldRunning := j.detached && in.State == Running && j.inHolderLocked()
@@ -626,7 +670,11 @@ func (j *Job) inHolderLocked() bool { return j.held || j.kept }
 // caller tells a client of the job must not be contradicted after a
 // crash. The error wraps ErrNotRecorded when the store failed.
 func (m *Manager) Sync(j *Job) error {
-	return m.records.sync(j.seq.Load())
+	seq := j.seq.Load()
+	if seq != 0 && j.journaled.Load() == seq {
+		return nil // in the journal: see journalLocked
+	}
+	return m.records.sync(seq)
 }
 
 // keepWhole is how many of the jobs that ended last keep every output
@@ -897,9 +945,16 @@ func (m *Manager) Remove(ctx context.Context, ref string) (Info, error) {
 	}
 	// The commit is made with no lock held. The id stays taken
 	// (hexIDs) until the files are gone, so no new job gets it meanwhile.
+	// Its record first, if queued, and out of the journal: a record
+	// deleted from the store must not come back from either.
+	if err := m.records.flush(); err != nil {
+		return in, err
+	}
+	m.journalSettled()
 	if _, err := m.o.Store.DeleteJob(ctx, in.ID); err != nil {
 		return in, err
 	}
+	m.journalForget(in.ID)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if live && m.jobs[in.ID] == j {
@@ -968,6 +1023,10 @@ func (m *Manager) Shutdown(ctx context.Context, grace time.Duration, note string
 		j.release()
 	}
 	m.records.close()
+	if m.journal != nil {
+		m.journalSettled() // what close committed leaves the journal
+		m.journal.close()
+	}
 	if m.devNull != nil {
 		m.devNull.Close() // every job has ended: no start can use it now
 	}
@@ -1103,11 +1162,15 @@ func fromRecord(r store.Job) Info {
 func (m *Manager) Prune(ctx context.Context, before time.Time) (int, error) {
 	const batch = 64 // files are removed under m.mu: keep each hold short
 	m.records.flush()
+	m.journalSettled()
 	n := 0
 	for {
 		old, err := m.o.Store.DeleteJobsEndedBefore(ctx, before, batch)
 		if err != nil {
 			return n, err
+		}
+		for _, rec := range old {
+			m.journalForget(rec.ID)
 		}
 		m.mu.Lock()
 		for _, rec := range old {
@@ -1152,4 +1215,78 @@ func interruptQueued(queue []*Job, note string) {
 		j.finishLocked(Interrupted)
 		j.mu.Unlock()
 	}
+}
+
+// replayJournal opens the journal (Options.Journal) and puts in the
+// store the records it holds that the store lacks, or has as not ended
+// (a daemon told its callers of their end and died before their commit),
+// and returns the ids of all it holds. Once they are committed the files
+// are emptied; a store that fails keeps them queued (as recover's are)
+// and the files as they are until they are.
+func (m *Manager) replayJournal(ctx context.Context) (map[string]bool, error) {
+	jl, recs, bad, err := openJournal(m.o.Journal)
+	if err != nil || jl == nil {
+		return nil, err
+	}
+	m.journal = jl
+	m.records.journal = jl
+	if bad > 0 {
+		m.o.Logger.Warn("job journal: lines that are not the record of an ended job were skipped", "lines", bad)
+	}
+	ids := make(map[string]bool, len(recs))
+	var last uint64
+	put := 0
+	for _, rec := range recs {
+		ids[rec.ID] = true
+		old, err := m.o.Store.GetJob(ctx, rec.ID)
+		if err == nil && State(old.State).Terminal() {
+			continue // committed before the daemon died
+		}
+		if err != nil && !store.IsNotFound(err) {
+			m.o.Logger.Error("job journal: the store could not be read; its record is put again", "job", rec.ID, "err", err)
+		}
+		last = m.records.put(nil, fromRecord(rec), false)
+		put++
+	}
+	if put > 0 {
+		m.o.Logger.Info("job journal: records of ended jobs put in the store", "jobs", put)
+	}
+	if err := m.records.sync(last); err != nil {
+		// Emptied once they are (see journal.committed).
+		jl.held(last)
+		m.o.Logger.Error("job journal: its records could not be committed; retrying", "jobs", put, "err", err)
+		return ids, nil
+	}
+	jl.emptyAll() // every line of the files is in the store now
+	return ids, nil
+}
+
+// journalSettled empties the journal of what is committed (see
+// journal.committed): after a flush, all it holds.
+func (m *Manager) journalSettled() {
+	if m.journal != nil {
+		m.journal.committed(m.records.committedSeq())
+	}
+}
+
+// journalForget notes in the journal that id's record was removed from
+// the store (see journal.forget).
+func (m *Manager) journalForget(id string) {
+	if m.journal != nil {
+		// Numbered past every put so far: it outranks any entry of id.
+		m.journal.forget(id, m.records.last()+1)
+	}
+}
+
+// journalFailed notes a record the journal did not take: its callers
+// wait for its commit. One full of records not committed yet (a store
+// that fails, or a burst of ends within a linger) takes records again
+// once they are; said once, as any other failure.
+func (m *Manager) journalFailed(err error) {
+	if errors.Is(err, errJournalFull) {
+		return
+	}
+	m.journalWarn.Do(func() {
+		m.o.Logger.Error("job journal: a record could not be written; its callers wait for its commit", "err", err)
+	})
 }

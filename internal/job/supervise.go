@@ -190,6 +190,9 @@ func (j *Job) watch(c *child) {
 			j.info.Error = j.m.holderLostError()
 		}
 	}
+	// later, if set, tells the holder of the job once its end is
+	// published: a job kept at its end whose record the journal has.
+	var later func()
 	if k, ok := j.m.o.Holder.(Keeper); ok && (j.kept || j.keepAtEnd != nil) {
 		// Its holder keeps its end until the ack, and tells it to the
 		// next daemon should this one die before its record: a plain
@@ -200,38 +203,62 @@ func (j *Job) watch(c *child) {
 		// with its running record; else it stays the daemon's own (its
 		// end is committed before it is told).
 		e := j.wireEndLocked()
-		var atEnd *wire.Kept
-		if ke := j.keepAtEnd; ke != nil {
-			atEnd = &ke.k
-			atEnd.Record = runningRecord(ke.in, ke.k.Start)
-			if ke.pidfd >= 0 {
-				closeFD(ke.pidfd) // its keep was put off: not made (keepSettled)
-				ke.pidfd = -1
-			}
+		ke := j.keepAtEnd
+		if ke != nil && ke.pidfd >= 0 {
+			closeFD(ke.pidfd) // its keep was put off: not made (keepSettled)
+			ke.pidfd = -1
 		}
-		j.mu.Unlock()
-		var told bool
-		if atEnd != nil {
-			told = k.KeepEnded(*atEnd, e) == nil
-		} else {
-			told = k.KeepEnd(e.ID, e) == nil
-		}
-		j.mu.Lock()
-		if atEnd != nil {
+		if ke != nil && j.m.journal != nil && !j.detached {
+			// Its record goes to the journal before its callers are
+			// told (below): the holder is told after them, off the
+			// answer's path (a line to the holder wakes it, and a
+			// processor woken beside the answer's writer is one its
+			// reader could have had), and its keep line is made then
+			// too. Until then the job is this daemon's own in the
+			// cgroup the holder lent, as it was while it ran.
 			j.keepAtEnd = nil
-			j.kept, j.keptAtEnd = told, told
-			j.recordKept = told && atEnd.Record != nil
+			later = func() { j.keptLater(k, ke, e) }
+		} else {
+			var atEnd *wire.Kept
+			if ke != nil {
+				atEnd = &ke.k
+				atEnd.Record = runningRecord(ke.in, ke.k.Start)
+			}
+			j.mu.Unlock()
+			var told bool
+			if atEnd != nil {
+				told = k.KeepEnded(*atEnd, e) == nil
+			} else {
+				told = k.KeepEnd(e.ID, e) == nil
+			}
+			j.mu.Lock()
+			if atEnd != nil {
+				j.keepAtEnd = nil
+				j.kept, j.keptAtEnd = told, told
+				j.recordKept = told && atEnd.Record != nil
+			}
+			j.endKept = told && j.reason == "" && j.info.Error == ""
 		}
-		j.endKept = told && j.reason == "" && j.info.Error == ""
 	}
 	end := Done
 	if j.reason != "" {
 		end = j.reason
 	}
-	j.finishLocked(end)
+	if later != nil {
+		j.settleLocked(end)
+		j.journalLocked()
+		j.publishLocked()
+	} else {
+		j.finishLocked(end)
+	}
 	kept := j.kept
 	j.mu.Unlock()
-	if kept {
+	if later != nil {
+		// Its callers first: the processor goes to them (the daemon
+		// runs with one; a yield puts this goroutine behind them).
+		runtime.Gosched()
+		later()
+	} else if kept {
 		// Its holder keeps it until the end is recorded (asked with no
 		// lock of the job's held: see heldKind.Recorded).
 		j.m.sup.AckWhenRecorded(j.info.ID)
@@ -242,8 +269,41 @@ func (j *Job) watch(c *child) {
 		// beginKept), once its callers have its end: the processor goes
 		// to them first (the daemon runs with one; a yield puts this
 		// goroutine behind them).
-		runtime.Gosched()
+		if later == nil {
+			runtime.Gosched()
+		}
 		j.m.pipes.refill()
+	}
+}
+
+// journalLocked writes the record of the job, which has just ended, to
+// the manager's journal, before its callers are told: they are told at
+// once then (Durable), and its record is committed after the linger. A
+// journal that fails leaves them waiting for the commit. j.mu is held.
+func (j *Job) journalLocked() {
+	seq := j.seq.Load()
+	rec := toRecord(j.snapshotLocked())
+	if err := j.m.journal.append(&rec, seq); err != nil {
+		j.m.journalFailed(err)
+		return
+	}
+	j.journaled.Store(seq)
+}
+
+// keptLater gives the holder a job kept at its end whose end has been
+// published (see watch): its keep and its end in one line, as before
+// them, then the ack once its record is committed.
+func (j *Job) keptLater(k Keeper, ke *keepAtEnd, e wire.JobEnd) {
+	atEnd := &ke.k
+	atEnd.Record = runningRecord(ke.in, ke.k.Start)
+	told := k.KeepEnded(*atEnd, e) == nil
+	j.mu.Lock()
+	j.kept, j.keptAtEnd = told, told
+	j.recordKept = told && atEnd.Record != nil
+	j.endKept = told && j.reason == "" && j.info.Error == ""
+	j.mu.Unlock()
+	if told {
+		j.m.sup.AckWhenRecorded(j.info.ID)
 	}
 }
 
@@ -795,6 +855,14 @@ func (j *Job) finishLocked(s State) {
 	if j.info.State.Terminal() {
 		return
 	}
+	j.settleLocked(s)
+	j.publishLocked()
+}
+
+// settleLocked is finishLocked's first half: the end in the job's info
+// and its record queued. Nobody learns of it before publishLocked, but a
+// view of the job under j.mu.
+func (j *Job) settleLocked(s State) {
 	j.info.State = s
 	if j.info.Ended.IsZero() { // a holder tells when a held job ended
 		j.info.Ended = time.Now()
@@ -803,6 +871,11 @@ func (j *Job) finishLocked(s State) {
 		j.timeoutT.Stop()
 	}
 	j.m.putLocked(j)
+}
+
+// publishLocked is finishLocked's second half: the job's waiters are
+// told, and its streams let go of what they hold.
+func (j *Job) publishLocked() {
 	close(j.done)
 	j.markStarted()
 	if j.stdout != nil {

@@ -51,14 +51,15 @@ type recordWriter struct {
 	cond       *sync.Cond // signalled when a commit ends
 	pending    map[string]pendingRecord
 	order      []string
-	queued     uint64 // puts so far: the last put's sequence number
-	committed  uint64 // every put up to this one is in the store
-	committing bool   // a commit is under way (by a syncer or the loop)
-	attempt    uint64 // commits tried so far
-	err        error  // the last commit's error; nil once one succeeds
-	failedUpTo uint64 // the last failed commit held puts up to this one
-	idle       bool   // the loop waits for a first record: a put must wake it
-	hurried    bool   // commit what is queued without the linger
+	queued     uint64   // puts so far: the last put's sequence number
+	committed  uint64   // every put up to this one is in the store
+	committing bool     // a commit is under way (by a syncer or the loop)
+	attempt    uint64   // commits tried so far
+	err        error    // the last commit's error; nil once one succeeds
+	failedUpTo uint64   // the last failed commit held puts up to this one
+	idle       bool     // the loop waits for a first record: a put must wake it
+	hurried    bool     // commit what is queued without the linger
+	journal    *journal // emptied of what each commit holds (set before the first put)
 	after      []afterCommit
 	wake       chan struct{}
 	closed     bool
@@ -145,6 +146,13 @@ func (w *recordWriter) whenCommitted(seq uint64, f func()) {
 	w.mu.Unlock()
 }
 
+// committedSeq is the sequence number of the last put committed.
+func (w *recordWriter) committedSeq() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.committed
+}
+
 // last is the sequence number of the last put.
 func (w *recordWriter) last() uint64 {
 	w.mu.Lock()
@@ -200,6 +208,11 @@ func (w *recordWriter) commitLocked() {
 		}
 	}
 	changed, err := w.st.PutJobs(context.Background(), recs, todos)
+	if err == nil && w.journal != nil {
+		// Out of the journal before anyone learns of the commit: a
+		// record deleted after it (Remove) must not come back.
+		w.journal.committed(upTo)
+	}
 	if err == nil && len(changed) > 0 && w.onCommit != nil {
 		of := make([]Info, len(changed))
 		for i, t := range changed {

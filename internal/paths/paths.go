@@ -118,6 +118,9 @@ func (l Layout) Inbox() string { return filepath.Join(l.Dir, "inbox") }
 // Config is the daemon's settings file, hive.toml.
 func (l Layout) Config() string { return filepath.Join(l.Dir, "hive.toml") }
 
+// JobJournal is the base of the job journal's two files (job.Options.Journal).
+func (l Layout) JobJournal() string { return filepath.Join(l.Dir, "jobs-journal") }
+
 // Log is the daemon log a bridge-started daemon writes to.
 func (l Layout) Log() string { return filepath.Join(l.Dir, "daemon.log") }
 

@@ -624,12 +624,8 @@ func (p *pumper) run() {
 			p.pool.Put(bp)
 		}
 		b.leave()
-		if p.ownThread {
-			p.ownThread = false
-			runtime.UnlockOSThread()
-			bulkThreads.Add(-1)
-		}
 		if finished {
+			p.leaveThread()
 			p.done()
 			close(p.exited)
 		}
@@ -727,9 +723,22 @@ func (p *pumper) run() {
 				if p.detached.Load() {
 					return // what is left is the next reader's
 				}
-				if idle && !p.stopped.Load() && p.park() {
-					finished = false
-					return
+				if idle && !p.stopped.Load() {
+					// Parked, it is idle: its buffer and its thread go
+					// back first. Once parked the pump is the next
+					// goroutine's, which may run at once: nothing of p
+					// is this one's then (the deferred call touches none).
+					if bp != nil {
+						p.pool.Put(bp)
+						bp = nil
+					}
+					b.leave()
+					b = nil
+					p.leaveThread()
+					if p.park() {
+						finished = false
+						return
+					}
 				}
 				if !p.stopped.Load() {
 					continue // an idle deadline it could not park at: wait on
@@ -744,6 +753,16 @@ func (p *pumper) run() {
 			}
 			return
 		}
+	}
+}
+
+// leaveThread gives back the thread of its own a pump that poured had
+// (see run), if it has one.
+func (p *pumper) leaveThread() {
+	if p.ownThread {
+		p.ownThread = false
+		runtime.UnlockOSThread()
+		bulkThreads.Add(-1)
 	}
 }
 

@@ -1,6 +1,9 @@
 package store
 
 import (
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -10,11 +13,12 @@ import (
 // AppendJSON appends j's JSON, byte for byte json.Marshal's and the
 // pinned form (TestJobJSON, TestJobAppendJSON, FuzzJobJSON), without
 // reflection: a kept job's record is encoded on a start's path
-// (wire.Kept.Record). ok is false, and b as given, for a
-// record of limits, their enforcement or usage, or a time json.Marshal
-// refuses: json.Marshal encodes those.
+// (wire.Kept.Record), an ended one's on its answer's (the journal). ok
+// is false, and b as given, for a time json.Marshal refuses, or a cpus
+// limit it would write in exponent form (or refuse): json.Marshal
+// encodes those.
 func (j *Job) AppendJSON(b []byte) (out []byte, ok bool) {
-	if !j.Limits.IsZero() || len(j.LimitsBy) > 0 || j.Usage != nil {
+	if c := math.Abs(j.Limits.CPUs); c != 0 && !(c >= 1e-6 && c < 1e21) { // NaN and ±Inf too
 		return b, false
 	}
 	var times [3][]byte
@@ -97,6 +101,35 @@ func (j *Job) AppendJSON(b []byte) (out []byte, ok bool) {
 	num("leftover", int64(j.Leftover))
 	flag("quiet", j.Quiet)
 	flag("kill_on_timeout", j.KillOnTimeout)
+	if l := j.Limits; !l.IsZero() {
+		out = appendName(out, "limits")
+		out = append(out, '{')
+		num("memory_mb", l.MemoryMB)
+		num("pids", l.Pids)
+		if l.CPUs != 0 {
+			out = appendName(out, "cpus")
+			out = strconv.AppendFloat(out, l.CPUs, 'f', -1, 64) // json.Marshal's form in this range
+		}
+		num("nofile", l.Nofile)
+		out = append(out, '}')
+	}
+	if len(j.LimitsBy) > 0 {
+		out = appendName(out, "limits_by")
+		out = append(out, '{')
+		for _, k := range slices.Sorted(maps.Keys(j.LimitsBy)) {
+			if out[len(out)-1] != '{' {
+				out = append(out, ',')
+			}
+			out = jsonenc.AppendString(out, k)
+			out = append(out, ':')
+			out = jsonenc.AppendString(out, j.LimitsBy[k])
+		}
+		out = append(out, '}')
+	}
+	if j.Usage != nil {
+		out = appendName(out, "usage")
+		out = j.Usage.AppendJSON(out)
+	}
 	str("limit_hit", j.LimitHit)
 	return append(out, '}'), true
 }

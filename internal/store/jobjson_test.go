@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func checkJobJSON(t testing.TB, j Job) (ok bool) {
 		if string(got) != "x" {
 			t.Fatalf("declined, but appended: %q", got)
 		}
-		if err == nil && j.Limits.IsZero() && len(j.LimitsBy) == 0 && j.Usage == nil {
+		if c := math.Abs(j.Limits.CPUs); err == nil && (c == 0 || c >= 1e-6 && c < 1e21) { // json.Marshal refuses NaN and ±Inf
 			t.Fatalf("declined a record json.Marshal encodes (%s)", want)
 		}
 		return false
@@ -37,8 +38,7 @@ func checkJobJSON(t testing.TB, j Job) (ok bool) {
 // A job record's JSON form is what a daemon keeps with the holder of a
 // job it started (wire.Kept.Record), read back by the next daemon, which
 // may be of another build: these names and encodings stay as they are,
-// json.Marshal's and AppendJSON's alike (AppendJSON declines limits,
-// their enforcement and usage: checked without them).
+// json.Marshal's and AppendJSON's alike.
 func TestJobJSON(t *testing.T) {
 	at := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	code, sig := 2, 9
@@ -69,7 +69,7 @@ func TestJobJSON(t *testing.T) {
 		}
 		if a, ok := c.j.AppendJSON(nil); ok && string(a) != c.json {
 			t.Errorf("%s: AppendJSON's encoding changed:\n got %s\nwant %s", c.name, a, c.json)
-		} else if !ok && c.name != "full" {
+		} else if !ok {
 			t.Errorf("%s: AppendJSON declined it", c.name)
 		}
 		var back Job
@@ -82,10 +82,11 @@ func TestJobJSON(t *testing.T) {
 	}
 }
 
-// TestJobAppendJSON: every field of a record without limits is encoded as
-// json.Marshal encodes it (a record setting every one of them, an empty
-// one, a running record as a kept job's), and records with limits,
-// their enforcement or usage are declined.
+// TestJobAppendJSON: every field of a record is encoded as json.Marshal
+// encodes it (a record setting every one of them, an empty one, a
+// running record as a kept job's, an ended one with limits, their
+// enforcement and usage), and only records json.Marshal must encode are
+// declined (a cpus limit in exponent form, a time it refuses).
 func TestJobAppendJSON(t *testing.T) {
 	code, sig := 3, 9
 	at := time.Date(2026, 12, 4, 17, 1, 2, 345678900, time.FixedZone("x", 3600))
@@ -96,30 +97,36 @@ func TestJobAppendJSON(t *testing.T) {
 		Pid: 4242, PidStart: 1 << 40, BootID: "b00t", StdoutPath: "/s/0a1b2c3d.out", StderrPath: "/s/0a1b2c3d.err",
 		StdoutBytes: 10, StderrBytes: 11, StdoutDropped: 12, StderrDropped: 13, Leftover: 2, Quiet: true,
 		KillOnTimeout: true, LimitHit: "memory",
+		Limits:   limits.Limits{MemoryMB: 512, Pids: 64, CPUs: 1.5, Nofile: 1024},
+		LimitsBy: limits.Enforced{"pids": "cgroup", "memory_mb": "cgroup-v1", "nofile": "rlimit", "cpus": "none", "a<b>": "\"&\""},
+		Usage:    &limits.Usage{MemoryPeakBytes: 1 << 20, CPUUserMS: 3, CPUSystemMS: 4, OOMKills: 1, PidsRefused: 2, Throttled: 5},
 	}
 	for name, j := range map[string]Job{
 		"full":    full,
 		"empty":   {},
 		"running": {ID: "deadbeef", Cmd: "true", Argv: []string{"true"}, ShellKind: "direct", State: "running", Created: at, Started: at, Pid: 7, PidStart: 99},
 		"zero":    {ExitCode: new(int), Signal: new(int), Argv: []string{}},
+		"ended":   {ID: "deadbeef", State: "done", ExitCode: new(int), Usage: &limits.Usage{}, LimitsBy: limits.Enforced{}},
+		"limits":  {ID: "a", Limits: limits.Limits{CPUs: 0.000001}},
+		"big cpu": {ID: "a", Limits: limits.Limits{CPUs: 1e20}},
 	} {
 		if !checkJobJSON(t, j) {
 			t.Errorf("%s: declined", name)
 		}
 	}
-	// The full record sets every field json.Marshal writes but those
-	// declined: a field added to Job and not to AppendJSON fails here.
+	// The full record sets every field json.Marshal writes: a field
+	// added to Job and not to AppendJSON fails here.
 	var m map[string]any
 	b, _ := json.Marshal(full)
 	json.Unmarshal(b, &m)
-	if n, all := len(m), reflect.TypeOf(Job{}).NumField(); n != all-3 {
-		t.Errorf("the full record has %d fields in JSON, Job %d: all but limits, limits_by and usage must be set", n, all)
+	if n, all := len(m), reflect.TypeOf(Job{}).NumField(); n != all {
+		t.Errorf("the full record has %d fields in JSON, Job %d: all must be set", n, all)
 	}
 	for name, j := range map[string]Job{
-		"limits":    {ID: "a", Limits: limits.Limits{MemoryMB: 1}},
-		"limits_by": {ID: "a", LimitsBy: limits.Enforced{"memory": "cgroup"}},
-		"usage":     {ID: "a", Usage: &limits.Usage{}},
-		"year":      {ID: "a", Created: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		"small cpus": {ID: "a", Limits: limits.Limits{CPUs: 1e-7}},
+		"huge cpus":  {ID: "a", Limits: limits.Limits{CPUs: 1e21}},
+		"NaN cpus":   {ID: "a", Limits: limits.Limits{CPUs: math.NaN()}},
+		"year":       {ID: "a", Created: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		if checkJobJSON(t, j) {
 			t.Errorf("%s: encoded, want declined", name)
@@ -139,6 +146,12 @@ func FuzzJobJSON(f *testing.F) {
 			Pid: int(n), PidStart: ps, StdoutBytes: n, StderrDropped: -n, Quiet: quiet, KillOnTimeout: !quiet, LimitHit: name}
 		if quiet {
 			j.ExitCode, j.Signal, j.Argv = &c, &s, nil
+		} else {
+			// An ended record's limits, how they were enforced and what
+			// it used, of the fuzzed values.
+			j.Limits = limits.Limits{MemoryMB: n, Pids: -n, CPUs: float64(code) / float64(sec|1), Nofile: sec}
+			j.LimitsBy = limits.Enforced{name: arg, cmd: cwd}
+			j.Usage = &limits.Usage{MemoryPeakBytes: n, CPUUserMS: sec, CPUSystemMS: code, OOMKills: -n, Throttled: int64(ps)}
 		}
 		checkJobJSON(t, j)
 	})

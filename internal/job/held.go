@@ -835,7 +835,19 @@ func (j *Job) endHeld(e wire.JobEnd) {
 	case e.Stopped:
 		end = Killed // stopped by a daemon before this one
 	}
-	j.finishLocked(end)
+	if m.journal != nil && !j.detached && !j.info.State.Terminal() {
+		// Its record to the journal before its callers are told, as a
+		// kept job's (see watch): they are told at once then, whatever
+		// became of its running record's commit (a job is the holder's
+		// spawn when the holder had no cgroup to lend: its answer
+		// waited for that commit, and for ever while the store took no
+		// writes).
+		j.settleLocked(end)
+		j.journalLocked()
+		j.publishLocked()
+	} else {
+		j.finishLocked(end)
+	}
 	// Its holder keeps the end until acked, and a next daemon would
 	// record from it this very state (no reason of this daemon's: see
 	// Durable).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/store"
 )
 
@@ -185,4 +186,47 @@ func TestJournalReplay(t *testing.T) {
 	if recs, err := job.ReadJournal(journal); err != nil || len(recs) != 0 {
 		t.Errorf("the journal after New: %d records (%v)", len(recs), err)
 	}
+}
+
+// A job the holder starts itself (here: one with limits), waited for
+// inline, is told to its caller once its record is in the journal too,
+// not once its running record is committed: while the store takes no
+// writes its caller is answered, and the next daemon records it from
+// the journal.
+func TestJournaledHeldEnd(t *testing.T) {
+	dir, sock, st := heldSetup(t, 0)
+	journal := filepath.Join(dir, "jobs-journal")
+	m1, c1 := heldManager(t, dir, sock, st, time.Second, func(o *job.Options) { o.Journal = journal })
+	ctx := context.Background()
+	defer c1.Close()
+	defer m1.Close(ctx)
+	roomAgain := noRoom(t, dir)
+	j, err := m1.Start(job.Spec{Cmd: "echo held; exit 4", Attached: true, Limits: limits.Limits{Nofile: 512}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := j.ID()
+	j.Wait(ctx)
+	told, err := m1.Durable(j)
+	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != 4 {
+		t.Fatalf("told: %+v %v, want done with exit 4 while the store refuses writes", told, err)
+	}
+	if rec, ok := journalRecord(t, journal, id); !ok || rec.ExitCode == nil || *rec.ExitCode != 4 || rec.StdoutBytes != 5 {
+		t.Fatalf("the journal holds %+v (%v) of %s once told", rec, ok, id)
+	}
+	m1.Close(ctx)
+	c1.Close()
+	m2, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Owner: dir, Journal: journal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close(ctx)
+	roomAgain()
+	hivetest.Eventually(t, 10*time.Second, "recorded as told", func() error {
+		rec, err := st.GetJob(ctx, id)
+		if err != nil || rec.State != string(job.Done) || rec.ExitCode == nil || *rec.ExitCode != 4 {
+			return fmt.Errorf("record %+v %v", rec, err)
+		}
+		return nil
+	})
 }

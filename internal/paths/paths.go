@@ -118,7 +118,8 @@ func (l Layout) Inbox() string { return filepath.Join(l.Dir, "inbox") }
 // Config is the daemon's settings file, hive.toml.
 func (l Layout) Config() string { return filepath.Join(l.Dir, "hive.toml") }
 
-// JobJournal is the base of the job journal's two files (job.Options.Journal).
+// JobJournal is the job journal: a mapped file of ended jobs' records the
+// store may not have yet (job.Options.Journal).
 func (l Layout) JobJournal() string { return filepath.Join(l.Dir, "jobs-journal") }
 
 // Log is the daemon log a bridge-started daemon writes to.

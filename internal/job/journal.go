@@ -260,12 +260,19 @@ func (jl *journal) committed(upTo uint64) {
 			jl.emptyLocked(i)
 		}
 	}
-	if jl.reg[jl.cur].top != 0 {
-		for i := range jl.reg {
-			if jl.reg[i].top == 0 {
-				jl.cur = i
-				break
-			}
+	jl.turnLocked()
+}
+
+// turnLocked makes a region that holds no record the current one, if the
+// current one holds records not committed and there is one.
+func (jl *journal) turnLocked() {
+	if jl.reg[jl.cur].top == 0 {
+		return
+	}
+	for i := range jl.reg {
+		if jl.reg[i].top == 0 {
+			jl.cur = i
+			return
 		}
 	}
 }
@@ -292,14 +299,7 @@ func (jl *journal) held(seq uint64) {
 			r.top = max(r.top, seq)
 		}
 	}
-	if jl.reg[jl.cur].top != 0 {
-		for i := range jl.reg {
-			if jl.reg[i].top == 0 {
-				jl.cur = i
-				break
-			}
-		}
-	}
+	jl.turnLocked()
 }
 
 // emptyAll empties every region: at New, once what they hold is

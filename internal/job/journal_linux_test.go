@@ -61,6 +61,24 @@ func journalRecord(t *testing.T, path, id string) (store.Job, bool) {
 	return store.Job{}, false
 }
 
+// toldFromJournal waits for j's end, checks that its caller is told it
+// (Durable: done, exit code) while the store refuses writes, and that
+// the journal at path holds its record (done, exit code, out bytes of
+// stdout); it returns j's id.
+func toldFromJournal(t *testing.T, m *job.Manager, j *job.Job, path string, code int, out int64) string {
+	t.Helper()
+	id := j.ID()
+	j.Wait(context.Background())
+	told, err := m.Durable(j)
+	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != code {
+		t.Fatalf("told: %+v %v, want done with exit %d while the store refuses writes", told, err, code)
+	}
+	if rec, ok := journalRecord(t, path, id); !ok || rec.State != string(job.Done) || rec.ExitCode == nil || *rec.ExitCode != code || rec.StdoutBytes != out {
+		t.Fatalf("the journal holds %+v (%v) of %s once told, want done, exit %d, %d bytes out", rec, ok, id, code, out)
+	}
+	return id
+}
+
 // A job kept at its end by a manager with a journal (the daemon's way) is
 // told to its caller once its record is in the journal, before anything
 // of it is committed and before the holder hears of it; the holder gets
@@ -85,15 +103,7 @@ func TestJournaledEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := j.ID()
-	j.Wait(ctx)
-	told, err := m1.Durable(j)
-	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != 3 {
-		t.Fatalf("told: %+v %v, want done with exit 3 while the store refuses writes", told, err)
-	}
-	if rec, ok := journalRecord(t, journal, id); !ok || rec.State != string(job.Done) || rec.ExitCode == nil || *rec.ExitCode != 3 || rec.StdoutBytes != 6 {
-		t.Fatalf("the journal holds %+v (%v) of %s once told, want done, exit 3, 6 bytes out", rec, ok, id)
-	}
+	id := toldFromJournal(t, m1, j, journal, 3, 6)
 	if rec, err := st.GetJob(ctx, id); err == nil {
 		t.Fatalf("recorded while the store refuses writes: %+v", rec)
 	}
@@ -205,15 +215,7 @@ func TestJournaledHeldEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := j.ID()
-	j.Wait(ctx)
-	told, err := m1.Durable(j)
-	if err != nil || told.State != job.Done || told.ExitCode == nil || *told.ExitCode != 4 {
-		t.Fatalf("told: %+v %v, want done with exit 4 while the store refuses writes", told, err)
-	}
-	if rec, ok := journalRecord(t, journal, id); !ok || rec.ExitCode == nil || *rec.ExitCode != 4 || rec.StdoutBytes != 5 {
-		t.Fatalf("the journal holds %+v (%v) of %s once told", rec, ok, id)
-	}
+	id := toldFromJournal(t, m1, j, journal, 4, 5)
 	m1.Close(ctx)
 	c1.Close()
 	m2, err := job.New(job.Options{Dir: filepath.Join(dir, "tasks"), Store: st, Owner: dir, Journal: journal})

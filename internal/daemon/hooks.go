@@ -49,6 +49,8 @@ func (d *daemon) Version(wantSum bool) proto.Response {
 func (d *daemon) Stats() *proto.Stats {
 	d.jobs.MakeAhead() // counted from the start with them (reliability row 12)
 	st := &proto.Stats{Goroutines: runtime.NumGoroutine(), JobsRunning: d.jobs.Running(), InboxWaiters: d.sock.InboxWaiters()}
+	starts := d.jobs.Starts()
+	st.StartsOwn, st.StartsHolder, st.StartsNoSpare = starts.Own, starts.Holder, starts.NoSpare
 	if u, ok := proc.ReadUsage(os.Getpid()); ok {
 		st.FDs, st.Threads, st.RSS, st.PeakRSS = u.FDs, u.Threads, u.RSS, u.PeakRSS
 	}

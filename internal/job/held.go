@@ -413,6 +413,7 @@ func (j *Job) keeper() (k Keeper, mark, slot string, ok bool) {
 	if c, cg := j.m.o.Holder.(interface{ Info() wire.Hello }); cg && c.Info().Cgroups != "" {
 		if slot, ok = k.Spare(); !ok {
 			j.m.kept.Add(-1)
+			j.m.starts.noSpare.Add(1)
 			return nil, "", "", false // the holder's start puts it in a cgroup now
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hivetools/hive/internal/hivetest"
 	"github.com/hivetools/hive/internal/holder"
 	"github.com/hivetools/hive/internal/job"
+	"github.com/hivetools/hive/internal/limits"
 	"github.com/hivetools/hive/internal/proc"
 	"github.com/hivetools/hive/internal/store"
 )
@@ -502,10 +503,11 @@ func TestKeptJobs(t *testing.T) {
 			t.Fatalf("after 12 starts that failed: %v", err)
 		}
 	})
-	t.Run("spares lent again two at a time", func(t *testing.T) {
+	t.Run("spares lent again half a loan at a time", func(t *testing.T) {
 		// Each kept job takes a spare; the holder lends them again once
-		// half its loan is taken, in one message: a daemon is woken by
-		// a loan every other job, not every job, and never runs out.
+		// half its loan (sixteen) is taken, in one message: a daemon is
+		// woken by a loan every eighth job, not every job, and never
+		// runs out.
 		_, c, _, kept := lentSetup(t)
 		const jobs = 12
 		lends := c.Lends()
@@ -514,8 +516,74 @@ func TestKeptJobs(t *testing.T) {
 				t.Fatalf("job %d: %v", i, err)
 			}
 		}
-		if n := c.Lends() - lends; n > jobs/2 {
-			t.Errorf("%d kept jobs had the holder lend spares %d times, want at most %d", jobs, n, jobs/2)
+		if n := c.Lends() - lends; n > jobs/4 {
+			t.Errorf("%d kept jobs had the holder lend spares %d times, want at most %d", jobs, n, jobs/4)
+		}
+	})
+	t.Run("starts counted by who started them", func(t *testing.T) {
+		// Kept jobs are the manager's own starts; with every lent spare
+		// taken, a job is the holder's spawn for want of one; a job with
+		// limits is the holder's (it sets them on the cgroup it makes).
+		m, c, _, kept := lentSetup(t)
+		before := m.Starts()
+		if before.Own == 0 || before.Holder != 0 || before.NoSpare != 0 {
+			t.Fatalf("after the setup's kept jobs: %+v, want some own, none the holder's", before)
+		}
+		if err := kept(); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Starts(); got.Own != before.Own+1 || got.Holder != 0 {
+			t.Fatalf("after a kept job: %+v, want own %d, none the holder's", got, before.Own+1)
+		}
+		ctx := context.Background()
+		run := func(spec job.Spec) {
+			t.Helper()
+			j, err := m.Start(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end, _ := j.Wait(ctx); end.State != job.Done {
+				t.Fatalf("%q: %s %q", spec.Cmd, end.State, end.Error)
+			}
+		}
+		// Every spare taken, then a job: the holder's spawn for want of
+		// one; unless the holder lent more meanwhile (its worker made
+		// spares), then kept: taken again.
+		var taken []string
+		prev := m.Starts()
+		for try := 0; ; try++ {
+			for {
+				p, ok := c.Spare()
+				if !ok {
+					break
+				}
+				taken = append(taken, p)
+			}
+			if len(taken) == 0 {
+				t.Fatal("no spare lent")
+			}
+			run(job.Spec{Cmd: "true"})
+			got := m.Starts()
+			if got.NoSpare == prev.NoSpare+1 && got.Holder == prev.Holder+1 && got.Own == prev.Own {
+				prev = got
+				break
+			}
+			if got.Own != prev.Own+1 || got.Holder != prev.Holder || got.NoSpare != prev.NoSpare || try == 4 {
+				t.Fatalf("try %d: after a job with every spare taken: %+v, before it %+v", try, got, prev)
+			}
+			prev = got
+		}
+		for _, p := range taken {
+			c.Unspare(p)
+		}
+		run(job.Spec{Cmd: "true", Limits: limits.Limits{Nofile: 512}})
+		if got := m.Starts(); got.Own != prev.Own || got.Holder != prev.Holder+1 || got.NoSpare != prev.NoSpare {
+			t.Fatalf("after a job with limits: %+v, before it %+v: want one more of the holder's, not for want of a spare", got, prev)
+		}
+		prev = m.Starts()
+		run(job.Spec{Cmd: "true"})
+		if got := m.Starts(); got.Own != prev.Own+1 || got.Holder != prev.Holder {
+			t.Fatalf("after a job with the spares back: %+v, before it %+v: want one more own", got, prev)
 		}
 	})
 	t.Run("a lent spare removed before its job starts", func(t *testing.T) {
@@ -557,7 +625,7 @@ func TestKeptJobs(t *testing.T) {
 		}
 		m, c, _, kept := lentSetupWith(t, g)
 		ctx := context.Background()
-		for range 6 { // past the loan of four
+		for range 18 { // past the loan of sixteen
 			j, err := m.Start(job.Spec{Cmd: "sleep 30"})
 			if err != nil {
 				t.Fatal(err)

@@ -156,6 +156,8 @@ type Manager struct {
 	// their start (keeper) until their leader is reaped or let go
 	// (child.waited): at most maxKept.
 	kept atomic.Int32
+	// starts counts the starts by who made them (Starts).
+	starts struct{ own, holder, noSpare atomic.Int64 }
 	// journal: see Options.Journal (nil without).
 	journal     *journal
 	journalWarn sync.Once
@@ -764,6 +766,22 @@ func (m *Manager) dispatchLocked() {
 func (m *Manager) Counts(ctx context.Context) (map[string]int, error) {
 	m.records.flush()
 	return m.o.Store.CountJobs(ctx)
+}
+
+// Starts counts the jobs started since the manager was made, by who
+// started them.
+type Starts struct {
+	// Own: forked by the manager (the short path), kept by its holder
+	// if it has one; Holder: spawned by the holder.
+	Own, Holder int64
+	// NoSpare: of Holder's, those the manager would have started had
+	// the holder had a cgroup lent to it at hand (Keeper.Spare).
+	NoSpare int64
+}
+
+// Starts is how many jobs it started, by who started them.
+func (m *Manager) Starts() Starts {
+	return Starts{Own: m.starts.own.Load(), Holder: m.starts.holder.Load(), NoSpare: m.starts.noSpare.Load()}
 }
 
 // Running is how many jobs are running now.

@@ -66,10 +66,13 @@ func (j *Job) begin() func() {
 	j.mu.Unlock()
 	if m.o.Holder != nil {
 		if k, mark, slot, ok := j.keeper(); ok {
+			m.starts.own.Add(1)
 			return j.beginKept(k, mark, slot)
 		}
+		m.starts.holder.Add(1)
 		return j.beginHeld()
 	}
+	m.starts.own.Add(1)
 	cmd, pipes, err := j.prepare()
 	var c *child
 	if err == nil {

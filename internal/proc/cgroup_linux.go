@@ -185,8 +185,9 @@ const (
 	watchJob                    // a running job's cgroup
 )
 
-// spares is how many cgroups are made ahead.
-const spares = 4
+// spares is how many cgroups are made ahead: a keeping daemon's loan
+// (the holder's spareLoan), lent half at a time.
+const spares = 16
 
 // workDelay is how long the worker waits after a poke.
 const workDelay = 3 * time.Millisecond

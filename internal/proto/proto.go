@@ -299,6 +299,14 @@ type Stats struct {
 	HTTPSessions int `json:"http_sessions"`
 	// InboxWaiters are the connections waiting in inbox_next.
 	InboxWaiters int `json:"inbox_waiters"`
+	// StartsOwn counts the jobs the daemon forked itself since it
+	// started (the short path; its holder keeps them), StartsHolder
+	// those the holder of the jobs spawned, StartsNoSpare those of
+	// them the daemon would have forked had it had a cgroup the holder
+	// lent at hand.
+	StartsOwn     int64 `json:"starts_own"`
+	StartsHolder  int64 `json:"starts_holder"`
+	StartsNoSpare int64 `json:"starts_no_spare"`
 }
 
 // Setting is one daemon setting: its flag name, its value as the flag

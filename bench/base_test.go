@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ const baseEnv = "HIVE_BENCH_BASE"
 // base-daemon-cpu-us/op, base-holder-cpu-us/op: the processor time
 // (user+system) of each process per iteration (one terminal_exec, one run
 // and one start on each side).
+//
+// HIVE_BENCH_HOGS=N runs N busy loops (`sh -c 'while :; do :; done'`)
+// beside both for the whole benchmark: a change compared on a saturated
+// machine (each hog is ended by its pid at the end).
 func BenchmarkVsBase(b *testing.B) {
 	baseBin := os.Getenv(baseEnv)
 	if baseBin == "" {
@@ -53,6 +58,7 @@ func BenchmarkVsBase(b *testing.B) {
 	newD := startDaemonArgs(b, nil, nil)
 	baseDir := hivetest.StateDir(b)
 	baseD := hivetest.StartDaemonCmd(b, baseDir, baseCmd(baseDir, "daemon"))
+	startHogs(b)
 	pids := [4]int{newD.Pid, newD.holderPID, baseD.Pid, hivetest.HolderPid(baseDir)} // 0: no holder
 	sides := [2]*rawSession{connectRaw(b, newD), connectRawCmd(b, baseCmd(baseDir, "mcp"))}
 	const execParams = `{"name":"terminal_exec","arguments":{"cmd":"true"}}`
@@ -152,4 +158,31 @@ func timedStart(b *testing.B, s *rawSession, k int, params string) time.Duration
 		b.Fatalf("side %d, %s: %s", k, params, out)
 	}
 	return dt
+}
+
+// hogsEnv names the environment variable with how many busy loops
+// BenchmarkVsBase runs beside the two daemons.
+const hogsEnv = "HIVE_BENCH_HOGS"
+
+// startHogs starts the busy loops HIVE_BENCH_HOGS asks for (none if it is
+// unset); the benchmark's cleanup kills each by its pid and waits for it.
+func startHogs(b *testing.B) {
+	v := os.Getenv(hogsEnv)
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 64 {
+		b.Fatalf("%s=%q: must be a whole number from 0 to 64", hogsEnv, v)
+	}
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			b.Fatalf("start a busy loop: %v", err)
+		}
+		b.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+	}
 }

@@ -21,7 +21,7 @@ import (
 // On a machine whose processors are all busy (a build beside the agent)
 // the kernel gives the processor to that work instead, for its slice,
 // and the daemon (its P held meanwhile) answers nothing until it comes
-// back: 30-60 % slower runs under two busy loops (BenchmarkVsBase with
+// back: runs 25-60 % slower under two busy loops (BenchmarkVsBase with
 // HIVE_BENCH_HOGS=2). A yield that comes back late turns them off for a
 // while (lateYields).
 func yieldToReader() {

@@ -18,9 +18,38 @@ import (
 // each other on loopback, each with its store in a temp dir, and returns
 // once their JetStream has a meta leader. They are shut down (and waited
 // for) when the test ends.
+//
+// The route ports are picked free and closed before the servers listen
+// on them: another process may take one meanwhile (a server that cannot
+// listen for routes never becomes ready). Such a start is undone and
+// made again on other ports, up to three times.
 func startCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
-	// The route ports, picked free and handed to every server.
+	for try := 1; ; try++ {
+		ss, err := tryCluster(t, n)
+		if err == nil {
+			for _, s := range ss {
+				t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+			}
+			hivetest.Eventually(t, 20*time.Second, "a JetStream meta leader", func() error {
+				if metaLeader(ss) < 0 {
+					return fmt.Errorf("none of %d servers leads", n)
+				}
+				return nil
+			})
+			return ss
+		}
+		if try == 3 {
+			t.Fatalf("a cluster of %d servers, %d tries: %v", n, try, err)
+		}
+		t.Logf("a cluster of %d servers, try %d: %v; again on other ports", n, try, err)
+	}
+}
+
+// tryCluster starts n servers on route ports picked free now; if one
+// does not become ready, those started are shut down and it fails.
+func tryCluster(t *testing.T, n int) ([]*server.Server, error) {
+	t.Helper()
 	var routes []*url.URL
 	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -31,6 +60,12 @@ func startCluster(t *testing.T, n int) []*server.Server {
 		ln.Close()
 	}
 	var ss []*server.Server
+	undo := func() {
+		for _, s := range ss {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	}
 	for i := range n {
 		_, p, _ := net.SplitHostPort(routes[i].Host)
 		var port int
@@ -39,22 +74,17 @@ func startCluster(t *testing.T, n int) []*server.Server {
 			JetStream: true, StoreDir: t.TempDir(), NoSigs: true,
 			Cluster: server.ClusterOpts{Name: "hive-test", Host: "127.0.0.1", Port: port}, Routes: routes})
 		if err != nil {
+			undo()
 			t.Fatalf("server s%d: %v", i, err)
 		}
 		s.Start()
-		t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		if !s.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("server s%d takes no connections", i)
-		}
 		ss = append(ss, s)
-	}
-	hivetest.Eventually(t, 20*time.Second, "a JetStream meta leader", func() error {
-		if metaLeader(ss) < 0 {
-			return fmt.Errorf("none of %d servers leads", n)
+		if !s.ReadyForConnections(10 * time.Second) {
+			undo()
+			return nil, fmt.Errorf("server s%d (routes on %s) takes no connections", i, routes[i].Host)
 		}
-		return nil
-	})
-	return ss
+	}
+	return ss, nil
 }
 
 // metaLeader is the index of the server that leads JetStream's meta

@@ -686,11 +686,12 @@ func (s *server) handle(sc *serverConn, req wire.Request) (quit bool) {
 		s.mu.Lock()
 		h, ok := s.jobs[req.ID]
 		kept := ok && h.k != nil
-		if ok && (h.end != nil || kept) {
+		ended := ok && h.end != nil // h.end is written under s.mu (ended)
+		if ended || kept {
 			delete(s.jobs, req.ID)
 		}
 		s.mu.Unlock()
-		if ok && h.end != nil && h.t != nil {
+		if ended && h.t != nil {
 			h.t.Close()
 		}
 		if kept {

@@ -137,8 +137,7 @@ func TestAnswersCarryBulkOnce(t *testing.T) {
 // another value is refused with 400 naming it.
 func TestHTTPAnswersForm(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	tok := httpToken(t, state)
 	a := do(t, "POST", "http://"+addr+"/mcp?answers=json", auth(tok), initBody)
 	if a.status != http.StatusBadRequest || !strings.Contains(a.body, `answers: unknown form "json"`) {

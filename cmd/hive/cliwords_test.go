@@ -201,7 +201,7 @@ func TestStopCountsShells(t *testing.T) {
 // that worked adds nothing to the URL.
 func TestDashboardSaysWhenNoBrowser(t *testing.T) {
 	state := hivetest.StateDir(t)
-	startHTTPDaemon(t, state, freePort(t))
+	startHTTPDaemon(t, state, "127.0.0.1:0")
 	bin := t.TempDir()
 	got := filepath.Join(t.TempDir(), "opened")
 	for _, tc := range []struct {

@@ -19,8 +19,7 @@ func TestDashboardURL(t *testing.T) {
 		t.Errorf("without --http: %v %q", err, out)
 	}
 	hivetest.StopState(t, state)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	out, err = hivetest.Run(t, state, "dashboard", "--print-url")
 	url := strings.TrimSpace(out)
 	if err != nil || !strings.HasPrefix(url, "http://"+addr+"/login?code=") {

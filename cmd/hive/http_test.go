@@ -21,9 +21,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hivetools/hive/internal/client"
 	"github.com/hivetools/hive/internal/hivetest"
+	"github.com/hivetools/hive/internal/paths"
+	"github.com/hivetools/hive/internal/proto"
 )
 
+// freePort is a loopback address whose port was free a moment ago (for
+// a daemon that must refuse to start: another process may take the port
+// before anything listens on it; startHTTPDaemon takes port 0 instead).
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,9 +40,13 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startHTTPDaemon starts `hive daemon --http ADDR EXTRA...` and waits
-// until it answers. Its log goes to <state>/daemon.log.
-func startHTTPDaemon(t *testing.T, state, addr string, extra ...string) {
+// startHTTPDaemon starts `hive daemon --http ADDR EXTRA...`, waits until
+// its HTTP endpoint answers and returns the address it listens on: with
+// ADDR's port 0 (127.0.0.1:0), the port the kernel gave it, as the
+// daemon's version answer tells it (a port picked free and then given
+// to the daemon could be taken by another process in between). Its log
+// goes to <state>/daemon.log.
+func startHTTPDaemon(t *testing.T, state, addr string, extra ...string) string {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(state, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -46,13 +56,24 @@ func startHTTPDaemon(t *testing.T, state, addr string, extra ...string) {
 	d := hivetest.Command(t, state, append([]string{"daemon", "--http", addr}, extra...)...)
 	d.Stdout, d.Stderr = logf, logf
 	hivetest.StartDaemonCmd(t, state, d)
+	var bound string
 	hivetest.Eventually(t, 10*time.Second, "the http endpoint to come up", func() error {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
+		resp, err := client.Call(paths.Layout{Dir: state}, proto.Request{Cmd: proto.CmdVersion})
+		if err != nil {
+			return err
 		}
-		return err
+		if resp.HTTPAddr == "" {
+			return errors.New("the daemon tells no http address")
+		}
+		c, err := net.Dial("tcp", resp.HTTPAddr)
+		if err != nil {
+			return err
+		}
+		c.Close()
+		bound = resp.HTTPAddr
+		return nil
 	})
+	return bound
 }
 
 // daemonLog is what the state dir's daemon wrote to its log so far.
@@ -181,8 +202,7 @@ func daemonMustFail(t *testing.T, state string, args ...string) (string, int) {
 
 func TestHTTPTransport(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	url := "http://" + addr + "/mcp"
 	tok := httpToken(t, state)
 	cs := connectHTTP(t, url, tok)
@@ -221,8 +241,7 @@ func TestHTTPTransport(t *testing.T) {
 // across restarts.
 func TestHTTPDefaultToken(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	path := filepath.Join(state, "http-token")
 	fi, err := os.Lstat(path)
 	if err != nil || !fi.Mode().IsRegular() || (runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600) { // Windows has no such modes
@@ -267,8 +286,7 @@ func TestHTTPDefaultToken(t *testing.T) {
 // Only "Authorization: Bearer TOKEN" passes, the scheme in any case.
 func TestHTTPBearerHeader(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	url := "http://" + addr + "/mcp"
 	tok := httpToken(t, state)
 	tests := []struct {
@@ -305,10 +323,9 @@ func TestHTTPBearerHeader(t *testing.T) {
 
 func TestHTTPBearerTokenFile(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
 	tok := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tok, []byte("s3cret\n"), 0o600)
-	startHTTPDaemon(t, state, addr, "--http-token-file", tok)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0", "--http-token-file", tok)
 	url := "http://" + addr + "/mcp"
 	if got := post(t, url, nil); got != http.StatusUnauthorized {
 		t.Errorf("no token: %d", got)
@@ -333,8 +350,7 @@ func TestHTTPBearerTokenFile(t *testing.T) {
 // request is refused, never let through.
 func TestHTTPTokenRotation(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	pid := hivetest.DaemonPid(state)
 	url := "http://" + addr + "/mcp"
 	path := filepath.Join(state, "http-token")
@@ -480,8 +496,7 @@ func TestHTTPNoAuth(t *testing.T) {
 	})
 	t.Run("loopback serves without a token", func(t *testing.T) {
 		state := hivetest.StateDir(t)
-		addr := freePort(t)
-		startHTTPDaemon(t, state, addr, "--http-no-auth")
+		addr := startHTTPDaemon(t, state, "127.0.0.1:0", "--http-no-auth")
 		if got := post(t, "http://"+addr+"/mcp", nil); got != http.StatusOK {
 			t.Errorf("no auth: %d", got)
 		}
@@ -501,8 +516,7 @@ func TestHTTPNoAuth(t *testing.T) {
 
 func TestHTTPUnknownGroup(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	a := do(t, "POST", "http://"+addr+"/mcp?groups=execution,bogus", auth(httpToken(t, state)), initBody)
 	if a.status != http.StatusBadRequest || !strings.Contains(a.body, `"bogus"`) {
 		t.Errorf("status %d body %q: want 400 naming the group", a.status, a.body)
@@ -512,8 +526,7 @@ func TestHTTPUnknownGroup(t *testing.T) {
 // A body that does not arrive within --http-read-timeout gets 408.
 func TestHTTPSlowBody(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr, "--http-read-timeout", "500ms")
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0", "--http-read-timeout", "500ms")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -536,8 +549,7 @@ func TestHTTPSlowBody(t *testing.T) {
 // hold one of the few connections the daemon serves, not even a minute.
 func TestHTTPRefusedRequestHoldsNoConnection(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr, "--http-max-conns", "2", "--http-read-timeout", "30s")
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0", "--http-max-conns", "2", "--http-read-timeout", "30s")
 	for _, hdr := range []string{"Host: " + addr, "Host: evil.example"} {
 		var conns []net.Conn
 		for range 2 { // every connection the daemon serves
@@ -570,8 +582,7 @@ func TestHTTPRefusedRequestHoldsNoConnection(t *testing.T) {
 // Past --http-max-sessions a new session gets 503; ending one makes room.
 func TestHTTPSessionLimit(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr, "--http-max-sessions", "2", "--http-no-auth")
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0", "--http-max-sessions", "2", "--http-no-auth")
 	url := "http://" + addr + "/mcp"
 	var ids []string
 	for i := range 2 {
@@ -604,8 +615,7 @@ func TestHTTPSessionLimit(t *testing.T) {
 // of its session id, never the whole id.
 func TestHTTPSessionLogIDs(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	url := "http://" + addr + "/mcp"
 	tok := httpToken(t, state)
 	var ids []string
@@ -645,8 +655,7 @@ func TestHTTPSessionLogIDs(t *testing.T) {
 // under way: the daemon closes the session and exits.
 func TestHTTPStopWithOpenSession(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	cs := connectHTTP(t, "http://"+addr+"/mcp", httpToken(t, state))
 	called := make(chan error, 1)
 	go func() {
@@ -668,8 +677,7 @@ func TestHTTPStopWithOpenSession(t *testing.T) {
 // GET /api/state tells the agent's state, behind the same checks as /mcp.
 func TestHTTPAPIState(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr, "--name", "builder")
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0", "--name", "builder")
 	url := "http://" + addr + "/api/state"
 	if a := do(t, "GET", url, nil, ""); a.status != http.StatusUnauthorized {
 		t.Errorf("no token: %d", a.status)
@@ -720,8 +728,7 @@ func TestHTTPRefusesOtherUID(t *testing.T) {
 		t.Skip("needs " + py + " (readable by uid 65534)")
 	}
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	tok := httpToken(t, state)
 	script := `import sys, urllib.request
 req = urllib.request.Request("http://` + addr + `/api/state", headers={"Authorization": "Bearer ` + tok + `"})

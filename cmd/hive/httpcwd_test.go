@@ -47,8 +47,7 @@ func pwdOver(t *testing.T, url string, hdr map[string]string) string {
 // in the daemon's directory; a bad directory is 400 naming the rule.
 func TestHTTPSessionCwd(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	tok := httpToken(t, state)
 	base := "http://" + addr + "/mcp"
 	dir := t.TempDir()

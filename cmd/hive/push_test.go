@@ -354,8 +354,7 @@ func TestChannelCoalescesBursts(t *testing.T) {
 // log on its standalone SSE stream (GET).
 func TestChannelPushOverHTTP(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	url := "http://" + addr + "/mcp"
 	hdr := auth(httpToken(t, state))
 	a := do(t, "POST", url, hdr, strings.Replace(initBody, `"capabilities":{}`, `"capabilities":{"experimental":{"claude/channel":{}}}`, 1))

@@ -128,8 +128,7 @@ func TestSearchPathsAsGiven(t *testing.T) {
 	state := hivetest.StateDir(t)
 	tree := t.TempDir()
 	writeTree(t, tree, map[string]string{"src/a/x.go": "package a // needle\n", "src/b.go": "package b // needle\n"})
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	// The stdio session runs in tree; the daemon's dir is elsewhere, so
 	// HTTP answers to a relative path are relative to the daemon's dir.
 	stdio := hivetest.Connect(t, state, tree)

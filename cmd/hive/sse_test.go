@@ -49,8 +49,7 @@ func sseEvents(body string) []sseEvent {
 // Last-Event-ID replays what followed it (the answer).
 func TestSSEPrimingEvent(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	url := "http://" + addr + "/mcp"
 	hdr := auth(httpToken(t, state))
 	a := do(t, "POST", url, hdr, strings.Replace(initBody, "2025-06-18", "2025-11-25", 1))

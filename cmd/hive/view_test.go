@@ -17,8 +17,7 @@ import (
 // duration_ms, and a key it leaves out is only left out.
 func TestOneViewOfAJob(t *testing.T) {
 	state := hivetest.StateDir(t)
-	addr := freePort(t)
-	startHTTPDaemon(t, state, addr)
+	addr := startHTTPDaemon(t, state, "127.0.0.1:0")
 	id, err := hivetest.Run(t, state, "run", "--name", "viewed", "--", "echo out; echo err >&2; exit 1")
 	if err != nil {
 		t.Fatal(id, err)

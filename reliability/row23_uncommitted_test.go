@@ -47,19 +47,9 @@ func TestRow23AnsweredBeforeCommitted(t *testing.T) {
 	n := count(5, 50)
 	answered := execStalled(t, dir, s, n, "row23", 3)
 	d.Kill()
-	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
-		t.Fatal(err)
-	}
-
-	d = startDaemon(t, dir)
-	var recorded int
+	unstall(t, dir)
 	// The ends are recorded as the next daemon adopts the jobs.
-	if err := hivetest.Wait(10*time.Second, func() (err error) {
-		recorded, err = recordedAsAnswered(d, answered)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	recorded := awaitRecorded(t, startDaemon(t, dir), answered, 10*time.Second)
 	figure(t, 23, "a daemon whose job record writes stall: %d of %d terminal_exec calls answered (exit codes 0-2); after its kill -9 the next daemon has %d of %d recorded as answered (done, exit code, bytes), from its journal and the records the holder kept", len(answered), n, recorded, len(answered))
 }
 
@@ -97,6 +87,28 @@ func execStalled(t *testing.T, dir string, s *hivetest.Session, n int, tag strin
 		answered = append(answered, execTold{cmd: cmd, exit: *env.ExitCode, out: int64(len(env.Stdout))})
 	}
 	return answered
+}
+
+// unstall lets the daemons of dir write their job records again.
+func unstall(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitRecorded waits up to wait until d has every job of answered
+// recorded as answered (recordedAsAnswered), and returns how many.
+func awaitRecorded(t *testing.T, d *daemon, answered []execTold, wait time.Duration) int {
+	t.Helper()
+	var recorded int
+	if err := hivetest.Wait(wait, func() (err error) {
+		recorded, err = recordedAsAnswered(d, answered)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return recorded
 }
 
 // recordedAsAnswered counts the jobs of answered the daemon has recorded
@@ -165,17 +177,7 @@ func TestRow23RunAnsweredBeforeCommitted(t *testing.T) {
 		answered = append(answered, execTold{cmd: cmd, id: st.ID, exit: i % 3, out: int64(len(out) + 1)})
 	}
 	d.Kill()
-	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
-		t.Fatal(err)
-	}
-
-	d = startDaemon(t, dir)
-	var recorded int
-	if err := hivetest.Wait(15*time.Second, func() (err error) {
-		recorded, err = recordedAsAnswered(d, answered)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	unstall(t, dir)
+	recorded := awaitRecorded(t, startDaemon(t, dir), answered, 15*time.Second)
 	figure(t, 23, "a daemon that writes no job record but pending ones: %d of %d run calls answered running; after its kill -9 the next daemon has %d of %d recorded (kept and holder-started alike) and done as they ended (exit code, bytes)", len(answered), n, recorded, len(answered))
 }

@@ -1,7 +1,6 @@
 package reliability
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -30,9 +29,7 @@ func TestRow25AnsweredThenBothDie(t *testing.T) {
 	s.Close()
 	hivetest.Kill(hp)
 	d.Kill()
-	if err := os.Remove(filepath.Join(dir, stallWrites)); err != nil {
-		t.Fatal(err)
-	}
+	unstall(t, dir)
 
 	// The next daemon puts the journal's records before it answers: no
 	// wait, and no holder knows of the jobs now.

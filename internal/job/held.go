@@ -619,6 +619,13 @@ type keepAtEnd struct {
 	t      *time.Timer
 }
 
+// keep is the job's keep with its running record (wire.Kept.Record).
+func (ke *keepAtEnd) keep() wire.Kept {
+	k := ke.k
+	k.Record = runningRecord(ke.in, ke.k.Start)
+	return k
+}
+
 // keepLater is how long an attached job runs before it is kept (see
 // beginKept): most commands an agent runs end within it, and are kept
 // with their end, in one line. A variable for the tests.
@@ -641,8 +648,7 @@ func (j *Job) keepLate() {
 	}
 	j.keepAtEnd = nil
 	ke.t.Stop()
-	k := ke.k
-	k.Record = runningRecord(ke.in, ke.k.Start)
+	k := ke.keep()
 	j.mu.Unlock()
 	// The pipes stay open meanwhile: the end closes them only once
 	// keepSettled has the lock this holds.

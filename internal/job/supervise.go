@@ -222,25 +222,24 @@ func (j *Job) watch(c *child) {
 			j.keepAtEnd = nil
 			later = func() { j.keptLater(k, ke, e) }
 		} else {
-			var atEnd *wire.Kept
+			var atEnd wire.Kept
 			if ke != nil {
-				atEnd = &ke.k
-				atEnd.Record = runningRecord(ke.in, ke.k.Start)
+				atEnd = ke.keep()
 			}
 			j.mu.Unlock()
 			var told bool
-			if atEnd != nil {
-				told = k.KeepEnded(*atEnd, e) == nil
+			if ke != nil {
+				told = k.KeepEnded(atEnd, e) == nil
 			} else {
 				told = k.KeepEnd(e.ID, e) == nil
 			}
 			j.mu.Lock()
-			if atEnd != nil {
+			if ke != nil {
 				j.keepAtEnd = nil
-				j.kept, j.keptAtEnd = told, told
-				j.recordKept = told && atEnd.Record != nil
+				j.keptEndLocked(told, atEnd.Record != nil)
+			} else {
+				j.endKept = told && j.reason == "" && j.info.Error == ""
 			}
-			j.endKept = told && j.reason == "" && j.info.Error == ""
 		}
 	}
 	end := Done
@@ -297,17 +296,22 @@ func (j *Job) journalLocked() {
 // published (see watch): its keep and its end in one line, as before
 // them, then the ack once its record is committed.
 func (j *Job) keptLater(k Keeper, ke *keepAtEnd, e wire.JobEnd) {
-	atEnd := &ke.k
-	atEnd.Record = runningRecord(ke.in, ke.k.Start)
-	told := k.KeepEnded(*atEnd, e) == nil
+	atEnd := ke.keep()
+	told := k.KeepEnded(atEnd, e) == nil
 	j.mu.Lock()
-	j.kept, j.keptAtEnd = told, told
-	j.recordKept = told && atEnd.Record != nil
-	j.endKept = told && j.reason == "" && j.info.Error == ""
+	j.keptEndLocked(told, atEnd.Record != nil)
 	j.mu.Unlock()
 	if told {
 		j.m.sup.AckWhenRecorded(j.info.ID)
 	}
+}
+
+// keptEndLocked notes whether the holder keeps the end of a job kept at
+// its end (told), its running record with it (record). j.mu is held.
+func (j *Job) keptEndLocked(told, record bool) {
+	j.kept, j.keptAtEnd = told, told
+	j.recordKept = told && record
+	j.endKept = told && j.reason == "" && j.info.Error == ""
 }
 
 type jobPipes struct {
